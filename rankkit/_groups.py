@@ -1,0 +1,174 @@
+"""Query ids: validation, factorisation, sorting rows by query, ``group_ptr``.
+
+This is the only module that turns a per-row query id into the contiguous
+layout that kernels work on. Everything else calls :func:`make_groups` (or
+:func:`split_qid_column` for DataFrames) and never re-implements it.
+
+Layout: kernels see rows sorted so that each query is one contiguous block;
+``group_ptr`` (``int64``, length ``n_queries + 1``) holds block offsets. Queries
+keep the order of their first appearance, rows keep their order inside a
+query (a stable sort), so contiguous input -- even with non-monotonic ids such
+as MQ2008's -- needs no reordering at all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["QueryGroups", "make_groups", "check_qid", "split_qid_column", "group_ptr_from_sizes"]
+
+
+def _is_dataframe(X):
+    return hasattr(X, "columns") and hasattr(X, "iloc")
+
+
+def check_qid(qid, n_samples=None, *, name="qid"):
+    """Validate a per-row query id and factorise it.
+
+    Accepts ints, strings, objects or a pandas categorical. NaN/None ids are
+    an error. Returns ``codes`` (int64, one per row) numbered in order of first
+    appearance.
+    """
+    if qid is None:
+        raise ValueError(
+            f"{name} is required: pass one query id per row (qid=...), or a DataFrame "
+            "with a query column (qid_col)."
+        )
+    if hasattr(qid, "cat") and hasattr(qid, "dtype") and str(qid.dtype) == "category":
+        codes = np.asarray(qid.cat.codes, dtype=np.int64)
+        if (codes < 0).any():
+            raise ValueError(f"{name} contains missing values (NaN); every row needs a query id.")
+        values = codes
+    else:
+        values = np.asarray(qid)
+        if values.ndim == 2 and 1 in values.shape:
+            values = values.ravel()
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {values.shape}.")
+    if n_samples is not None and values.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} has {values.shape[0]} entries but there are {n_samples} rows; "
+            "pass one query id per row."
+        )
+    if values.dtype.kind == "f":
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{name} contains NaN or infinite values; every row needs a query id.")
+    elif values.dtype.kind == "O":
+        import pandas as pd
+
+        if pd.isna(values).any():
+            raise ValueError(f"{name} contains missing values (None/NaN); every row needs a query id.")
+    elif values.dtype.kind not in "iubUSM":
+        raise TypeError(f"{name} has unsupported dtype {values.dtype}; use ints or strings.")
+    import pandas as pd
+
+    codes, _ = pd.factorize(values, sort=False)
+    return codes.astype(np.int64, copy=False)
+
+
+def group_ptr_from_sizes(sizes):
+    """``group_ptr`` from a sequence of query sizes (LightGBM/XGBoost ``group``)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if sizes.ndim != 1 or (sizes < 0).any():
+        raise ValueError("group sizes must be a one-dimensional array of non-negative ints.")
+    ptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    return ptr
+
+
+class QueryGroups:
+    """Rows grouped by query.
+
+    Attributes
+    ----------
+    codes : ndarray of int64
+        Query code of every row, in the caller's row order.
+    order : ndarray of int64 or None
+        Permutation sorting rows by query (stable); ``None`` when rows already
+        form contiguous blocks, so no copy is needed.
+    group_ptr : ndarray of int64
+        Block offsets in the sorted layout.
+    """
+
+    def __init__(self, codes):
+        self.codes = codes
+        n = codes.shape[0]
+        if n == 0:
+            raise ValueError("qid is empty: there are no rows.")
+        # Contiguous blocks <=> the number of value changes equals n_queries - 1.
+        n_queries = int(codes.max()) + 1
+        changes = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+        if changes.shape[0] == n_queries - 1:
+            self.order = None
+            starts = changes
+        else:
+            self.order = np.argsort(codes, kind="stable").astype(np.int64)
+            sorted_codes = codes[self.order]
+            starts = np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1
+        ptr = np.empty(n_queries + 1, dtype=np.int64)
+        ptr[0] = 0
+        ptr[1:-1] = starts
+        ptr[-1] = n
+        self.group_ptr = ptr
+
+    @property
+    def n_queries(self):
+        return self.group_ptr.shape[0] - 1
+
+    @property
+    def n_samples(self):
+        return self.codes.shape[0]
+
+    @property
+    def is_sorted(self):
+        return self.order is None
+
+    def sort(self, a):
+        """Rows of ``a`` (array, sparse matrix or DataFrame) in query-sorted layout."""
+        if a is None or self.order is None:
+            return a
+        if _is_dataframe(a):
+            return a.iloc[self.order]
+        return a[self.order]
+
+    def unsort(self, a):
+        """Inverse of :meth:`sort` for an array computed in sorted layout."""
+        if self.order is None:
+            return a
+        out = np.empty_like(a)
+        out[self.order] = a
+        return out
+
+    def sorted_codes(self):
+        return self.codes if self.order is None else self.codes[self.order]
+
+
+def make_groups(qid, n_samples=None, *, name="qid"):
+    """Validate ``qid`` and return a :class:`QueryGroups`."""
+    return QueryGroups(check_qid(qid, n_samples, name=name))
+
+
+def split_qid_column(X, qid=None, qid_col="qid", *, required=True):
+    """Take query ids from ``qid=`` or from a DataFrame's query column.
+
+    Returns ``(X_without_column, qid)``. Giving both is an error; giving
+    neither is an error when ``required``. Non-DataFrame inputs pass through.
+    """
+    if _is_dataframe(X) and qid_col is not None and qid_col in X.columns:
+        if qid is not None:
+            raise ValueError(
+                f"Query ids given twice: X has a '{qid_col}' column and qid= was passed. "
+                f"Drop the column or pass qid_col=None to use qid=."
+            )
+        return X.drop(columns=[qid_col]), X[qid_col]
+    if qid is None and required:
+        where = (
+            f"X is a DataFrame without a '{qid_col}' column"
+            if _is_dataframe(X)
+            else "X has no query column"
+        )
+        raise ValueError(
+            f"Missing query ids: {where} and no qid= was given. Pass qid= (one id per row), "
+            f"or a DataFrame with a '{qid_col}' column."
+        )
+    return X, qid

@@ -1,0 +1,172 @@
+"""The contract every ranking objective follows.
+
+An objective knows queries and labels, never trees. Subclasses implement
+:meth:`RankingObjective._compute`, which fills caller-allocated gradient and
+hessian arrays for rows already sorted by query (``group_ptr`` layout) by
+calling module-level numba kernels. Everything else lives here once:
+
+* :meth:`gradient_hessian` -- the public entry point, with ``qid=`` (any row
+  order, outputs returned in the caller's order) or ``group_ptr=``;
+* ``__call__`` -- the same object is an XGBoost ``obj=`` callable
+  (``obj(preds, dtrain)``) and a LightGBM objective
+  (``params={"objective": obj}``), so rankkit gradients drop into any
+  training loop.
+
+Loss convention: gradients of the loss to *minimise* (``-metric``), hessians
+at least :data:`HESSIAN_FLOOR`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._groups import group_ptr_from_sizes, make_groups
+from .._random import mix64, seed_from
+from .._validation import check_labels, check_sample_weight, check_scores
+
+#: Smallest hessian handed to a booster. Pairwise objectives give exactly zero
+#: curvature to documents that take part in no pair (all labels equal); boosters
+#: divide by sums of hessians, so they receive this floor instead.
+HESSIAN_FLOOR = 1e-9
+
+
+class RankingObjective:
+    """Base class of rankkit objectives (see module docstring)."""
+
+    #: False when the objective has no useful second derivative: boosters then
+    #: use gradient leaves (hessian 1), as StochasticRank requires.
+    uses_hessian = True
+
+    #: True when the loss does not change if all scores of a query shift by a
+    #: constant, so gradients sum to zero per query.
+    translation_invariant = True
+
+    random_state = None
+
+    # -- to implement -------------------------------------------------------
+    def _check_params(self):
+        """Raise a clear error for invalid hyper-parameters."""
+
+    def _check_labels(self, y):
+        """Validated float64 labels (override for metric-specific checks)."""
+        return check_labels(y, name="y")
+
+    def _compute(self, y, raw, group_ptr, seed, grad, hess):
+        """Fill ``grad`` and ``hess`` (sorted layout). ``seed`` is a 63-bit int."""
+        raise NotImplementedError
+
+    # -- public API ---------------------------------------------------------
+    def gradient_hessian(self, y, raw, *, qid=None, group_ptr=None, sample_weight=None, seed=None):
+        """Gradient and hessian of the loss for every document.
+
+        Parameters
+        ----------
+        y : array-like of shape (n_samples,)
+            Relevance labels.
+        raw : array-like of shape (n_samples,)
+            Current raw scores (the booster's margin).
+        qid : array-like of shape (n_samples,), optional
+            Query id of every row; rows may come in any order.
+        group_ptr : array-like of int, optional
+            Query offsets for rows already grouped (length ``n_queries + 1``).
+            Exactly one of ``qid`` and ``group_ptr`` is required.
+        sample_weight : array-like of shape (n_samples,), optional
+            Multiplies each row's gradient and hessian.
+        seed : int, optional
+            Seed of this call's randomness. By default a fresh seed is drawn
+            from ``random_state`` on every call, reproducibly.
+
+        Returns
+        -------
+        grad, hess : ndarray of shape (n_samples,)
+        """
+        self._check_params()
+        y = self._check_labels(y)
+        raw = check_scores(raw, name="raw")
+        if raw.shape[0] != y.shape[0]:
+            raise ValueError(f"raw has {raw.shape[0]} entries but y has {y.shape[0]}.")
+        if (qid is None) == (group_ptr is None):
+            raise ValueError("Pass exactly one of qid= (per-row query ids) or group_ptr= (offsets).")
+        groups = None
+        if qid is not None:
+            groups = make_groups(qid, y.shape[0])
+            y, raw, ptr = groups.sort(y), groups.sort(raw), groups.group_ptr
+        else:
+            ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
+            if ptr.ndim != 1 or ptr[0] != 0 or ptr[-1] != y.shape[0] or np.any(np.diff(ptr) < 0):
+                raise ValueError(
+                    f"group_ptr must rise from 0 to n_samples={y.shape[0]}; got {ptr[:3]}...{ptr[-1:]}."
+                )
+        w = check_sample_weight(sample_weight, y.shape[0])
+        if seed is None:
+            seed = self._next_seed()
+        grad, hess = self._gradient_hessian_sorted(
+            np.ascontiguousarray(y), np.ascontiguousarray(raw), ptr, seed
+        )
+        if groups is not None:
+            grad, hess = groups.unsort(grad), groups.unsort(hess)
+        if w is not None:
+            grad *= w
+            hess *= w
+        return grad, hess
+
+    def _gradient_hessian_sorted(self, y, raw, group_ptr, seed):
+        """No-validation path for backends: arrays already checked and sorted."""
+        grad = np.zeros(y.shape[0], dtype=np.float64)
+        hess = np.zeros(y.shape[0], dtype=np.float64)
+        self._compute(y, raw, group_ptr, int(seed), grad, hess)
+        if not self.uses_hessian:
+            hess[:] = 1.0
+        else:
+            np.maximum(hess, HESSIAN_FLOOR, out=hess)
+        return grad, hess
+
+    def _next_seed(self):
+        """Per-call seeds: deterministic for a fixed ``random_state``."""
+        if getattr(self, "_seed_base", None) is None or getattr(self, "_seed_for", None) is not self.random_state:
+            self._seed_base = seed_from(self.random_state)
+            self._seed_for = self.random_state
+            self._n_calls = 0
+        self._n_calls += 1
+        return int(mix64(np.uint64(self._seed_base) + np.uint64(self._n_calls))) >> 1
+
+    # -- XGBoost / LightGBM custom-objective hook ---------------------------
+    def __call__(self, preds, data):
+        """``obj(preds, dtrain)`` for XGBoost, ``fobj(preds, dataset)`` for LightGBM."""
+        y, ptr = self._labels_and_groups(data)
+        preds = np.asarray(preds, dtype=np.float64).ravel()
+        seed = self._next_seed()
+        self._check_params()
+        return self._gradient_hessian_sorted(y, check_scores(preds, name="preds"), ptr, seed)
+
+    def _labels_and_groups(self, data):
+        cache = getattr(self, "_data_cache", None)
+        if cache is not None and cache[0] is data:
+            return cache[1], cache[2]
+        if hasattr(data, "get_uint_info"):  # xgboost.DMatrix
+            ptr = np.asarray(data.get_uint_info("group_ptr"), dtype=np.int64)
+            if ptr.size == 0:
+                raise ValueError(
+                    "The DMatrix has no query groups: build it with DMatrix(X, y, qid=qid) "
+                    "(rows grouped by query)."
+                )
+        elif hasattr(data, "get_group"):  # lightgbm.Dataset
+            sizes = data.get_group()
+            if sizes is None:
+                raise ValueError("The LightGBM Dataset has no query groups: build it with group=sizes.")
+            ptr = group_ptr_from_sizes(sizes)
+        else:
+            raise TypeError(f"Expected an xgboost.DMatrix or lightgbm.Dataset, got {type(data).__name__}.")
+        y = self._check_labels(np.asarray(data.get_label(), dtype=np.float64))
+        self._data_cache = (data, y, ptr)
+        return y, ptr
+
+    def __repr__(self):
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def get_params(self):
+        import inspect
+
+        sig = inspect.signature(type(self).__init__)
+        return {p: getattr(self, p) for p in sig.parameters if p != "self"}

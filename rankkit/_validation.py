@@ -1,0 +1,79 @@
+"""Input checks shared by metrics, objectives and estimators.
+
+Every message names the parameter and says how to fix it.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["check_labels", "check_scores", "check_k", "check_same_length", "check_sample_weight"]
+
+
+def check_labels(y, *, name="y_true", allow_negative=False, unit_interval=False):
+    """Float64 1-D labels; NaN/inf always rejected, negatives unless allowed."""
+    y = np.asarray(y)
+    if y.ndim == 2 and 1 in y.shape:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {y.shape}.")
+    if y.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric relevance labels, got dtype {y.dtype}.")
+    y = y.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} contains NaN or infinite values; relevance labels must be finite.")
+    if not allow_negative and y.size and y.min() < 0:
+        raise ValueError(
+            f"{name} contains negative labels (min {y.min():g}); relevance labels must be >= 0."
+        )
+    if unit_interval and y.size and y.max() > 1:
+        raise ValueError(
+            f"{name} has labels above 1 (max {y.max():g}) but probabilities in [0, 1] are needed; "
+            "pass err_mapping='chapelle' to map graded labels, or rescale them."
+        )
+    return y
+
+
+def check_scores(s, *, name="y_score"):
+    s = np.asarray(s)
+    if s.ndim == 2 and 1 in s.shape:
+        s = s.ravel()
+    if s.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {s.shape}.")
+    if s.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {s.dtype}.")
+    s = s.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(s)):
+        raise ValueError(f"{name} contains NaN or infinite values; scores must be finite.")
+    return s
+
+
+def check_k(k, *, name="k"):
+    """``None`` (whole list) or a positive int."""
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"{name} must be a positive int or None, got {k!r}.")
+    if k <= 0:
+        raise ValueError(f"{name} must be a positive int or None (whole list), got {k}.")
+    return int(k)
+
+
+def check_same_length(**arrays):
+    lengths = {name: len(a) for name, a in arrays.items() if a is not None}
+    if len(set(lengths.values())) > 1:
+        desc = ", ".join(f"{name} has {n}" for name, n in lengths.items())
+        raise ValueError(f"Inconsistent numbers of rows: {desc}. Pass one value per row.")
+
+
+def check_sample_weight(w, n, *, name="sample_weight"):
+    if w is None:
+        return None
+    w = np.asarray(w, dtype=np.float64).ravel()
+    if w.shape[0] != n:
+        raise ValueError(f"{name} has {w.shape[0]} entries but there are {n} rows.")
+    if not np.all(np.isfinite(w)) or (w < 0).any():
+        raise ValueError(f"{name} must be finite and non-negative.")
+    return w
