@@ -1,0 +1,92 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankkit._groups import group_ptr_from_sizes, make_groups, split_qid_column
+
+
+def naive_groups(qid):
+    """Queries in order of first appearance, rows in input order inside each."""
+    seen = []
+    for q in qid:
+        if q not in seen:
+            seen.append(q)
+    order = [i for q in seen for i, x in enumerate(qid) if x == q]
+    sizes = [sum(1 for x in qid if x == q) for q in seen]
+    return np.array(order), np.concatenate([[0], np.cumsum(sizes)])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_matches_naive_grouping(seed):
+    rng = np.random.default_rng(seed)
+    qid = rng.integers(0, rng.integers(1, 8), size=rng.integers(1, 40)).tolist()
+    groups = make_groups(qid)
+    order, ptr = naive_groups(qid)
+    np.testing.assert_array_equal(groups.group_ptr, ptr)
+    sorted_rows = np.arange(len(qid)) if groups.order is None else groups.order
+    np.testing.assert_array_equal(sorted_rows, order)
+    x = rng.normal(size=len(qid))
+    np.testing.assert_array_equal(groups.unsort(groups.sort(x)), x)
+
+
+def test_contiguous_non_monotonic_ids_need_no_sort():
+    groups = make_groups([5, 5, 2, 2, 2, 9])
+    assert groups.is_sorted
+    np.testing.assert_array_equal(groups.group_ptr, [0, 2, 5, 6])
+
+
+def test_unsorted_rows_are_sorted_stably():
+    groups = make_groups([1, 0, 1, 0])
+    np.testing.assert_array_equal(groups.order, [0, 2, 1, 3])
+    np.testing.assert_array_equal(groups.group_ptr, [0, 2, 4])
+
+
+@pytest.mark.parametrize(
+    "qid",
+    [
+        ["a", "b", "a"],
+        pd.Series(["a", "b", "a"], dtype="category"),
+        pd.Series(pd.Categorical(["a", "b", "a"], categories=["b", "a"])),
+        np.array([3.0, 7.0, 3.0]),
+    ],
+)
+def test_qid_types(qid):
+    groups = make_groups(qid)
+    np.testing.assert_array_equal(groups.group_ptr, [0, 2, 3])
+    np.testing.assert_array_equal(groups.order, [0, 2, 1])
+
+
+@pytest.mark.parametrize(
+    "qid, match",
+    [
+        (None, "qid is required"),
+        ([1.0, np.nan], "NaN"),
+        (np.array(["a", None], dtype=object), "missing"),
+        (pd.Series(["a", None], dtype="category"), "missing"),
+        ([1, 2, 3], "3 entries but there are 2 rows"),
+    ],
+)
+def test_bad_qid(qid, match):
+    with pytest.raises(ValueError, match=match):
+        make_groups(qid, 2)
+
+
+def test_group_ptr_from_sizes():
+    np.testing.assert_array_equal(group_ptr_from_sizes([2, 0, 3]), [0, 2, 2, 5])
+    with pytest.raises(ValueError):
+        group_ptr_from_sizes([1, -1])
+
+
+def test_split_qid_column():
+    X = pd.DataFrame({"qid": [1, 1, 2], "f": [0.1, 0.2, 0.3]})
+    X2, qid = split_qid_column(X)
+    assert list(X2.columns) == ["f"]
+    assert qid.tolist() == [1, 1, 2]
+    with pytest.raises(ValueError, match="given twice"):
+        split_qid_column(X, qid=[1, 1, 2])
+    with pytest.raises(ValueError, match="Missing query ids"):
+        split_qid_column(X[["f"]])
+    with pytest.raises(ValueError, match="Missing query ids"):
+        split_qid_column(np.zeros((3, 1)))
+    X3, qid3 = split_qid_column(np.zeros((3, 1)), qid=[1, 2, 3])
+    assert qid3 == [1, 2, 3]
