@@ -1,0 +1,54 @@
+"""Boosting engines behind the rankers.
+
+``BACKENDS`` maps a ``backend=`` name to ``"module:Class"``; the module is
+imported only when that backend is used, so the numba path never imports
+XGBoost and a missing engine fails with an install hint, not at import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["BACKENDS", "get_backend"]
+
+#: ``backend=`` name -> ``"module:Class"`` (resolved lazily by :func:`get_backend`).
+BACKENDS = {
+    "xgboost": "rankkit._backends.xgboost:XGBoostBackend",
+    "numba": "rankkit._backends.numba:NumbaBackend",
+}
+
+#: The package a user installs for each engine (``None``: ships with rankkit).
+_ENGINE_PACKAGES = {"xgboost": "xgboost (or xgboost-cpu)", "numba": None}
+
+
+def get_backend(name):
+    """The backend class registered under ``name``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the valid ones).
+    ImportError
+        When the engine behind a known backend is not installed (the message
+        says what to install).
+    """
+    if name not in BACKENDS:
+        raise ValueError(f"Unknown backend {name!r}; valid backends are {sorted(BACKENDS)}.")
+    module_name, _, class_name = BACKENDS[name].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        package = _ENGINE_PACKAGES.get(name)
+        if package is None or not _is_missing_engine(exc, name):
+            raise
+        raise ImportError(
+            f"backend={name!r} needs the {name} package, which is not installed: "
+            f"pip install {package.split(' ')[0]}, or choose another backend from {sorted(BACKENDS)}."
+        ) from exc
+    return getattr(module, class_name)
+
+
+def _is_missing_engine(exc, name):
+    # Only the engine itself missing gets the install hint; any other import
+    # error inside rankkit is a bug and must surface unchanged.
+    return isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == name

@@ -1,0 +1,291 @@
+"""Growing one tree from gradients and hessians, level by level.
+
+Rows of the (subsampled) training set live in one int32 array that is
+partitioned in place at every split, so each node owns a contiguous segment
+(as in LightGBM and pygbm). One level costs a handful of kernel calls,
+whatever the number of nodes: gather gradients in row order, build the
+histograms of the smaller children, subtract for their siblings, find the
+best splits, partition.
+
+Two policies:
+
+* ``"depthwise"`` (XGBoost's default): every node of a level picks its own
+  split; a node stops when no split gains more than ``min_split_gain``.
+* ``"oblivious"`` (CatBoost's symmetric trees, Prokhorenkova et al. 2018):
+  all nodes of a level share one split, the one with the largest summed gain;
+  the tree is a full binary tree of depth ``<= max_depth`` (empty leaves get 0).
+
+Leaf value: the Newton step ``-G / (H + lambda)`` (Chen & Guestrin 2016,
+eq. 5); with ``hess = 1`` this is the gradient step ``-G / (n + lambda)``.
+"""
+
+import numba
+import numpy as np
+from numba import njit
+
+from .binning import MISSING_BIN
+from .histogram import N_BINS, build_one, subtract_one
+from .splitting import best_split_one, find_oblivious_split
+from .tree import empty_nodes
+
+
+@njit(cache=True, parallel=True)
+def level_histograms(X_binned, rows, grad, hess, feats, n_bins,
+                     build_start, build_end, build_slot, sib_slot, parent_slot, parent_hist, hist,
+                     node_g, node_h, reg_lambda, min_child_weight, find_splits,
+                     out_gain, out_bin, out_missing_left, out_left_g, out_left_h):
+    """One level in one parallel region: histograms, sibling subtraction, best splits.
+
+    Task ``(k, j)`` builds ``hist[build_slot[k], j]`` from the rows
+    ``rows[build_start[k]:build_end[k]]``, derives the sibling
+    ``hist[sib_slot[k], j] = parent_hist[parent_slot[k], j] - built`` (skipped
+    when ``sib_slot[k] < 0``, e.g. at the root), and, when ``find_splits``,
+    writes the best split of both nodes on feature ``feats[j]`` into
+    ``out_*[slot, j]`` (``node_g``/``node_h`` are indexed by slot). Fusing the
+    three steps keeps the number of thread wake-ups per level at one.
+    """
+    n_pairs = build_start.shape[0]
+    n_feats = feats.shape[0]
+    for task in numba.prange(n_pairs * n_feats):
+        k = task // n_feats
+        j = task - k * n_feats
+        f = feats[j]
+        s = build_slot[k]
+        o = sib_slot[k]
+        build_one(X_binned[:, f], rows, build_start[k], build_end[k], grad, hess, hist[s, j])
+        if o >= 0:
+            subtract_one(parent_hist[parent_slot[k], j], hist[s, j], hist[o, j])
+        if find_splits:
+            for w in range(2):
+                c = s if w == 0 else o
+                if c < 0:
+                    continue
+                gain, b, ml, lg, lh = best_split_one(hist[c, j], n_bins[f], node_g[c], node_h[c],
+                                                     reg_lambda, min_child_weight)
+                out_gain[c, j] = gain
+                out_bin[c, j] = b
+                out_missing_left[c, j] = ml
+                out_left_g[c, j] = lg
+                out_left_h[c, j] = lh
+
+
+@njit(cache=True)
+def partition(X_binned, rows, tmp, starts, ends, features, bin_thresholds, missing_left, out_n_left):
+    """Stable in-place partition of each node's row segment (left rows first).
+
+    Serial on purpose: it is O(rows) per level against O(rows * features) for
+    the histograms, and a parallel region per level costs a thread wake-up.
+    """
+    for k in range(starts.shape[0]):
+        a = starts[k]
+        b = ends[k]
+        col = X_binned[:, features[k]]
+        t = bin_thresholds[k]
+        ml = missing_left[k] != 0
+        nl = 0
+        for i in range(a, b):
+            v = col[rows[i]]
+            if (ml if v == MISSING_BIN else v <= t):
+                tmp[a + nl] = rows[i]
+                nl += 1
+        p = a + nl
+        for i in range(a, b):
+            v = col[rows[i]]
+            if not (ml if v == MISSING_BIN else v <= t):
+                tmp[p] = rows[i]
+                p += 1
+        for i in range(a, b):
+            rows[i] = tmp[i]
+        out_n_left[k] = nl
+
+
+@njit(cache=True)
+def sum_segment(rows, grad, hess):
+    """Sequential sums (fixed order) of the root's gradients and hessians."""
+    g = 0.0
+    h = 0.0
+    for i in range(rows.shape[0]):
+        g += grad[rows[i]]
+        h += hess[rows[i]]
+    return g, h
+
+
+class TreeGrower:
+    """Reusable buffers plus :meth:`grow`; one per training run.
+
+    Parameters
+    ----------
+    X_binned : uint8 ndarray (n_samples, n_features), Fortran order
+    n_bins : int64 ndarray (n_features,), non-missing bins per feature
+    edges, edges_ptr : bin edges (see :func:`.binning.fit_bin_edges`)
+    max_depth, min_child_weight, reg_lambda, min_split_gain, grow_policy
+        See :class:`rankkit._backends.numba.NumbaBackend`.
+    """
+
+    def __init__(self, X_binned, n_bins, edges, edges_ptr, *, max_depth, min_child_weight,
+                 reg_lambda, min_split_gain=0.0, grow_policy="depthwise"):
+        self.X_binned = X_binned
+        self.n_bins = n_bins
+        self.edges = edges
+        self.edges_ptr = edges_ptr
+        self.max_depth = int(max_depth)
+        self.min_child_weight = float(min_child_weight)
+        self.reg_lambda = float(reg_lambda)
+        self.min_split_gain = float(min_split_gain)
+        self.grow_policy = grow_policy
+        n = X_binned.shape[0]
+        self._tmp = np.empty(n, dtype=np.int32)
+        self._hist = [np.empty((0, 0, N_BINS, 2)), np.empty((0, 0, N_BINS, 2))]
+
+    def _buffer(self, which, n_slots, n_feats):
+        buf = self._hist[which]
+        if buf.shape[0] < n_slots or buf.shape[1] < n_feats:
+            buf = np.empty((max(n_slots, buf.shape[0]), max(n_feats, buf.shape[1]), N_BINS, 2))
+            self._hist[which] = buf
+        return buf
+
+    def _threshold(self, f, t):
+        a, b = self.edges_ptr[f], self.edges_ptr[f + 1]
+        return self.edges[a + t] if t < b - a else np.inf
+
+    def _level(self, grad, hess, rows, feats, build_start, build_end, build_slot, sib_slot,
+               parent_slot, parent_hist, hist, n_slots, node_g, node_h, find_splits):
+        nf = feats.shape[0]
+        outs = (np.full((n_slots, nf), -np.inf), np.zeros((n_slots, nf), np.uint8),
+                np.zeros((n_slots, nf), np.uint8), np.zeros((n_slots, nf)), np.zeros((n_slots, nf)))
+        level_histograms(self.X_binned, rows, grad, hess, feats, self.n_bins, build_start, build_end,
+                         build_slot, sib_slot, parent_slot, parent_hist, hist, node_g, node_h,
+                         self.reg_lambda, self.min_child_weight, find_splits, *outs)
+        return outs
+
+    def grow(self, grad, hess, rows, feats):
+        """Grow one tree.
+
+        Parameters
+        ----------
+        grad, hess : float64 ndarrays (n_samples,)
+        rows : int32 ndarray, increasing row indices used (subsample); reordered in place
+        feats : int64 ndarray, sorted features allowed (column subsample)
+
+        Returns
+        -------
+        nodes : ndarray of :data:`.tree.NODE_DTYPE`, leaf values ``-G/(H+lambda)``
+        leaf_stats : (leaf node ids, G, H, count) arrays, for leaf noise
+        """
+        lam = self.reg_lambda
+        n_feats = feats.shape[0]
+        oblivious = self.grow_policy == "oblivious"
+        nodes = empty_nodes(2 ** (self.max_depth + 1) - 1)
+        n_nodes = 1
+        G, H = sum_segment(rows, grad, hess)
+        # Level state: tree node id, row segment, histogram slot, sums (indexed by slot for the kernels).
+        ids = np.array([0], dtype=np.int64)
+        starts = np.array([0], dtype=np.int64)
+        ends = np.array([rows.shape[0]], dtype=np.int64)
+        gs = np.array([G])
+        hs = np.array([H])
+        slots = np.array([0], dtype=np.int64)
+        cur = self._buffer(0, 1, n_feats)
+        outs = self._level(grad, hess, rows, feats, starts, ends, slots, np.array([-1], dtype=np.int64),
+                           slots, cur, cur, 1, gs, hs, not oblivious)
+        which = 0
+        leaf_ids, leaf_g, leaf_h, leaf_n = [], [], [], []
+
+        def close(ids_, gs_, hs_, starts_, ends_):
+            for k in range(ids_.shape[0]):
+                nd = ids_[k]
+                nodes["count"][nd] = ends_[k] - starts_[k]
+                nodes["sum_hessian"][nd] = hs_[k]
+                d = hs_[k] + lam
+                nodes["value"][nd] = -gs_[k] / d if d > 0 else 0.0
+                leaf_ids.append(nd)
+                leaf_g.append(gs_[k])
+                leaf_h.append(hs_[k])
+                leaf_n.append(ends_[k] - starts_[k])
+
+        for depth in range(self.max_depth):
+            m = ids.shape[0]
+            if oblivious:
+                og = np.empty((n_feats, N_BINS, 2))
+                find_oblivious_split(cur, feats, self.n_bins, slots, gs, hs, lam, self.min_child_weight, og)
+                flat = int(np.argmax(og))  # first maximum: lowest feature, then bin, then missing-right
+                best = og.ravel()[flat]
+                if not (np.isfinite(best) and best > self.min_split_gain):
+                    break
+                j, t, ml = np.unravel_index(flat, og.shape)
+                split_mask = np.ones(m, dtype=bool)
+                sf = np.full(m, feats[j], dtype=np.int64)
+                sb = np.full(m, t, dtype=np.uint8)
+                sml = np.full(m, ml, dtype=np.uint8)
+                # Each node's left sums, read from its histogram.
+                lg = np.empty(m)
+                lh = np.empty(m)
+                for k in range(m):
+                    h = cur[slots[k], j]
+                    lg[k] = h[: t + 1, 0].sum() + ml * h[MISSING_BIN, 0]
+                    lh[k] = h[: t + 1, 1].sum() + ml * h[MISSING_BIN, 1]
+                sgain = np.full(m, best / m)
+            else:
+                gain, bins, mls, lgs, lhs = (o[slots] for o in outs)
+                jbest = np.argmax(gain, axis=1)  # first maximum: lowest feature
+                r = np.arange(m)
+                sgain = gain[r, jbest]
+                split_mask = np.isfinite(sgain) & (sgain > self.min_split_gain)
+                sf = feats[jbest]
+                sb = bins[r, jbest]
+                sml = mls[r, jbest]
+                lg = lgs[r, jbest]
+                lh = lhs[r, jbest]
+            if not split_mask.all():
+                keep = ~split_mask
+                close(ids[keep], gs[keep], hs[keep], starts[keep], ends[keep])
+                if not split_mask.any():
+                    ids = ids[:0]
+                    break
+                ids, starts, ends, gs, hs, slots = (a[split_mask] for a in (ids, starts, ends, gs, hs, slots))
+                sf, sb, sml, lg, lh, sgain = (a[split_mask] for a in (sf, sb, sml, lg, lh, sgain))
+            m = ids.shape[0]
+            n_left = np.empty(m, dtype=np.int64)
+            partition(self.X_binned, rows, self._tmp, starts, ends, sf, sb, sml, n_left)
+            child_ids = np.arange(n_nodes, n_nodes + 2 * m, dtype=np.int64)
+            for k in range(m):
+                nd = ids[k]
+                f = int(sf[k])
+                nodes["feature"][nd] = f
+                nodes["bin_threshold"][nd] = sb[k]
+                nodes["threshold"][nd] = self._threshold(f, int(sb[k]))
+                nodes["missing_left"][nd] = sml[k]
+                nodes["gain"][nd] = sgain[k]
+                nodes["count"][nd] = ends[k] - starts[k]
+                nodes["sum_hessian"][nd] = hs[k]
+                nodes["left"][nd] = n_nodes + 2 * k
+                nodes["right"][nd] = n_nodes + 2 * k + 1
+            n_nodes += 2 * m
+            mid = starts + n_left
+            c_starts = np.empty(2 * m, dtype=np.int64)
+            c_ends = np.empty(2 * m, dtype=np.int64)
+            c_starts[0::2], c_starts[1::2] = starts, mid
+            c_ends[0::2], c_ends[1::2] = mid, ends
+            c_g = np.empty(2 * m)
+            c_h = np.empty(2 * m)
+            c_g[0::2], c_g[1::2] = lg, gs - lg
+            c_h[0::2], c_h[1::2] = lh, hs - lh
+            parent_slots = slots
+            ids, starts, ends, gs, hs = child_ids, c_starts, c_ends, c_g, c_h
+            slots = np.arange(2 * m, dtype=np.int64)
+            if depth + 1 == self.max_depth:
+                break
+            # Next level: build the child with fewer rows, subtract for its sibling.
+            nxt = self._buffer(1 - which, 2 * m, n_feats)
+            left_smaller = n_left <= (ends[1::2] - starts[1::2])
+            built = np.where(left_smaller, 0, 1) + 2 * np.arange(m)
+            sib = np.where(left_smaller, 1, 0) + 2 * np.arange(m)
+            outs = self._level(grad, hess, rows, feats, starts[built], ends[built], built, sib,
+                               parent_slots, cur, nxt, 2 * m, gs, hs, not oblivious)
+            cur = nxt
+            which = 1 - which
+        if ids.shape[0]:
+            close(ids, gs, hs, starts, ends)
+        leaf_stats = (np.array(leaf_ids, dtype=np.int64), np.array(leaf_g),
+                      np.array(leaf_h), np.array(leaf_n, dtype=np.int64))
+        return nodes[:n_nodes].copy(), leaf_stats

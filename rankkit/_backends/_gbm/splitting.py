@@ -1,0 +1,117 @@
+"""Best split of each node from its histograms.
+
+For a node with gradient and hessian sums ``G, H`` split into ``L`` and ``R``,
+the second-order gain (Chen & Guestrin 2016, eq. 7) is
+
+    gain = 1/2 [ G_L^2 / (H_L + lambda) + G_R^2 / (H_R + lambda) - G^2 / (H + lambda) ]
+
+A candidate ``(feature, bin t)`` sends bins ``<= t`` left. Missing values
+(bin 255) are tried on both sides and the better side is learned
+(XGBoost's sparsity-aware split finding, Algorithm 3). A candidate is valid
+when both children have ``H >= min_child_weight`` and ``H > 0`` (no empty
+child). Ties are broken towards the lowest feature, then the lowest bin, then
+"missing right", so the choice does not depend on thread scheduling.
+"""
+
+import numba
+import numpy as np
+from numba import njit
+
+MISSING_BIN = 255
+
+
+@njit(cache=True, inline="always")
+def _score(g, h, reg_lambda):
+    d = h + reg_lambda
+    if d <= 0.0:
+        return 0.0
+    return g * g / d
+
+
+@njit(cache=True)
+def best_split_one(h, nb, G, H, reg_lambda, min_child_weight):
+    """Best split of one node on one feature from its histogram ``h``.
+
+    Returns ``(gain, bin, missing_left, G_left, H_left)``; ``gain`` is
+    ``-inf`` when the feature has no valid split.
+    """
+    parent = _score(G, H, reg_lambda)
+    mg = h[MISSING_BIN, 0]
+    mh = h[MISSING_BIN, 1]
+    has_missing = mh > 0.0
+    best = -np.inf
+    best_b = 0
+    best_ml = 0
+    best_lg = 0.0
+    best_lh = 0.0
+    cg = 0.0
+    ch = 0.0
+    # t = nb - 1 (all non-missing left) is a split only when values are missing.
+    last = nb - 1 if has_missing else nb - 2
+    for t in range(last + 1):
+        cg += h[t, 0]
+        ch += h[t, 1]
+        for ml in range(2):
+            if ml == 1 and not has_missing:
+                break
+            lg = cg + mg * ml
+            lh = ch + mh * ml
+            rg = G - lg
+            rh = H - lh
+            if lh < min_child_weight or rh < min_child_weight or lh <= 0.0 or rh <= 0.0:
+                continue
+            gain = 0.5 * (_score(lg, lh, reg_lambda) + _score(rg, rh, reg_lambda) - parent)
+            if gain > best:
+                best = gain
+                best_b = t
+                best_ml = ml
+                best_lg = lg
+                best_lh = lh
+    if not has_missing and best > -np.inf:
+        # No missing value seen here: send future ones to the heavier child.
+        best_ml = 1 if best_lh >= H - best_lh else 0
+    return best, best_b, best_ml, best_lg, best_lh
+
+
+@njit(cache=True, parallel=True)
+def find_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h,
+                         reg_lambda, min_child_weight, out_gain):
+    """Summed gain of one split shared by every node of a level (oblivious trees).
+
+    ``out_gain[j, t, ml]`` is the sum over the level's nodes of the gain of
+    splitting on ``(feats[j], t)`` with missing values left iff ``ml``; a node
+    whose children would violate ``min_child_weight`` contributes 0 (it is
+    still split, as in CatBoost's symmetric trees). Candidates that no node
+    can use are ``-inf``.
+    """
+    n_nodes = node_slot.shape[0]
+    n_feats = feats.shape[0]
+    for j in numba.prange(n_feats):
+        nb = n_bins[feats[j]]
+        o = out_gain[j]
+        for t in range(o.shape[0]):
+            o[t, 0] = -np.inf
+            o[t, 1] = -np.inf
+        for k in range(n_nodes):
+            h = hist[node_slot[k], j]
+            G = node_g[k]
+            H = node_h[k]
+            parent = _score(G, H, reg_lambda)
+            mg = h[MISSING_BIN, 0]
+            mh = h[MISSING_BIN, 1]
+            cg = 0.0
+            ch = 0.0
+            for t in range(nb):
+                cg += h[t, 0]
+                ch += h[t, 1]
+                for ml in range(2):
+                    lg = cg + mg * ml
+                    lh = ch + mh * ml
+                    rg = G - lg
+                    rh = H - lh
+                    gain = 0.0
+                    if lh >= min_child_weight and rh >= min_child_weight and lh > 0.0 and rh > 0.0:
+                        gain = 0.5 * (_score(lg, lh, reg_lambda) + _score(rg, rh, reg_lambda) - parent)
+                        if o[t, ml] == -np.inf:
+                            o[t, ml] = 0.0
+                        o[t, ml] += gain

@@ -1,0 +1,35 @@
+"""Tree storage: one NumPy record array per tree.
+
+A node is a row of :data:`NODE_DTYPE`; the root is row 0 and children are
+row indices relative to the tree (``left == -1`` marks a leaf). Internal
+nodes send a row left when ``x[feature] <= threshold`` (raw features) or,
+equivalently, ``bin <= bin_threshold`` (binned features); a missing value
+(NaN, bin :data:`~.binning.MISSING_BIN`) goes left iff ``missing_left``.
+"""
+
+import numpy as np
+
+NODE_DTYPE = np.dtype(
+    [
+        ("feature", np.int32),
+        ("threshold", np.float64),
+        ("bin_threshold", np.uint8),
+        ("missing_left", np.uint8),
+        ("left", np.int32),
+        ("right", np.int32),
+        ("value", np.float64),
+        ("gain", np.float64),
+        ("count", np.int64),
+        ("sum_hessian", np.float64),
+    ],
+    align=True,
+)
+
+
+def empty_nodes(n):
+    """``n`` nodes initialised as leaves with value 0."""
+    nodes = np.zeros(n, dtype=NODE_DTYPE)
+    nodes["feature"] = -1
+    nodes["left"] = -1
+    nodes["right"] = -1
+    return nodes

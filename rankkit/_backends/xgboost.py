@@ -1,0 +1,231 @@
+"""XGBoost backend: trees from rankkit gradients, with exact SGLB shrinkage.
+
+XGBoost grows each tree from the gradients we hand it
+(``Booster.boost(dtrain, t, grad=, hess=)``), but it cannot rescale trees it has
+already built. SGLB (Ustimenko & Prokhorenkova 2021) multiplies the whole model
+by a factor ``c_t`` before iteration ``t``, so the model after ``T`` iterations
+is
+
+    F_T = sum_t (prod_{s > t} c_s) * f_t,
+
+with ``f_t`` the ``t``-th tree. During training the backend tracks ``F`` beside
+the booster for the training set and every eval set
+(``F_t = c_t F_{t-1} + f_t``, ``f_t`` from ``predict(iteration_range=(t, t+1))``
+with ``base_score = 0``), so gradients and eval metrics see the shrunk model.
+When training ends the cumulative factors are folded into the leaf values of
+the JSON model, so the saved booster predicts that same ``F`` without rankkit.
+
+Without shrinkage the booster's own prediction cache gives the margins
+(incremental, O(n) per iteration), exactly what ``xgboost.train(obj=...)``
+feeds a custom objective.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import xgboost
+
+from ._base import Backend
+
+__all__ = ["XGBoostBackend"]
+
+
+def _dmatrix(X, nthread):
+    return xgboost.DMatrix(X, nthread=nthread)
+
+
+class XGBoostBackend(Backend):
+    """Trees grown by XGBoost (``tree_method="hist"``) from rankkit gradients.
+
+    Common parameters map to XGBoost's names: ``learning_rate -> eta``,
+    ``reg_lambda -> lambda``, ``n_jobs -> nthread``, ``random_state -> seed``;
+    ``backend_params`` override any of them (e.g. ``{"grow_policy":
+    "lossguide", "max_leaves": 31}``).
+
+    Attributes (after :meth:`fit`)
+    ------------------------------
+    booster_ : xgboost.Booster
+        The model, shrink factors folded in; ``booster_.save_model("m.json")``
+        serves it without rankkit (``predict(..., output_margin=True)``).
+    params_ : dict
+        The parameters handed to XGBoost.
+    shrink_factors_ : ndarray of float64
+        ``c_t`` applied before iteration ``t`` (1 where no shrinkage).
+    """
+
+    name = "xgboost"
+
+    def _params(self):
+        params = {
+            "tree_method": "hist",
+            "eta": float(self.learning_rate),
+            "max_depth": int(self.max_depth),
+            "min_child_weight": float(self.min_child_weight),
+            "lambda": float(self.reg_lambda),
+            "subsample": float(self.subsample),
+            "colsample_bytree": float(self.colsample_bytree),
+            "max_bin": int(self.max_bin),
+            # A custom objective keeps XGBoost's default base_score of 0.5; the
+            # ranking losses are shift-invariant and SGLB folding needs a model
+            # that is exactly the sum of its trees, so the margin starts at 0.
+            "base_score": 0.0,
+            "disable_default_eval_metric": 1,
+            "verbosity": 0,
+        }
+        if self.random_state is not None:
+            params["seed"] = int(self.random_state) % (2**31)
+        if self.n_jobs is not None:
+            params["nthread"] = 0 if self.n_jobs < 0 else int(self.n_jobs)
+        params.update(self.backend_params)
+        return params
+
+    @property
+    def _nthread(self):
+        if self.n_jobs is None or self.n_jobs < 0:
+            return -1
+        return int(self.n_jobs)
+
+    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None):
+        """Grow ``n_estimators`` trees; see :mod:`rankkit._backends._base`.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix
+            Training features, rows sorted by query.
+        grad_fn : callable
+            ``grad_fn(raw, t) -> (grad, hess)`` on the training rows.
+        eval_X : sequence of arrays
+            Eval features whose raw scores are tracked.
+        shrink : callable or None
+            ``shrink(t)`` -> factor applied to the whole model before
+            iteration ``t`` (``None`` or 1.0: no shrinkage).
+        callback : callable or None
+            ``callback(t, raw_train, raw_evals)``; returns True to stop.
+        """
+        self.params_ = self._params()
+        dtrain = _dmatrix(X, self._nthread)
+        devals = [_dmatrix(Xe, self._nthread) for Xe in eval_X]
+        booster = xgboost.Booster(self.params_, cache=[dtrain, *devals])
+        # Tracked raw scores, needed from the first shrinkage on (before that
+        # the booster's prediction cache holds exactly the same sums).
+        raw_train = None
+        raw_evals = None
+        current = None  # training margin of the model so far (no shrinkage)
+        factors = []
+        for t in range(int(self.n_estimators)):
+            factor = shrink(t) if shrink is not None else None
+            factor = 1.0 if factor is None else float(factor)
+            factors.append(factor)
+            if raw_train is None and factor != 1.0:
+                raw_train = self._margin(booster, dtrain, t, training=True)
+                raw_evals = [self._margin(booster, d, t) for d in devals]
+            if raw_train is not None:
+                raw_train *= factor
+                for r in raw_evals:
+                    r *= factor
+                current = raw_train
+            elif current is None:
+                current = self._margin(booster, dtrain, t, training=True)
+            grad, hess = grad_fn(current, t)
+            booster.boost(dtrain, t, grad=grad, hess=hess)
+            if raw_train is not None:
+                raw_train += self._tree_margin(booster, dtrain, t)
+                for r, d in zip(raw_evals, devals):
+                    r += self._tree_margin(booster, d, t)
+                cb_train, cb_evals = raw_train, raw_evals
+            else:
+                current = None
+                if callback is not None:
+                    current = self._margin(booster, dtrain, t + 1, training=True)
+                    cb_train = current
+                    cb_evals = [self._margin(booster, d, t + 1) for d in devals]
+            if callback is not None and callback(t, cb_train, cb_evals):
+                break
+        self._unfolded = booster
+        self.shrink_factors_ = np.asarray(factors, dtype=np.float64)
+        self.n_iterations_ = booster.num_boosted_rounds()
+        self.booster_ = self._fold(self.n_iterations_)
+        return self
+
+    @staticmethod
+    def _margin(booster, dmat, n_trees, training=False):
+        if n_trees == 0:
+            return np.zeros(dmat.num_row(), dtype=np.float64)
+        # Float32 from the prediction cache, widened once; O(n).
+        return booster.predict(dmat, output_margin=True, training=training).astype(np.float64)
+
+    @staticmethod
+    def _tree_margin(booster, dmat, t):
+        return booster.predict(dmat, output_margin=True, iteration_range=(t, t + 1)).astype(np.float64)
+
+    def _fold(self, n_iterations):
+        """Booster of the first ``n_iterations`` trees with shrinkage folded in.
+
+        Tree ``t`` is scaled by ``prod_{t < s < n_iterations} c_s``: the
+        factors applied to the model after it was grown.
+        """
+        booster = self._unfolded
+        if n_iterations < booster.num_boosted_rounds():
+            booster = booster[:n_iterations]
+        factors = self.shrink_factors_[:n_iterations]
+        if np.all(factors == 1.0):
+            return booster
+        # scale[t] = prod_{s > t} c_s (reverse cumulative product, shifted).
+        scale = np.ones(n_iterations, dtype=np.float64)
+        if n_iterations > 1:
+            scale[:-1] = np.cumprod(factors[::-1])[::-1][1:]
+        model = json.loads(bytes(booster.save_raw("json")))
+        trees = model["learner"]["gradient_booster"]["model"]["trees"]
+        if len(trees) != n_iterations:
+            raise RuntimeError(
+                f"expected one tree per iteration ({n_iterations}), found {len(trees)}; "
+                "SGLB shrinkage supports a single-output booster without num_parallel_tree."
+            )
+        for t, tree in enumerate(trees):
+            s = scale[t]
+            left = tree["left_children"]
+            cond = tree["split_conditions"]
+            # A leaf's value lives in split_conditions; base_weights are the
+            # node weights (scaled too, so the model stays self-consistent).
+            for nid, child in enumerate(left):
+                if child == -1:
+                    cond[nid] = cond[nid] * s
+            tree["base_weights"] = [w * s for w in tree["base_weights"]]
+        folded = xgboost.Booster(model_file=bytearray(json.dumps(model).encode()))
+        folded.set_param({"nthread": self.params_.get("nthread", 0)})
+        return folded
+
+    def predict(self, X, n_iterations=None):
+        """Raw scores (float64) of the model after ``n_iterations`` iterations."""
+        booster = self.booster_
+        if n_iterations is not None and n_iterations != self.n_iterations_:
+            booster = self._fold(int(n_iterations))
+        if hasattr(X, "tocsr") and getattr(X, "format", "csr") != "csr":
+            X = X.tocsr()
+        return np.asarray(booster.inplace_predict(X, predict_type="margin"), dtype=np.float64)
+
+    def truncate(self, n_iterations):
+        """Keep the model after ``n_iterations`` iterations (shrinkage re-folded)."""
+        n_iterations = int(n_iterations)
+        if not 1 <= n_iterations <= self._unfolded.num_boosted_rounds():
+            raise ValueError(f"n_iterations must be in [1, {self._unfolded.num_boosted_rounds()}].")
+        self._unfolded = self._unfolded[:n_iterations]
+        self.shrink_factors_ = self.shrink_factors_[:n_iterations]
+        self.n_iterations_ = n_iterations
+        self.booster_ = self._fold(n_iterations)
+        return self
+
+    def feature_importances(self, importance_type="gain", n_features=None):
+        """Total split gain per feature, normalised to sum to 1 (zeros if no split)."""
+        xgb_type = {"gain": "total_gain", "split": "weight"}.get(importance_type, importance_type)
+        scores = self.booster_.get_score(importance_type=xgb_type)
+        if n_features is None:
+            n_features = int(self.booster_.num_features())
+        out = np.zeros(n_features, dtype=np.float64)
+        for name, value in scores.items():
+            # Features are unnamed ("f<index>") because the booster is trained on arrays.
+            out[int(name[1:])] = value
+        total = out.sum()
+        return out / total if total > 0 else out

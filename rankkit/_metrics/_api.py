@@ -1,0 +1,422 @@
+"""Public ranking metrics and the fast internal entry point.
+
+:func:`evaluate_sorted` is what estimators, scorers and early stopping call
+on data already validated and sorted by query; the public ``*_score``
+functions validate, group rows by query (:mod:`rankkit._groups`) and wrap it.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from rankkit._groups import make_groups
+from rankkit._metrics._common import METRIC_IDS, TIES, chapelle_scale, parse_metric
+from rankkit._metrics._kernels import evaluate_kernel
+from rankkit._validation import check_k, check_labels, check_same_length, check_scores
+
+__all__ = [
+    "evaluate_sorted",
+    "metric_function",
+    "METRICS",
+    "ndcg_score",
+    "dcg_score",
+    "err_score",
+    "mrr_score",
+    "map_score",
+    "expdcg_score",
+]
+
+_GAINS = ("exp", "linear")
+_ERR_MAPPINGS = (None, "chapelle")
+
+
+def _check_ties(ties):
+    if not isinstance(ties, str) or ties not in TIES:
+        raise ValueError(f"ties must be one of {sorted(TIES)}, got {ties!r}.")
+    return TIES[ties]
+
+
+def _check_gain(gain):
+    if gain not in _GAINS:
+        raise ValueError(f"gain must be 'exp' (2^r - 1) or 'linear' (r), got {gain!r}.")
+    return gain == "exp"
+
+
+def _check_empty(empty):
+    """``empty`` -> float value written for queries without relevant document."""
+    if isinstance(empty, str):
+        if empty == "exclude":
+            return np.nan
+        raise ValueError(f"empty must be 1.0, 0.0 or 'exclude', got {empty!r}.")
+    if isinstance(empty, bool) or not isinstance(empty, numbers.Real) or empty not in (0.0, 1.0):
+        raise ValueError(f"empty must be 1.0, 0.0 or 'exclude', got {empty!r}.")
+    return float(empty)
+
+
+def _check_threshold(relevance_threshold):
+    if isinstance(relevance_threshold, bool) or not isinstance(relevance_threshold, numbers.Real):
+        raise TypeError(f"relevance_threshold must be a number, got {relevance_threshold!r}.")
+    if not np.isfinite(relevance_threshold):
+        raise ValueError(f"relevance_threshold must be finite, got {relevance_threshold!r}.")
+    return float(relevance_threshold)
+
+
+def _check_decay(decay):
+    if isinstance(decay, bool) or not isinstance(decay, numbers.Real) or not 0.0 < decay <= 1.0:
+        raise ValueError(f"decay must be a number in (0, 1], got {decay!r}.")
+    return float(decay)
+
+
+def _err_scale(y, err_mapping, err_max_label):
+    """``err_scale`` for the kernels: ``0`` = labels are probabilities, else ``2^{r_max}``."""
+    if err_mapping not in _ERR_MAPPINGS:
+        raise ValueError(
+            f"err_mapping must be None (labels are probabilities in [0, 1]) or 'chapelle' "
+            f"((2^r - 1) / 2^r_max for graded labels), got {err_mapping!r}."
+        )
+    if err_mapping is None:
+        if err_max_label is not None:
+            raise ValueError("err_max_label is only used with err_mapping='chapelle'; pass both or neither.")
+        if y.size and y.max() > 1.0:
+            raise ValueError(
+                f"ERR with err_mapping=None needs labels that are probabilities in [0, 1], but the "
+                f"largest label is {y.max():g}; pass err_mapping='chapelle' to map graded labels "
+                "with (2^r - 1) / 2^r_max."
+            )
+        return 0.0
+    if err_max_label is None:
+        return chapelle_scale(y)
+    if isinstance(err_max_label, bool) or not isinstance(err_max_label, numbers.Real):
+        raise TypeError(f"err_max_label must be a number or None, got {err_max_label!r}.")
+    if y.size and y.max() > err_max_label:
+        raise ValueError(
+            f"err_max_label={err_max_label:g} is below the largest label {y.max():g}; pass "
+            "err_max_label >= max(y_true) or None (use max(y_true))."
+        )
+    return float(2.0**err_max_label)
+
+
+def evaluate_sorted(
+    metric,
+    y,
+    score,
+    group_ptr,
+    *,
+    k=None,
+    ties="worst",
+    gain="exp",
+    empty=1.0,
+    relevance_threshold=0.0,
+    err_mapping=None,
+    err_max_label=None,
+    decay=0.85,
+):
+    """Per-query metric values on query-sorted, validated arrays.
+
+    Parameters
+    ----------
+    metric : str
+        A name in ``rankkit._metrics._common.METRIC_IDS`` (``"ndcg@10"`` also
+        works and sets ``k``).
+    y, score : ndarray of float64
+        Labels and scores, rows of a query contiguous.
+    group_ptr : ndarray of int64
+        Query offsets, length ``n_queries + 1``.
+    k, ties, gain, empty, relevance_threshold, err_mapping, err_max_label, decay
+        As in the public functions (e.g. :func:`ndcg_score`). Parameters that
+        the metric does not use are ignored.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        One value per query, ``nan`` for queries excluded by
+        ``empty="exclude"``.
+    """
+    name, k = parse_metric(metric, k)
+    k = check_k(k)
+    metric_id = METRIC_IDS[name]
+    tie_id = _check_ties(ties)
+    exp_gain = _check_gain(gain)
+    empty_value = _check_empty(empty)
+    threshold = _check_threshold(relevance_threshold)
+    decay = _check_decay(decay)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    score = np.ascontiguousarray(score, dtype=np.float64)
+    group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
+    if y.shape != score.shape or y.ndim != 1:
+        raise ValueError(f"y and score must be 1-D of equal length, got {y.shape} and {score.shape}.")
+    if group_ptr.ndim != 1 or group_ptr.shape[0] < 1 or group_ptr[0] != 0 or group_ptr[-1] != y.shape[0]:
+        raise ValueError("group_ptr must start at 0 and end at the number of rows.")
+    err_scale = _err_scale(y, err_mapping, err_max_label) if metric_id == METRIC_IDS["err"] else 0.0
+    n = y.shape[0]
+    out = np.empty(group_ptr.shape[0] - 1, dtype=np.float64)
+    idx = np.empty(n, dtype=np.int64)
+    buf = np.empty(n, dtype=np.int64)
+    scratch = np.empty(n, dtype=np.float64)
+    evaluate_kernel(
+        metric_id,
+        y,
+        score,
+        group_ptr,
+        0 if k is None else k,
+        tie_id,
+        exp_gain,
+        empty_value,
+        threshold,
+        err_scale,
+        decay,
+        idx,
+        buf,
+        scratch,
+        out,
+    )
+    return out
+
+
+def _score(name, y_true, y_score, qid, k, ties, per_query, **params):
+    """Validate, group by query, evaluate, then average or return per query."""
+    if qid is None:
+        raise ValueError(
+            "qid is required: pass one query id per row (qid=...). Ranking metrics are "
+            "computed per query; to treat all rows as one query pass qid=np.zeros(n)."
+        )
+    y = check_labels(y_true, name="y_true")
+    s = check_scores(y_score, name="y_score")
+    check_same_length(y_true=y, y_score=s)
+    groups = make_groups(qid, y.shape[0])
+    values = evaluate_sorted(
+        name, groups.sort(y), groups.sort(s), groups.group_ptr, k=k, ties=ties, **params
+    )
+    if per_query:
+        return values
+    if np.all(np.isnan(values)):
+        from sklearn.exceptions import UndefinedMetricWarning
+
+        warnings.warn(
+            f"{name}_score: every query was excluded (no relevant document and "
+            "empty='exclude'); returning nan.",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+        return float("nan")
+    return float(np.nanmean(values))
+
+
+_COMMON_DOC = """
+    y_true : array-like of shape (n_samples,)
+        Relevance labels (finite, >= 0).
+    y_score : array-like of shape (n_samples,)
+        Predicted scores (finite); larger means ranked higher.
+    qid : array-like of shape (n_samples,)
+        Query id of every row (required). Rows need not be sorted by query.
+    k : int or None, default=None
+        Cut-off: only the top ``k`` positions count; ``None`` is the whole list.
+    ties : {"worst", "average", "best", "input"}, default="worst"
+        Order of documents with equal scores: less relevant first (``worst``,
+        as CatBoost's metrics), the exact expectation over uniformly random
+        orders of every tied block (``average``), more relevant first
+        (``best``), or input row order (``input``).
+    per_query : bool, default=False
+        Return one value per query (in order of first appearance of the
+        query id) instead of the mean."""
+
+_EMPTY_DOC = """
+    empty : {1.0, 0.0, "exclude"}, default=1.0
+        Value of a query with no relevant document (a 0/0 metric): 1.0 as
+        CatBoost, XGBoost and LightGBM; 0.0 as scikit-learn; ``"exclude"``
+        drops it from the mean (``nan`` with ``per_query=True``; if every
+        query is excluded the mean is ``nan`` with a warning)."""
+
+_RETURNS_DOC = """
+    Returns
+    -------
+    float or ndarray of float64
+        Mean over queries, or the per-query values if ``per_query``."""
+
+
+def ndcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, gain="exp", empty=1.0):
+    """Normalised discounted cumulative gain, NDCG@k (Järvelin & Kekäläinen, 2002).
+
+    ``NDCG@k = DCG@k / IDCG@k`` with
+    ``DCG@k = sum_{i <= k} G(r_{s_i}) / log2(i + 1)`` over the ranked list
+    ``s`` and ``IDCG@k`` the DCG of the labels sorted in decreasing order.
+
+    Parameters
+    ----------
+    {common}
+    gain : {"exp", "linear"}, default="exp"
+        ``G(r) = 2^r - 1`` (Burges et al., 2005) or ``G(r) = r`` (scikit-learn,
+        CatBoost's ``type=Base``).
+    {empty}
+    {returns}
+
+    Examples
+    --------
+    >>> from rankkit.metrics import ndcg_score
+    >>> ndcg_score([2, 0, 1], [0.3, 0.2, 0.1], qid=[1, 1, 1])  # doctest: +ELLIPSIS
+    0.95...
+    """
+    return _score("ndcg", y_true, y_score, qid, k, ties, per_query, gain=gain, empty=empty)
+
+
+def dcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, gain="exp"):
+    """Discounted cumulative gain, DCG@k (Järvelin & Kekäläinen, 2002).
+
+    ``DCG@k = sum_{i <= k} G(r_{s_i}) / log2(i + 1)``; not normalised.
+
+    Parameters
+    ----------
+    {common}
+    gain : {"exp", "linear"}, default="exp"
+        ``G(r) = 2^r - 1`` or ``G(r) = r``.
+    {returns}
+
+    Examples
+    --------
+    >>> from rankkit.metrics import dcg_score
+    >>> dcg_score([1, 0], [0.1, 0.2], qid=[0, 0], gain="linear")  # doctest: +ELLIPSIS
+    0.63...
+    """
+    return _score("dcg", y_true, y_score, qid, k, ties, per_query, gain=gain)
+
+
+def err_score(
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, err_mapping=None, err_max_label=None
+):
+    """Expected reciprocal rank, ERR@k (Chapelle et al., CIKM 2009).
+
+    ``ERR@k = sum_{i <= k} (R_{s_i} / i) prod_{j < i} (1 - R_{s_j})``, the
+    expected reciprocal of the position where a cascade user stops. Not
+    normalised, like CatBoost's ``ERR``: a query whose labels are all 0 scores
+    a genuine 0, so there is no ``empty`` parameter.
+
+    Parameters
+    ----------
+    {common}
+    err_mapping : {None, "chapelle"}, default=None
+        ``None``: labels are stop probabilities and must lie in [0, 1].
+        ``"chapelle"``: graded labels map to ``R = (2^r - 1) / 2^{r_max}``.
+    err_max_label : float or None, default=None
+        ``r_max`` of the Chapelle mapping; ``None`` uses ``max(y_true)``.
+    {returns}
+
+    Notes
+    -----
+    With ``ties="average"`` the expectation is exact: the factor from
+    earlier blocks does not depend on their order, and inside a tied block of
+    ``t`` documents the expectation needs the elementary symmetric means of
+    the other documents' ``1 - R``, which costs ``O(L t^2)`` for ``L``
+    distinct labels in the block.
+
+    Examples
+    --------
+    >>> from rankkit.metrics import err_score
+    >>> err_score([0.5, 1.0], [2.0, 1.0], qid=[0, 0])
+    0.75
+    """
+    return _score(
+        "err", y_true, y_score, qid, k, ties, per_query, err_mapping=err_mapping, err_max_label=err_max_label
+    )
+
+
+def mrr_score(
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0
+):
+    """Mean reciprocal rank, MRR@k (Voorhees, TREC-8 QA track, 1999).
+
+    ``RR@k = 1 / i`` for the position ``i <= k`` of the first relevant
+    document (label > ``relevance_threshold``), 0 if none is in the top ``k``.
+
+    Parameters
+    ----------
+    {common}
+    {empty}
+    relevance_threshold : float, default=0.0
+        A document is relevant iff its label exceeds this.
+    {returns}
+
+    Examples
+    --------
+    >>> from rankkit.metrics import mrr_score
+    >>> mrr_score([0, 1, 0], [3.0, 2.0, 1.0], qid=[0, 0, 0])
+    0.5
+    """
+    return _score(
+        "mrr", y_true, y_score, qid, k, ties, per_query, empty=empty, relevance_threshold=relevance_threshold
+    )
+
+
+def map_score(
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0
+):
+    """Mean average precision, MAP@k (Baeza-Yates & Ribeiro-Neto, 1999).
+
+    ``AP@k = sum_{i <= k, s_i relevant} P(i) / min(R, k)`` with ``P(i)`` the
+    precision of the top ``i`` and ``R`` the number of relevant documents
+    (label > ``relevance_threshold``) of the query. The denominator
+    ``min(R, k)`` makes a perfect top-``k`` score 1; it is what CatBoost's
+    ``MAP:top=k`` uses.
+
+    Parameters
+    ----------
+    {common}
+    {empty}
+    relevance_threshold : float, default=0.0
+        A document is relevant iff its label exceeds this.
+    {returns}
+
+    Examples
+    --------
+    >>> from rankkit.metrics import map_score
+    >>> map_score([1, 0, 1], [3.0, 2.0, 1.0], qid=[0, 0, 0])  # doctest: +ELLIPSIS
+    0.83...
+    """
+    return _score(
+        "map", y_true, y_score, qid, k, ties, per_query, empty=empty, relevance_threshold=relevance_threshold
+    )
+
+
+def expdcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, decay=0.85):
+    """Exponentially discounted gain, the metric YetiRank optimises (Gulin et al., 2011).
+
+    ``ExpDCG@k = sum_{i <= k} decay^{i - 1} r_{s_i}``; not normalised.
+
+    Parameters
+    ----------
+    {common}
+    decay : float in (0, 1], default=0.85
+        Per-position decay ``b``.
+    {returns}
+
+    Examples
+    --------
+    >>> from rankkit.metrics import expdcg_score
+    >>> expdcg_score([1, 2], [2.0, 1.0], qid=[0, 0], decay=0.5)
+    2.0
+    """
+    return _score("expdcg", y_true, y_score, qid, k, ties, per_query, decay=decay)
+
+
+for _f in (ndcg_score, dcg_score, err_score, mrr_score, map_score, expdcg_score):
+    # Shared parameter text, spliced in by marker (the formulas contain braces).
+    for _marker, _text in (("{common}", _COMMON_DOC), ("{empty}", _EMPTY_DOC), ("{returns}", _RETURNS_DOC)):
+        _f.__doc__ = _f.__doc__.replace(_marker, _text.strip("\n")[4:])
+del _f, _marker, _text
+
+METRICS = {
+    "ndcg": ndcg_score,
+    "dcg": dcg_score,
+    "err": err_score,
+    "mrr": mrr_score,
+    "map": map_score,
+    "expdcg": expdcg_score,
+}
+
+
+def metric_function(name):
+    """Public metric function of ``name`` (``"ndcg"``; ``"ndcg@10"`` gives ``ndcg_score``)."""
+    base, _ = parse_metric(name)
+    return METRICS[base]

@@ -1,0 +1,193 @@
+"""scikit-learn scorers for ranking metrics.
+
+A ranking metric is a mean over queries, so a scorer needs the query id of
+every row it scores. It gets them either
+
+* through metadata routing: the scorer requests ``qid`` by default, so with
+  ``sklearn.set_config(enable_metadata_routing=True)``,
+  ``GridSearchCV(est, scoring=make_ranking_scorer("ndcg@10"),
+  cv=QueryKFold()).fit(X, y, qid=qid)`` hands each test fold's ``qid`` to
+  the scorer; or
+* from the query column (``qid_col``, default ``"qid"``) of a DataFrame
+  ``X``, which works without routing. The estimator receives ``X``
+  unchanged, column included: rankkit rankers drop their own query column,
+  any other estimator must drop it itself (e.g. a
+  ``ColumnTransformer(..., remainder="passthrough")`` that drops ``"qid"``),
+  or it would use the query id as a feature.
+
+With neither, scoring raises an error: rows are never pooled into one query.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from sklearn.metrics._scorer import _BaseScorer
+
+from rankkit._groups import _is_dataframe
+from rankkit._metrics._common import METRIC_IDS, parse_metric
+
+__all__ = ["make_ranking_scorer", "get_ranking_scorer", "SCORER_METRICS"]
+
+#: Metric names a scorer accepts, each optionally followed by ``@k``.
+SCORER_METRICS = tuple(METRIC_IDS)
+
+# Parameters of the metric functions that a scorer sets itself.
+_RESERVED = {"y_true", "y_score", "qid", "k", "per_query"}
+
+
+def _metric_functions():
+    # Imported on use: rankkit.metrics re-exports this module.
+    from rankkit._metrics._api import METRICS
+
+    return METRICS
+
+
+def _ranking_score(y_true, y_pred, **kwargs):
+    # Placeholder score function kept for scikit-learn's repr and signature
+    # inspection; _RankingScorer._score calls the metric function itself.
+    raise NotImplementedError  # pragma: no cover
+
+
+class _RankingScorer(_BaseScorer):
+    """Scorer of one ranking metric; build it with :func:`make_ranking_scorer`."""
+
+    # Request qid by default so routed CV passes each test fold's query ids.
+    __metadata_request__score = {"qid": True}
+
+    def __init__(self, metric, k, qid_col, metric_kwargs):
+        super().__init__(_ranking_score, 1, dict(metric_kwargs), response_method="predict")
+        self._metric = metric
+        self._k = k
+        self._qid_col = qid_col
+
+    def __repr__(self):
+        name = self._metric if self._k is None else f"{self._metric}@{self._k}"
+        extra = "".join(f", {key}={value!r}" for key, value in self._kwargs.items())
+        col = "" if self._qid_col == "qid" else f", qid_col={self._qid_col!r}"
+        return f"make_ranking_scorer({name!r}{col}{extra})"
+
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+        qid = kwargs.pop("qid", None)
+        if kwargs:
+            raise TypeError(
+                f"{self!r} received unexpected metadata {sorted(kwargs)}; a ranking scorer "
+                "only takes qid."
+            )
+        has_column = _is_dataframe(X) and self._qid_col is not None and self._qid_col in X.columns
+        if has_column:
+            if qid is not None:
+                raise ValueError(
+                    f"Query ids given twice to {self!r}: X has a '{self._qid_col}' column and qid "
+                    "was routed to the scorer. Drop the column, or do not pass qid."
+                )
+            qid = X[self._qid_col]
+        if qid is None:
+            raise ValueError(
+                f"{self!r} needs query ids, and got none: enable metadata routing "
+                "(sklearn.set_config(enable_metadata_routing=True)) and pass qid= to fit of "
+                "GridSearchCV/cross_validate (params={'qid': qid} for cross_val_score), or score "
+                f"a DataFrame X with a '{self._qid_col}' column. Rows are never pooled into one query."
+            )
+        y_pred = method_caller(estimator, "predict", X, pos_label=None)
+        func = _metric_functions()[self._metric]
+        return float(func(y_true, y_pred, qid=qid, k=self._k, **self._kwargs))
+
+
+def make_ranking_scorer(metric, *, qid_col="qid", **metric_kwargs):
+    """Make a scikit-learn scorer from a ranking metric.
+
+    The score is the metric's mean over the queries of the scored rows
+    (:mod:`rankkit.metrics`), greater is better. Ties among predicted
+    scores default to ``ties="worst"`` (less relevant documents first), the
+    pessimistic convention of CatBoost's metrics: a model that cannot tell
+    documents apart gets no credit for the order it happens to output.
+
+    ``"err"`` defaults to ``err_mapping="chapelle"``, because graded labels
+    (0..4) are far more common than probability labels; then the stop
+    probability is ``(2^r - 1) / 2^{r_max}`` with ``r_max`` the largest label
+    of the scored rows unless ``err_max_label`` is given. Pass
+    ``err_max_label`` (e.g. 4) so that every CV fold uses the same scale, or
+    ``err_mapping=None`` for labels that are already probabilities.
+
+    Parameters
+    ----------
+    metric : str
+        ``"ndcg"``, ``"dcg"``, ``"err"``, ``"mrr"``, ``"map"`` or
+        ``"expdcg"``, optionally with a cut-off: ``"ndcg@10"``.
+    qid_col : str or None, default="qid"
+        Query column of a DataFrame ``X``, read when ``qid`` is not routed.
+    **metric_kwargs
+        Parameters of the metric function, e.g. ``ties``, ``gain``,
+        ``empty``, ``relevance_threshold``, ``err_mapping``,
+        ``err_max_label``, ``decay``, or ``k`` (instead of ``@k``).
+
+    Returns
+    -------
+    scorer : callable ``scorer(estimator, X, y, qid=None)``
+        Usable as ``scoring=`` in ``GridSearchCV``, ``cross_val_score`` and
+        ``cross_validate``; requests ``qid`` through metadata routing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import Ridge
+    >>> from rankkit.metrics import make_ranking_scorer
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"qid": [0, 0, 0, 1, 1], "x": [0.0, 1.0, 2.0, 0.0, 3.0]})
+    >>> y = np.array([0, 1, 2, 1, 0])
+    >>> class DropQid(Ridge):  # a non-rankkit model must drop the query column
+    ...     def predict(self, X):
+    ...         return super().predict(X.drop(columns="qid"))
+    >>> est = DropQid().fit(frame[["x"]], y)
+    >>> make_ranking_scorer("mrr")(est, frame, y)
+    0.75
+    """
+    name, k = parse_metric(metric, metric_kwargs.pop("k", None))
+    functions = _metric_functions()
+    params = inspect.signature(functions[name]).parameters
+    allowed = sorted(set(params) - _RESERVED)
+    bad = sorted(set(metric_kwargs) - set(allowed))
+    if bad:
+        raise TypeError(
+            f"make_ranking_scorer({metric!r}): unknown parameter(s) {bad}; the {name} metric takes "
+            f"{allowed} (and k or '@k')."
+        )
+    if qid_col is not None and not isinstance(qid_col, str):
+        raise TypeError(f"qid_col must be a column name (str) or None, got {qid_col!r}.")
+    if name == "err":
+        metric_kwargs.setdefault("err_mapping", "chapelle")
+    metric_kwargs.setdefault("ties", "worst")
+    # Fail now on bad values (ties="bogus", k=0, ...), not inside a CV loop.
+    functions[name]([0.0], [0.0], qid=[0], k=k, **metric_kwargs)
+    return _RankingScorer(name, k, qid_col, metric_kwargs)
+
+
+def get_ranking_scorer(scoring):
+    """Resolve a scorer name such as ``"ndcg@10"``; a scorer object passes through.
+
+    Valid names are ``SCORER_METRICS`` (``ndcg``, ``dcg``, ``err``, ``mrr``,
+    ``map``, ``expdcg``), each optionally with ``@k``; the scorer has the
+    defaults of :func:`make_ranking_scorer`.
+
+    Examples
+    --------
+    >>> from rankkit.metrics import get_ranking_scorer
+    >>> get_ranking_scorer("ndcg@10")
+    make_ranking_scorer('ndcg@10', ties='worst')
+    """
+    if callable(scoring):
+        return scoring
+    if not isinstance(scoring, str):
+        raise TypeError(
+            f"scoring must be a metric name such as 'ndcg@10' or a scorer, got {scoring!r}."
+        )
+    try:
+        parse_metric(scoring)
+    except ValueError as exc:
+        raise ValueError(
+            f"Unknown ranking scorer {scoring!r} ({exc}) Valid names are {list(SCORER_METRICS)}, "
+            "each optionally with a cut-off '@k' (e.g. 'ndcg@10', 'err@5')."
+        ) from None
+    return make_ranking_scorer(scoring)

@@ -1,0 +1,346 @@
+"""Swap differences ``|M(swap a, b) - M|`` of ranking metrics, O(1) per pair.
+
+LambdaMART (Burges 2010) and YetiLoss (Lyzhin et al. 2022) weight a pair of
+documents at positions ``a < b`` of a ranking by how much the metric changes
+when the two documents trade places. This module computes that change for
+every metric of ``rankkit.metrics`` (ALGORITHMS.md section 1) with an optional
+cut-off ``k``, after an O(n) per-query preparation, using the shared building
+blocks of :mod:`rankkit._metrics._common` (``gain``, ``discount``,
+``err_probability``, ``is_relevant``), so an objective and the metric it
+optimises share one definition.
+
+Positions are 0-based (position ``p`` is rank ``p + 1``). A query occupies
+``lo:hi`` of the flat arrays; ``order[lo + p]`` is the row shown at position
+``p``. The preparation writes per-position values into caller-allocated float
+scratch arrays ``val``, ``disc``, ``aux1``, ``aux2`` (same layout):
+
+==========  ===================  ======================  =====================
+metric      ``val[p]``           ``disc[p]`` (0 if p>=k)  extra
+==========  ===================  ======================  =====================
+DCG, NDCG   ``G(r)``             ``1 / log2(p + 2)``
+ExpDCG      ``r``                ``decay^p``
+ERR         ``R`` (stop prob.)   ``1 / (p + 1)``
+MRR         ``1[r > t]``         ``1 / (p + 1)``         first/second relevant
+MAP         ``1[r > t]``         ``1 / (p + 1)``         ``aux1[p] = c(p)``,
+                                                         ``aux2[p] = H(p)``
+==========  ===================  ======================  =====================
+
+with ``c(p)`` the number of relevant documents in positions ``0..p`` and
+``H(p) = sum_{i <= p, i relevant, i < k} 1/(i + 1)``. The closed forms, for the
+document ``x`` at ``a`` and ``y`` at ``b`` (``a < b``):
+
+* DCG/NDCG/ExpDCG: ``(v_y - v_x)(d_a - d_b)``, divided by the ideal DCG@k
+  for NDCG.
+* MRR: with ``f`` the first and ``f2`` the second relevant position, the
+  reciprocal rank changes only if ``x`` is the first relevant document
+  (it becomes ``min(b, f2)``) or ``y`` is relevant and ``f > a`` (it
+  becomes ``a``).
+* MAP (numerator ``sum_{i relevant, i < k} c(i)/(i + 1)``): moving a relevant
+  document from ``a`` down to ``b`` changes it by
+  ``-c(a) d_a + c(b) d_b - (H(b-1) - H(a))``; moving one up from ``b`` to ``a``
+  by ``(c(a) + 1) d_a - c(b) d_b + (H(b-1) - H(a))``. Divided by
+  ``min(R, k)`` (``R`` relevant documents), the AP@k of the ideal ranking.
+* ERR: with ``Pi(a) = prod_{j<a}(1 - R_j)``,
+  ``Q(a,b) = prod_{a<j<b}(1 - R_j)`` and
+  ``S(a,b) = sum_{a<p<b} d_p R_p prod_{a<j<p}(1 - R_j)``, the change is
+  ``Pi(a) (R_x - R_y) (S(a,b) + Q(a,b) d_b - d_a)``. ``S`` and ``Q`` are
+  accumulated while ``b`` ascends for a fixed ``a`` (:func:`err_advance`), and
+  ``Pi`` while ``a`` ascends: a closed form for arbitrary ``(a, b)`` would need
+  to divide by ``1 - R_j``, which is 0 for a perfect document (``R = 1``). Pair
+  loops in rankkit visit ``b`` in ascending order for each ``a``, so this costs
+  O(1) per pair as well.
+
+Swapping two positions both at or beyond ``k`` never changes a metric@k, so
+pair loops only need ``a < k``.
+
+The module also holds the sort every pairwise kernel needs: rows of a query by
+score descending with ties broken by the ``worst`` rule (less relevant first,
+then input order), in place on index scratch, without allocating.
+"""
+
+import math
+
+from numba import njit
+
+from .._metrics._common import DCG, ERR, EXPDCG, MAP, MRR, NDCG, discount, err_probability, gain, is_relevant
+
+#: Internal metric id used only by tests: every pair's difference is 1, which
+#: turns LambdaMART into RankNet (Burges et al. 2005).
+PAIRWISE = 6
+
+#: ``k`` value used by kernels for "no cut-off".
+NO_CUTOFF = 2**62
+
+
+@njit(cache=True, inline="always")
+def _before(i, j, key, lab):
+    """True if row ``i`` is ranked above row ``j``: higher key first; equal keys
+    put the less relevant row first (the ``worst`` tie rule), then input order."""
+    if key[i] != key[j]:
+        return key[i] > key[j]
+    if lab[i] != lab[j]:
+        return lab[i] < lab[j]
+    return i < j
+
+
+@njit(cache=True)
+def sort_query(key, lab, lo, hi, order, buf):
+    """Write into ``order[lo:hi]`` the rows ``lo..hi-1`` sorted by ``key``
+    descending, ties by ``lab`` ascending, then by row (``worst`` rule).
+
+    Bottom-up merge sort: insertion-sorted runs of 16, then merges through
+    ``buf[lo:hi]``. O(n log n), no allocation, deterministic.
+    """
+    n = hi - lo
+    for p in range(n):
+        order[lo + p] = lo + p
+    run = 16
+    for s in range(0, n, run):
+        e = min(s + run, n)
+        for p in range(s + 1, e):
+            v = order[lo + p]
+            q = p - 1
+            while q >= s and _before(v, order[lo + q], key, lab):
+                order[lo + q + 1] = order[lo + q]
+                q -= 1
+            order[lo + q + 1] = v
+    width = run
+    src_is_order = True
+    while width < n:
+        for s in range(0, n, 2 * width):
+            m = min(s + width, n)
+            e = min(s + 2 * width, n)
+            i, j, t = s, m, s
+            if src_is_order:
+                while i < m and j < e:
+                    if _before(order[lo + j], order[lo + i], key, lab):
+                        buf[lo + t] = order[lo + j]
+                        j += 1
+                    else:
+                        buf[lo + t] = order[lo + i]
+                        i += 1
+                    t += 1
+                while i < m:
+                    buf[lo + t] = order[lo + i]
+                    i += 1
+                    t += 1
+                while j < e:
+                    buf[lo + t] = order[lo + j]
+                    j += 1
+                    t += 1
+            else:
+                while i < m and j < e:
+                    if _before(buf[lo + j], buf[lo + i], key, lab):
+                        order[lo + t] = buf[lo + j]
+                        j += 1
+                    else:
+                        order[lo + t] = buf[lo + i]
+                        i += 1
+                    t += 1
+                while i < m:
+                    order[lo + t] = buf[lo + i]
+                    i += 1
+                    t += 1
+                while j < e:
+                    order[lo + t] = buf[lo + j]
+                    j += 1
+                    t += 1
+        src_is_order = not src_is_order
+        width *= 2
+    if not src_is_order:
+        for p in range(n):
+            order[lo + p] = buf[lo + p]
+
+
+@njit(cache=True)
+def metric_scale(metric, y, lo, hi, k, exp_gain, threshold, order, buf):
+    """Per-query factor applied to every swap difference.
+
+    ``1 / IDCG@k`` for NDCG, ``1 / min(R, k)`` for MAP (``R`` relevant
+    documents), 1 otherwise; 0 when the normaliser is 0 (no relevant document),
+    so such a query gets no gradient. Uses ``order``/``buf`` as sort scratch
+    (NDCG only): call it before sorting the query by score.
+    """
+    if metric == NDCG:
+        sort_query(y, y, lo, hi, order, buf)
+        ideal = 0.0
+        for p in range(min(hi - lo, k)):
+            ideal += gain(y[order[lo + p]], exp_gain) * discount(p)
+        return 1.0 / ideal if ideal > 0.0 else 0.0
+    if metric == MAP:
+        n_rel = 0
+        for i in range(lo, hi):
+            if is_relevant(y[i], threshold):
+                n_rel += 1
+        denom = min(n_rel, k)
+        return 1.0 / denom if denom > 0 else 0.0
+    return 1.0
+
+
+@njit(cache=True)
+def swap_prepare(metric, y, order, lo, hi, k, exp_gain, threshold, err_scale, decay, val, disc, aux1, aux2):
+    """Fill the per-position arrays of the ranking ``order[lo:hi]``.
+
+    Returns ``(first, second)``: positions of the first and second relevant
+    documents (``hi - lo`` when absent); meaningful for MRR only.
+    """
+    n = hi - lo
+    first = n
+    second = n
+    count = 0.0
+    hsum = 0.0
+    dpow = 1.0
+    for p in range(n):
+        r = y[order[lo + p]]
+        inside = p < k
+        if metric == NDCG or metric == DCG:
+            val[lo + p] = gain(r, exp_gain)
+            disc[lo + p] = discount(p) if inside else 0.0
+        elif metric == EXPDCG:
+            val[lo + p] = r
+            disc[lo + p] = dpow if inside else 0.0
+            dpow *= decay
+        elif metric == ERR:
+            val[lo + p] = err_probability(r, err_scale)
+            disc[lo + p] = 1.0 / (p + 1.0) if inside else 0.0
+        elif metric == MRR or metric == MAP:
+            rel = is_relevant(r, threshold)
+            val[lo + p] = 1.0 if rel else 0.0
+            disc[lo + p] = 1.0 / (p + 1.0) if inside else 0.0
+            if rel:
+                count += 1.0
+                if first == n:
+                    first = p
+                elif second == n:
+                    second = p
+                if inside:
+                    hsum += 1.0 / (p + 1.0)
+            aux1[lo + p] = count
+            aux2[lo + p] = hsum
+        else:  # PAIRWISE
+            val[lo + p] = r
+            disc[lo + p] = 1.0
+    return first, second
+
+
+@njit(cache=True, inline="always")
+def swap_delta(metric, a, b, lo, val, disc, aux1, aux2, first, second, scale):
+    """``|M(swap a, b) - M|`` for ``a < b``, every metric but ERR (see
+    :func:`err_delta`), after :func:`swap_prepare`; ``scale`` from
+    :func:`metric_scale`."""
+    vx = val[lo + a]
+    vy = val[lo + b]
+    if vx == vy:
+        return 0.0
+    if metric == MRR:
+        if vx > vy:  # the relevant document at a moves down to b
+            if a != first:
+                return 0.0
+            f2 = min(b, second)
+            return disc[lo + a] - disc[lo + f2]
+        if first < a:  # a relevant document above a keeps the first place
+            return 0.0
+        return disc[lo + a] - disc[lo + first]
+    if metric == MAP:
+        mid = aux2[lo + b - 1] - aux2[lo + a]
+        if vx > vy:
+            d = -aux1[lo + a] * disc[lo + a] + aux1[lo + b] * disc[lo + b] - mid
+        else:
+            d = (aux1[lo + a] + 1.0) * disc[lo + a] - aux1[lo + b] * disc[lo + b] + mid
+        return abs(d) * scale
+    if metric == PAIRWISE:
+        return 1.0
+    # DCG, NDCG, ExpDCG
+    return abs((vy - vx) * (disc[lo + a] - disc[lo + b])) * scale
+
+
+@njit(cache=True, inline="always")
+def err_delta(a, b, lo, val, disc, pi_a, s_ab, q_ab):
+    """``|ERR(swap a, b) - ERR|`` given the running ``Pi(a)``, ``S(a,b)``,
+    ``Q(a,b)`` (module docstring)."""
+    return abs(pi_a * (val[lo + a] - val[lo + b]) * (s_ab + q_ab * disc[lo + b] - disc[lo + a]))
+
+
+@njit(cache=True, inline="always")
+def err_advance(b, lo, val, disc, s_ab, q_ab):
+    """``(S(a, b+1), Q(a, b+1))`` from ``(S(a, b), Q(a, b))``."""
+    r = val[lo + b]
+    return s_ab + disc[lo + b] * r, q_ab * (1.0 - r)
+
+
+@njit(cache=True, inline="always")
+def logistic_rho(diff):
+    """``1 / (1 + exp(diff))`` without overflow."""
+    if diff >= 0.0:
+        e = math.exp(-diff)
+        return e / (1.0 + e)
+    return 1.0 / (1.0 + math.exp(diff))
+
+
+# -- parameter handling shared by the swap-based objectives -------------------
+
+
+def check_metric_options(owner, metric, k, gain, relevance_threshold, err_mapping, err_max_label):
+    """Validate the metric parameters of a swap-based objective.
+
+    Returns ``(metric_id, k_kernel, exp_gain)``; ``k_kernel`` is
+    :data:`NO_CUTOFF` when ``k`` is None. ``owner`` names the class in errors.
+    """
+    import numbers
+
+    from .._metrics._common import METRIC_IDS, parse_metric
+    from .._validation import check_k
+
+    name, k = parse_metric(metric, k)
+    k = check_k(k, name="k")
+    if gain not in ("exp", "linear"):
+        raise ValueError(f"{owner}: gain must be 'exp' (2^r - 1) or 'linear' (r), got {gain!r}.")
+    if (
+        isinstance(relevance_threshold, bool)
+        or not isinstance(relevance_threshold, numbers.Real)
+        or not math.isfinite(relevance_threshold)
+    ):
+        raise ValueError(
+            f"{owner}: relevance_threshold must be a finite number (labels above it are relevant "
+            f"for MRR/MAP), got {relevance_threshold!r}."
+        )
+    if err_mapping not in (None, "chapelle"):
+        raise ValueError(
+            f"{owner}: err_mapping must be None (labels are probabilities in [0, 1]) or 'chapelle' "
+            f"((2^r - 1) / 2^r_max), got {err_mapping!r}."
+        )
+    if err_max_label is not None:
+        if (
+            isinstance(err_max_label, bool)
+            or not isinstance(err_max_label, numbers.Real)
+            or not math.isfinite(err_max_label)
+            or err_max_label < 0
+        ):
+            raise ValueError(f"{owner}: err_max_label must be a non-negative number or None, got {err_max_label!r}.")
+        if err_mapping is None:
+            raise ValueError(f"{owner}: err_max_label is used only with err_mapping='chapelle'; pass both.")
+    return METRIC_IDS[name], (NO_CUTOFF if k is None else k), gain == "exp"
+
+
+def check_metric_labels(owner, metric_id, y, err_mapping, err_max_label):
+    """Label checks that depend on the metric; returns the ERR scale
+    (``-1`` = labels are probabilities already, else ``2^r_max``)."""
+    import numpy as np
+
+    if metric_id != ERR:
+        return -1.0
+    if err_mapping is None:
+        if y.size and y.max() > 1.0:
+            raise ValueError(
+                f"{owner}: metric 'err' needs stop probabilities in [0, 1] but y has labels up to "
+                f"{y.max():g}; pass err_mapping='chapelle' to map graded labels with "
+                "(2^r - 1) / 2^r_max."
+            )
+        return -1.0
+    r_max = float(np.max(y)) if err_max_label is None else float(err_max_label)
+    if y.size and y.max() > r_max:
+        raise ValueError(
+            f"{owner}: y has labels up to {y.max():g}, above err_max_label={err_max_label}; "
+            "raise err_max_label or leave it None (the largest label)."
+        )
+    return float(2.0**r_max)

@@ -1,0 +1,17 @@
+"""Tie-aware ranking metrics.
+
+Every metric takes per-row labels, scores and query ids, an explicit tie
+policy (``ties``), and returns the mean over queries or, with
+``per_query=True``, one value per query.
+"""
+
+from rankkit._metrics._api import (
+    dcg_score,
+    err_score,
+    expdcg_score,
+    map_score,
+    mrr_score,
+    ndcg_score,
+)
+
+__all__ = ["ndcg_score", "dcg_score", "err_score", "mrr_score", "map_score", "expdcg_score"]

@@ -1,0 +1,302 @@
+"""Query-aware cross-validation: a query is never cut across train and test.
+
+Query ids reach a splitter in one of three ways, tried in this order:
+
+1. ``groups=`` passed to ``split`` (scikit-learn's usual group argument);
+2. ``qid=`` passed to ``split``; with
+   ``sklearn.set_config(enable_metadata_routing=True)`` the splitters request
+   ``qid`` (and ``groups``) by default, so
+   ``GridSearchCV(est, cv=QueryKFold()).fit(X, y, qid=qid)`` routes it here;
+3. the ``qid_col`` column of a DataFrame ``X`` (default ``"qid"``), which
+   needs no routing at all.
+
+Giving more than one of them is an error, and so is giving none: rows are
+never silently treated as one query or as independent documents.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.model_selection import BaseCrossValidator, ShuffleSplit
+from sklearn.utils import check_random_state
+from sklearn.utils._indexing import _safe_indexing
+
+from ._groups import _is_dataframe, make_groups
+
+__all__ = ["QueryKFold", "QueryShuffleSplit", "query_train_test_split"]
+
+
+def _resolve_groups(X, groups, qid, qid_col, n_samples):
+    """One :class:`rankkit._groups.QueryGroups` from ``groups``, ``qid`` or a column."""
+    has_column = _is_dataframe(X) and qid_col is not None and qid_col in X.columns
+    given = [name for name, v in (("groups", groups), ("qid", qid)) if v is not None]
+    if has_column:
+        given.append(f"the '{qid_col}' column of X")
+    if len(given) > 1:
+        raise ValueError(
+            f"Query ids given more than once ({', '.join(given)}); pass exactly one of "
+            "groups=, qid= or a DataFrame query column."
+        )
+    if not given:
+        raise ValueError(
+            "Missing query ids: a query-aware splitter needs one query id per row. Pass "
+            "groups=qid or qid=qid to split() (with metadata routing, fit(X, y, qid=qid) of "
+            f"GridSearchCV/cross_validate routes it), or a DataFrame X with a '{qid_col}' column."
+        )
+    if has_column:
+        values, name = X[qid_col], qid_col
+    elif groups is not None:
+        values, name = groups, "groups"
+    else:
+        values, name = qid, "qid"
+    return make_groups(values, n_samples, name=name)
+
+
+def _n_samples(X):
+    if hasattr(X, "shape") and len(X.shape) >= 1:
+        return int(X.shape[0])
+    return len(X)
+
+
+def _check_n_splits(n_splits):
+    if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral) or n_splits < 2:
+        raise ValueError(f"n_splits must be an int >= 2, got {n_splits!r}.")
+    return int(n_splits)
+
+
+class QueryKFold(BaseCrossValidator):
+    """K-fold cross-validation over whole queries.
+
+    Every query lands in exactly one test fold; folds are balanced by number
+    of **documents**: queries are laid out in order (their order of first
+    appearance, or a random order with ``shuffle=True``) and the sequence is
+    cut where the running document count crosses ``i * n_samples /
+    n_splits``, so each fold is as close to ``n_samples / n_splits``
+    documents as whole queries allow (and holds at least one query).
+    Balancing documents rather than queries keeps the training cost and the
+    metric's variance comparable across folds when list lengths vary.
+
+    Query ids come from ``groups=``, ``qid=`` (requested through metadata
+    routing by default) or the ``qid_col`` column of a DataFrame ``X``;
+    rows may be in any order.
+
+    Parameters
+    ----------
+    n_splits : int, default=5
+        Number of folds, at least 2 and at most the number of queries.
+    shuffle : bool, default=False
+        Shuffle the order of queries before cutting the folds.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the shuffle; only with ``shuffle=True``. An int gives the
+        same folds on every call.
+    qid_col : str or None, default="qid"
+        Query column of a DataFrame ``X``; ``None`` never looks for one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankkit.model_selection import QueryKFold
+    >>> X = np.zeros((6, 1)); qid = np.array([1, 1, 2, 2, 3, 3])
+    >>> [test.tolist() for _, test in QueryKFold(n_splits=3).split(X, qid=qid)]
+    [[0, 1], [2, 3], [4, 5]]
+    """
+
+    __metadata_request__split = {"groups": True, "qid": True}
+
+    def __init__(self, n_splits=5, *, shuffle=False, random_state=None, qid_col="qid"):
+        self.n_splits = n_splits
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.qid_col = qid_col
+
+    def split(self, X, y=None, groups=None, qid=None):
+        """Generate ``(train, test)`` row indices, each sorted ascending.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), default=None
+            Ignored.
+        groups, qid : array-like of shape (n_samples,), default=None
+            Query id of every row (give one of them, or a query column).
+
+        Yields
+        ------
+        train, test : ndarray of int64
+        """
+        n_splits = _check_n_splits(self.n_splits)
+        if not isinstance(self.shuffle, bool):
+            raise TypeError(f"shuffle must be True or False, got {self.shuffle!r}.")
+        if not self.shuffle and self.random_state is not None:
+            raise ValueError(
+                "random_state has no effect with shuffle=False; leave it None or set shuffle=True."
+            )
+        n_samples = _n_samples(X)
+        qg = _resolve_groups(X, groups, qid, self.qid_col, n_samples)
+        n_queries = qg.n_queries
+        if n_splits > n_queries:
+            raise ValueError(
+                f"n_splits={n_splits} is larger than the number of queries ({n_queries}); "
+                "every fold needs at least one query. Lower n_splits."
+            )
+        sizes = np.bincount(qg.codes, minlength=n_queries)
+        order = np.arange(n_queries)
+        if self.shuffle:
+            order = check_random_state(self.random_state).permutation(n_queries)
+        cum = np.cumsum(sizes[order])
+        # Cut after the query whose running count first reaches the target,
+        # then force at least one query per fold.
+        targets = np.arange(1, n_splits) * (n_samples / n_splits)
+        cuts = np.searchsorted(cum, targets, side="left") + 1
+        for i in range(n_splits - 1):
+            low = (cuts[i - 1] if i else 0) + 1
+            high = n_queries - (n_splits - 1 - i)
+            cuts[i] = min(max(cuts[i], low), high)
+        fold_of_query = np.empty(n_queries, dtype=np.int64)
+        fold_of_query[order] = np.searchsorted(cuts, np.arange(n_queries), side="right")
+        fold_of_row = fold_of_query[qg.codes]
+        for fold in range(n_splits):
+            test = fold_of_row == fold
+            yield np.flatnonzero(~test), np.flatnonzero(test)
+
+    def get_n_splits(self, X=None, y=None, groups=None, qid=None):
+        """Number of folds, ``n_splits``."""
+        return _check_n_splits(self.n_splits)
+
+    def _iter_test_indices(self, X=None, y=None, groups=None):  # pragma: no cover
+        # split() is overridden; BaseCrossValidator only requires this name.
+        raise NotImplementedError
+
+
+class QueryShuffleSplit(BaseCrossValidator):
+    """Random train/test splits over whole queries.
+
+    Each split draws ``test_size`` of the queries (not of the rows) for
+    testing and ``train_size`` of them for training, like scikit-learn's
+    ``GroupShuffleSplit``. Query ids are taken as in :class:`QueryKFold`.
+
+    Parameters
+    ----------
+    n_splits : int, default=5
+    test_size : float or int, default=0.2
+        Fraction (float in (0, 1)) or number (int) of queries in the test set.
+    train_size : float, int or None, default=None
+        Same for the training set; ``None``: the complement of the test set.
+    random_state : int, RandomState instance or None, default=None
+    qid_col : str or None, default="qid"
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankkit.model_selection import QueryShuffleSplit
+    >>> qid = np.repeat(np.arange(10), 3)
+    >>> train, test = next(QueryShuffleSplit(n_splits=1, random_state=0).split(qid, qid=qid))
+    >>> len(test), len(set(qid[test]) & set(qid[train]))
+    (6, 0)
+    """
+
+    __metadata_request__split = {"groups": True, "qid": True}
+
+    def __init__(self, n_splits=5, *, test_size=0.2, train_size=None, random_state=None, qid_col="qid"):
+        self.n_splits = n_splits
+        self.test_size = test_size
+        self.train_size = train_size
+        self.random_state = random_state
+        self.qid_col = qid_col
+
+    def split(self, X, y=None, groups=None, qid=None):
+        """Generate ``(train, test)`` row indices, each sorted ascending."""
+        qg = _resolve_groups(X, groups, qid, self.qid_col, _n_samples(X))
+        inner = ShuffleSplit(
+            n_splits=self.n_splits,
+            test_size=self.test_size,
+            train_size=self.train_size,
+            random_state=self.random_state,
+        )
+        for q_train, q_test in inner.split(np.empty((qg.n_queries, 1))):
+            yield np.flatnonzero(np.isin(qg.codes, q_train)), np.flatnonzero(np.isin(qg.codes, q_test))
+
+    def get_n_splits(self, X=None, y=None, groups=None, qid=None):
+        """Number of splits, ``n_splits``."""
+        return self.n_splits
+
+    def _iter_test_indices(self, X=None, y=None, groups=None):  # pragma: no cover
+        raise NotImplementedError
+
+
+def query_train_test_split(
+    *arrays, qid=None, test_size=0.25, train_size=None, random_state=None, shuffle=True, qid_col="qid"
+):
+    """Split arrays into train and test subsets of whole queries.
+
+    Like :func:`sklearn.model_selection.train_test_split`, with sizes counted
+    in queries. Rows keep their original relative order inside each subset,
+    so queries that were contiguous stay contiguous.
+
+    Parameters
+    ----------
+    *arrays : sequence of indexables with the same number of rows
+        Arrays, sparse matrices, lists or DataFrames.
+    qid : array-like of shape (n_samples,), default=None
+        Query id of every row; if None, taken from the ``qid_col`` column of
+        the first array, which must then be a DataFrame.
+    test_size : float or int, default=0.25
+        Fraction or number of queries in the test set.
+    train_size : float, int or None, default=None
+        Fraction or number of queries in the training set (default: the rest).
+    random_state : int, RandomState instance or None, default=None
+    shuffle : bool, default=True
+        If False, the test set is the last queries in order of first appearance.
+    qid_col : str, default="qid"
+
+    Returns
+    -------
+    splitting : list
+        ``[a_train, a_test, b_train, b_test, ..., qid_train, qid_test]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankkit.model_selection import query_train_test_split
+    >>> X = np.arange(8).reshape(4, 2); y = np.array([1, 0, 2, 0]); qid = np.array([7, 7, 5, 5])
+    >>> X_tr, X_te, y_tr, y_te, q_tr, q_te = query_train_test_split(
+    ...     X, y, qid=qid, test_size=0.5, shuffle=False)
+    >>> q_tr.tolist(), q_te.tolist()
+    ([7, 7], [5, 5])
+    """
+    from sklearn.model_selection._split import _validate_shuffle_split
+
+    if not arrays:
+        raise ValueError("query_train_test_split needs at least one array to split.")
+    n_samples = _n_samples(arrays[0])
+    for a in arrays[1:]:
+        if _n_samples(a) != n_samples:
+            raise ValueError(
+                f"All arrays must have the same number of rows; got {n_samples} and {_n_samples(a)}."
+            )
+    if qid is None:
+        first = arrays[0]
+        if not (_is_dataframe(first) and qid_col in first.columns):
+            raise ValueError(
+                "Missing query ids: pass qid= (one id per row), or make the first array a "
+                f"DataFrame with a '{qid_col}' column."
+            )
+        qid = first[qid_col]
+    qg = make_groups(qid, n_samples)
+    n_queries = qg.n_queries
+    n_train, n_test = _validate_shuffle_split(n_queries, test_size, train_size, default_test_size=0.25)
+    if shuffle:
+        perm = check_random_state(random_state).permutation(n_queries)
+        q_test, q_train = perm[:n_test], perm[n_test : n_test + n_train]
+    else:
+        if random_state is not None:
+            raise ValueError("random_state has no effect with shuffle=False; leave it None.")
+        q_train, q_test = np.arange(n_train), np.arange(n_train, n_train + n_test)
+    train = np.flatnonzero(np.isin(qg.codes, q_train))
+    test = np.flatnonzero(np.isin(qg.codes, q_test))
+    out = []
+    for a in (*arrays, qid):
+        out += [_safe_indexing(a, train), _safe_indexing(a, test)]
+    return out

@@ -1,0 +1,159 @@
+"""Naive, obviously-correct twins of the numba GBDT kernels (rankkit._backends._gbm).
+
+Everything here works on Python scalars and boolean row masks, never on
+histograms, so a bug in histogram building, subtraction or partitioning shows
+up as a disagreement.
+"""
+
+import bisect
+import math
+
+import numpy as np
+
+MISSING = 255
+
+
+def ref_bin(X, edges, edges_ptr):
+    """bin(x) = number of edges strictly below x; NaN -> 255."""
+    n, F = X.shape
+    out = np.zeros((n, F), dtype=np.uint8)
+    for f in range(F):
+        e = list(edges[edges_ptr[f]:edges_ptr[f + 1]])
+        for i in range(n):
+            x = X[i, f]
+            out[i, f] = MISSING if math.isnan(x) else bisect.bisect_left(e, x)
+    return out
+
+
+def ref_histogram(Xb, rows, grad, hess, f):
+    h = np.zeros((256, 2))
+    for r in rows:
+        h[Xb[r, f], 0] += grad[r]
+        h[Xb[r, f], 1] += hess[r]
+    return h
+
+
+def _score(g, h, lam):
+    d = h + lam
+    return g * g / d if d > 0 else 0.0
+
+
+def ref_goes_left(b, t, ml):
+    return bool(ml) if b == MISSING else b <= t
+
+
+def ref_node_candidates(Xb, rows, grad, hess, f, nb, lam):
+    """All (t, ml, GL, HL, GR, HR) of feature f on the node's rows, by masks."""
+    col = Xb[rows, f]
+    has_missing = bool(np.any(col == MISSING))
+    last = nb - 1 if has_missing else nb - 2
+    out = []
+    for t in range(last + 1):
+        for ml in ((0, 1) if has_missing else (0,)):
+            left = np.array([ref_goes_left(b, t, ml) for b in col], dtype=bool)
+            gl, hl = float(np.sum(grad[rows][left])), float(np.sum(hess[rows][left]))
+            gr, hr = float(np.sum(grad[rows][~left])), float(np.sum(hess[rows][~left]))
+            out.append((t, ml, gl, hl, gr, hr, has_missing))
+    return out
+
+
+def ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw):
+    """Exhaustive best split of one node: (gain, f, t, ml, GL, HL) or None.
+
+    Ties go to the lowest feature, then lowest bin, then missing-right; with no
+    missing value in the node, missing goes to the heavier child.
+    """
+    G, H = float(np.sum(grad[rows])), float(np.sum(hess[rows]))
+    best = None
+    for f in feats:
+        for t, ml, gl, hl, gr, hr, has_missing in ref_node_candidates(Xb, rows, grad, hess, f, n_bins[f], lam):
+            if hl < mcw or hr < mcw or hl <= 0 or hr <= 0:
+                continue
+            gain = 0.5 * (_score(gl, hl, lam) + _score(gr, hr, lam) - _score(G, H, lam))
+            if best is None or gain > best[0]:
+                if not has_missing:
+                    ml = 1 if hl >= H - hl else 0
+                best = (gain, f, t, ml, gl, hl)
+    return best
+
+
+def ref_grow_depthwise(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, mcw, min_split_gain=0.0):
+    """Greedy depth-wise tree by exhaustive search at every node.
+
+    Returns a nested dict: leaves {"value", "rows"}; splits {"feature", "bin",
+    "missing_left", "left", "right"}.
+    """
+    def grow(rows, depth):
+        G, H = float(np.sum(grad[rows])), float(np.sum(hess[rows]))
+        leaf = {"value": -G / (H + lam) if H + lam > 0 else 0.0, "count": len(rows)}
+        if depth == max_depth:
+            return leaf
+        best = ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw)
+        if best is None or not best[0] > min_split_gain:
+            return leaf
+        _, f, t, ml, _, _ = best
+        left = np.array([ref_goes_left(b, t, ml) for b in Xb[rows, f]], dtype=bool)
+        return {"feature": f, "bin": t, "missing_left": ml, "gain": best[0],
+                "left": grow(rows[left], depth + 1), "right": grow(rows[~left], depth + 1)}
+
+    return grow(np.asarray(rows), 0)
+
+
+def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, mcw, min_split_gain=0.0):
+    """Oblivious tree: each level, the (f, t, ml) maximising the summed node gain.
+
+    Returns (splits, leaves): splits = [(f, t, ml)] per level, leaves = list of
+    leaf values in left-to-right order.
+    """
+    nodes = [np.asarray(rows)]
+    splits = []
+    for _ in range(max_depth):
+        best = None
+        for f in feats:
+            for t in range(n_bins[f]):
+                for ml in (0, 1):
+                    total, usable = 0.0, False
+                    for r in nodes:
+                        col = Xb[r, f]
+                        left = np.array([ref_goes_left(b, t, ml) for b in col], dtype=bool)
+                        gl, hl = float(np.sum(grad[r][left])), float(np.sum(hess[r][left]))
+                        G, H = float(np.sum(grad[r])), float(np.sum(hess[r]))
+                        gr, hr = G - gl, H - hl
+                        if hl >= mcw and hr >= mcw and hl > 0 and hr > 0:
+                            usable = True
+                            total += 0.5 * (_score(gl, hl, lam) + _score(gr, hr, lam) - _score(G, H, lam))
+                    if usable and (best is None or total > best[0]):
+                        best = (total, f, t, ml)
+        if best is None or not best[0] > min_split_gain:
+            break
+        _, f, t, ml = best
+        splits.append((f, t, ml))
+        new = []
+        for r in nodes:
+            left = np.array([ref_goes_left(b, t, ml) for b in Xb[r, f]], dtype=bool)
+            new += [r[left], r[~left]]
+        nodes = new
+    leaves = []
+    for r in nodes:
+        G, H = float(np.sum(grad[r])), float(np.sum(hess[r]))
+        leaves.append(-G / (H + lam) if H + lam > 0 else 0.0)
+    return splits, leaves
+
+
+def ref_predict_tree(nodes, x):
+    """Walk one record-array tree on one raw feature vector."""
+    i = 0
+    while nodes["left"][i] >= 0:
+        v = x[nodes["feature"][i]]
+        left = bool(nodes["missing_left"][i]) if math.isnan(v) else v <= nodes["threshold"][i]
+        i = nodes["left"][i] if left else nodes["right"][i]
+    return float(nodes["value"][i])
+
+
+def tree_to_dict(nodes, i=0):
+    """A record-array tree as the nested dict of :func:`ref_grow_depthwise`."""
+    if nodes["left"][i] < 0:
+        return {"value": float(nodes["value"][i]), "count": int(nodes["count"][i])}
+    return {"feature": int(nodes["feature"][i]), "bin": int(nodes["bin_threshold"][i]),
+            "missing_left": int(nodes["missing_left"][i]), "gain": float(nodes["gain"][i]),
+            "left": tree_to_dict(nodes, nodes["left"][i]), "right": tree_to_dict(nodes, nodes["right"][i])}

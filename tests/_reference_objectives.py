@@ -1,0 +1,192 @@
+"""Naive, obviously-correct twins of the objective kernels (plain Python).
+
+Every metric is recomputed from scratch after a swap; every pair is visited;
+pair weights are stored in a full matrix. Slow on purpose: this is the
+executable specification (ALGORITHMS.md sections 1-3 and 6) the numba kernels
+are compared against.
+"""
+
+import math
+
+import numpy as np
+
+
+def worst_order(scores, labels):
+    """Indices by score descending; ties: less relevant first, then input order."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], labels[i], i))
+
+
+def metric_value(metric, labels, k=None, *, exp_gain=True, threshold=0.0, err_scale=-1.0, decay=0.85):
+    """Metric of a ranking given as the list of labels in shown order.
+
+    Normalised metrics (NDCG, MAP) return 0 when their normaliser is 0.
+    """
+    n = len(labels)
+    kk = n if k is None else min(k, n)
+
+    def g(r):
+        return 2.0**r - 1.0 if exp_gain else r
+
+    if metric in ("dcg", "ndcg"):
+        dcg = sum(g(labels[i]) / math.log2(i + 2) for i in range(kk))
+        if metric == "dcg":
+            return dcg
+        ideal_labels = sorted(labels, reverse=True)
+        ideal = sum(g(ideal_labels[i]) / math.log2(i + 2) for i in range(kk))
+        return dcg / ideal if ideal > 0 else 0.0
+    if metric == "expdcg":
+        return sum(decay**i * labels[i] for i in range(kk))
+    if metric == "err":
+        total, look = 0.0, 1.0
+        for i in range(kk):
+            r = labels[i] if err_scale <= 0 else (2.0 ** labels[i] - 1.0) / err_scale
+            total += look * r / (i + 1)
+            look *= 1.0 - r
+        return total
+    rel = [lab > threshold for lab in labels]
+    if metric == "mrr":
+        for i in range(kk):
+            if rel[i]:
+                return 1.0 / (i + 1)
+        return 0.0
+    if metric == "map":
+        n_rel = sum(rel)
+        denom = min(n_rel, kk if k is not None else n_rel)
+        if denom == 0:
+            return 0.0
+        hits, total = 0, 0.0
+        for i in range(kk):
+            if rel[i]:
+                hits += 1
+                total += hits / (i + 1)
+        return total / denom
+    raise ValueError(metric)
+
+
+def swap_difference(metric, labels, a, b, k=None, **kw):
+    """``|M(swap a, b) - M|`` by recomputing the metric after the swap."""
+    swapped = list(labels)
+    swapped[a], swapped[b] = swapped[b], swapped[a]
+    return abs(metric_value(metric, swapped, k, **kw) - metric_value(metric, labels, k, **kw))
+
+
+def _rho(d):
+    return 1.0 / (1.0 + math.exp(d))
+
+
+def lambdamart(y, z, group_ptr, metric="ndcg", k=None, *, sigma=1.0, truncation=None, normalize=True,
+               pairwise=False, **kw):
+    """O(n^2) LambdaMART over all document pairs of each query."""
+    g = np.zeros(len(y))
+    h = np.zeros(len(y))
+    for q in range(len(group_ptr) - 1):
+        lo, hi = group_ptr[q], group_ptr[q + 1]
+        ys, zs = list(y[lo:hi]), list(z[lo:hi])
+        order = worst_order(zs, ys)
+        pos = {doc: p for p, doc in enumerate(order)}
+        labels_in_order = [ys[d] for d in order]
+        total = 0.0
+        for i in range(len(ys)):
+            for j in range(len(ys)):
+                if ys[i] <= ys[j]:
+                    continue
+                if truncation is not None and min(pos[i], pos[j]) >= truncation:
+                    continue
+                if pairwise:
+                    delta = 1.0
+                else:
+                    a, b = sorted((pos[i], pos[j]))
+                    delta = swap_difference(metric, labels_in_order, a, b, k, **kw)
+                rho = _rho(sigma * (zs[i] - zs[j]))
+                lam = sigma * delta * rho
+                g[lo + i] -= lam
+                g[lo + j] += lam
+                h[lo + i] += sigma**2 * delta * rho * (1 - rho)
+                h[lo + j] += sigma**2 * delta * rho * (1 - rho)
+                total += 2 * lam
+        if normalize and total > 0:
+            f = math.log2(1 + total) / total
+            g[lo:hi] *= f
+            h[lo:hi] *= f
+    return g, h
+
+
+def ranknet(y, z, group_ptr, sigma=1.0):
+    """Derivative of ``sum_{r_i > r_j} log(1 + exp(-sigma (z_i - z_j)))`` and its
+    diagonal second derivative, by the textbook formula (Burges et al. 2005)."""
+    g = np.zeros(len(y))
+    h = np.zeros(len(y))
+    for q in range(len(group_ptr) - 1):
+        lo, hi = group_ptr[q], group_ptr[q + 1]
+        for i in range(lo, hi):
+            for j in range(lo, hi):
+                if y[i] > y[j]:
+                    s = 1.0 / (1.0 + math.exp(sigma * (z[i] - z[j])))
+                    g[i] -= sigma * s
+                    g[j] += sigma * s
+                    h[i] += sigma**2 * s * (1 - s)
+                    h[j] += sigma**2 * s * (1 - s)
+    return g, h
+
+
+def yeti_weights(y, noisy_rounds, metric="classic", k=None, *, num_neighbors=1, decay=0.85, **kw):
+    """Averaged pair weights ``W[a, b]`` (``a`` more relevant) of one query, as
+    a full matrix, given the noisy scores of every round."""
+    n = len(y)
+    W = np.zeros((n, n))
+    for noisy in noisy_rounds:
+        order = worst_order(list(noisy), list(y))
+        labels_in_order = [y[d] for d in order]
+        for pa in range(n):
+            for pb in range(pa + 1, n):
+                if num_neighbors != -1 and pb - pa > num_neighbors:
+                    continue
+                da, db = order[pa], order[pb]
+                if y[da] == y[db]:
+                    continue
+                if metric == "classic":
+                    w = abs(y[da] - y[db]) * decay**pa
+                else:
+                    w = swap_difference(metric, labels_in_order, pa, pb, k, decay=decay, **kw)
+                win, lose = (da, db) if y[da] > y[db] else (db, da)
+                W[win, lose] += w
+    return W / len(noisy_rounds)
+
+
+def pairwise_logistic_grad(W, z):
+    """Gradient and diagonal hessian of ``sum W[a,b] log(1 + exp(-(z_a - z_b)))``."""
+    n = len(z)
+    g = np.zeros(n)
+    h = np.zeros(n)
+    for a in range(n):
+        for b in range(n):
+            if W[a, b] != 0:
+                rho = _rho(z[a] - z[b])
+                g[a] -= W[a, b] * rho
+                g[b] += W[a, b] * rho
+                h[a] += W[a, b] * rho * (1 - rho)
+                h[b] += W[a, b] * rho * (1 - rho)
+    return g, h
+
+
+def pairwise_logistic_loss(W, z):
+    n = len(z)
+    return sum(W[a, b] * math.log1p(math.exp(-(z[a] - z[b]))) for a in range(n) for b in range(n) if W[a, b])
+
+
+def xendcg(y, z, gamma):
+    """One query: ``g = softmax(z) - phi``, ``h = rho (1 - rho)``."""
+    e = [math.exp(v) for v in z]
+    rho = [v / sum(e) for v in e]
+    t = [2.0**r - gm for r, gm in zip(y, gamma)]
+    phi = [v / sum(t) for v in t]
+    g = np.array([r - p for r, p in zip(rho, phi)])
+    h = np.array([r * (1 - r) for r in rho])
+    return g, h
+
+
+def xendcg_loss(y, z, gamma):
+    t = [2.0**r - gm for r, gm in zip(y, gamma)]
+    m = max(z)
+    lse = m + math.log(sum(math.exp(v - m) for v in z))
+    return -sum((ti / sum(t)) * (zi - lse) for ti, zi in zip(t, z))

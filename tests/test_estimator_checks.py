@@ -1,0 +1,145 @@
+"""scikit-learn's estimator checks on every ranker.
+
+The checks call ``fit(X, y)`` without query ids. A ranker cannot rank without
+knowing which rows belong together, and guessing (e.g. "all rows are one
+query") would silently train the wrong model, so rankkit raises a clear
+error. That makes the checks that fit without ``qid`` inapplicable to the real
+classes; they are listed in :data:`NEEDS_QID` with the reason.
+
+To still exercise everything else those checks test (pickling, idempotence,
+dtype handling, sparse input, n_features_in_, ...), the same checks also run
+on thin test-only subclasses whose only difference is that a missing ``qid``
+means one query holding every row. Only the query-id policy differs; every
+other line of the ranker is the one users get.
+"""
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import rankkit._estimators as est
+
+RANKER_CLASSES = [
+    est.QueryRMSERanker,
+    est.LambdaMARTRanker,
+    est.StochasticRankRanker,
+    est.YetiRanker,
+    est.XENDCGRanker,
+]
+
+_NO_QID = "fit(X, y) without query ids raises: a ranker needs qid= or a query column"
+
+# Checks that fit without query ids: they cannot apply to the real classes.
+NEEDS_QID = {
+    name: _NO_QID
+    for name in [
+        "check_fit_score_takes_y",
+        "check_estimators_overwrite_params",
+        "check_dont_overwrite_parameters",
+        "check_estimators_fit_returns_self",
+        "check_readonly_memmap_input",
+        "check_n_features_in_after_fitting",
+        "check_positive_only_tag_during_fit",
+        "check_estimators_dtypes",
+        "check_sample_weights_pandas_series",
+        "check_sample_weights_not_an_array",
+        "check_sample_weights_list",
+        "check_sample_weights_shape",
+        "check_sample_weights_not_overwritten",
+        "check_sample_weight_equivalence_on_dense_data",
+        "check_sample_weight_equivalence_on_sparse_data",
+        "check_dtype_object",
+        "check_pipeline_consistency",
+        "check_estimator_sparse_tag",
+        "check_estimator_sparse_array",
+        "check_estimator_sparse_matrix",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+        "check_fit2d_1sample",
+        "check_fit2d_1feature",
+        "check_dict_unchanged",
+        "check_fit_idempotent",
+        "check_fit_check_is_fitted",
+        "check_n_features_in",
+        "check_fit2d_predict1d",
+    ]
+}
+
+# Failures that remain with query ids supplied, and why they are right for rankers.
+_WEIGHT_REASON = (
+    "ranking losses are functions of whole lists: a weight scales one document's gradient, "
+    "while repeating the document adds it to its query's list (new pairs, a different "
+    "normalisation), so weighting cannot equal repetition"
+)
+RANKING_SEMANTICS = {
+    "check_sample_weight_equivalence_on_dense_data": _WEIGHT_REASON,
+    "check_sample_weight_equivalence_on_sparse_data": _WEIGHT_REASON,
+}
+
+
+def _one_query_class(cls):
+    """``cls`` with "no qid means one query of all rows" (test-only policy)."""
+
+    def _resolve_qid(self, qid, was_dataframe, *, where="X", qid_name="qid"):
+        if qid is None:
+            raise _NeedRows
+        return qid
+
+    def _prepare(self, X, y, qid, **kw):
+        try:
+            return cls._prepare(self, X, y, qid, **kw)
+        except _NeedRows:
+            n = _n_rows(X)
+            return cls._prepare(self, X, y, np.zeros(n, dtype=np.int64), **kw)
+
+    name = f"OneQuery{cls.__name__}"
+    sub = type(name, (cls,), {"_resolve_qid": _resolve_qid, "_prepare": _prepare,
+                              "__module__": __name__, "__doc__": cls.__doc__})
+    # Module-level name, so the checks can pickle instances.
+    globals()[name] = sub
+    return sub
+
+
+class _NeedRows(Exception):
+    pass
+
+
+def _n_rows(X):
+    shape = getattr(X, "shape", None)
+    if shape is not None:
+        return shape[0]
+    return np.asarray(X).shape[0]
+
+
+def _small(cls):
+    return cls(n_estimators=3, max_depth=3, random_state=0)
+
+
+def _expected(estimator):
+    if type(estimator) in RANKER_CLASSES:
+        return NEEDS_QID
+    return RANKING_SEMANTICS
+
+
+ONE_QUERY_CLASSES = [_one_query_class(cls) for cls in RANKER_CLASSES]
+
+
+@parametrize_with_checks(
+    [_small(cls) for cls in RANKER_CLASSES] + [_small(cls) for cls in ONE_QUERY_CLASSES],
+    expected_failed_checks=_expected,
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_one_query_subclass_differs_only_in_qid_policy():
+    # The test-only subclasses must not weaken the real policy: the real class raises.
+    X = np.random.RandomState(0).rand(10, 3)
+    y = np.arange(10) % 3
+    with pytest.raises(ValueError, match="Missing query ids"):
+        _small(est.QueryRMSERanker).fit(X, y)
+    sub = _small(ONE_QUERY_CLASSES[0]).fit(X, y)
+    ref = _small(est.QueryRMSERanker).fit(X, y, qid=np.zeros(10))
+    np.testing.assert_array_equal(sub.predict(X), ref.predict(X))

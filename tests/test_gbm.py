@@ -1,0 +1,220 @@
+"""The numba GBDT kernels against their naive twins in tests/_reference_gbm.py."""
+
+import numpy as np
+import pytest
+
+from rankkit._backends._gbm import binning, histogram, splitting
+from rankkit._backends._gbm.grower import TreeGrower, partition
+from rankkit._backends._gbm.predictor import add_tree_binned, predict_raw
+from tests import _reference_gbm as ref
+
+
+def tied_data(rng, n, F, n_values=4, missing=0.15):
+    """Few distinct values (many ties), some NaN, a constant and an all-NaN column."""
+    X = rng.integers(0, n_values, size=(n, F)).astype(np.float64)
+    X[rng.random((n, F)) < missing] = np.nan
+    if F >= 3:
+        X[:, 1] = 7.0
+        X[:, 2] = np.nan
+    return X
+
+
+def dyadic(rng, n, lo=-8, hi=9):
+    """Gradients on a 1/4 grid: all sums are exact, so gains tie exactly."""
+    return rng.integers(lo, hi, size=n) / 4.0
+
+
+def binned(X, max_bins=255):
+    edges, ptr = binning.fit_bin_edges(X, max_bins)
+    return binning.transform(X, edges, ptr), edges, ptr
+
+
+# -- binning ---------------------------------------------------------------
+@pytest.mark.parametrize("max_bins", [2, 5, 255])
+def test_binning_matches_reference_and_thresholds(max_bins):
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=3000), rng.integers(0, 3, 3000),
+                         np.round(rng.normal(size=3000), 1), np.full(3000, 2.5)])
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[0, 0], X[1, 0] = np.inf, -np.inf
+    Xb, edges, ptr = binned(X, max_bins)
+    assert Xb.dtype == np.uint8 and Xb.flags.f_contiguous
+    np.testing.assert_array_equal(Xb, ref.ref_bin(X, edges, ptr))
+    nb = np.diff(ptr) + 1
+    assert nb.max() <= max_bins and nb[3] == 1 and nb[1] == min(3, max_bins)
+    # bin <= t  <=>  x <= edges[t]: bins and raw thresholds are the same split.
+    for f in range(X.shape[1]):
+        e = edges[ptr[f]:ptr[f + 1]]
+        ok = ~np.isnan(X[:, f])
+        for t in range(e.size):
+            np.testing.assert_array_equal(Xb[ok, f] <= t, X[ok, f] <= e[t])
+    # Quantile bins hold roughly equal counts on continuous data.
+    if max_bins == 5:
+        counts = np.bincount(Xb[~np.isnan(X[:, 0]), 0], minlength=5)
+        assert counts.min() > 0.15 * counts.sum()
+
+
+def test_binning_sparse_equals_dense():
+    sp = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(5000, 6)) * (rng.random((5000, 6)) < 0.3)
+    dense = binned(X)
+    sparse = binned(sp.csr_matrix(X))
+    for a, b in zip(dense, sparse):
+        np.testing.assert_array_equal(a, b)
+
+
+# -- histograms ------------------------------------------------------------
+def test_histograms_and_subtraction_match_reference():
+    rng = np.random.default_rng(2)
+    n, F = 600, 5
+    Xb, _, _ = binned(tied_data(rng, n, F))
+    grad, hess = rng.normal(size=n), rng.random(n) + 0.1
+    rows = rng.permutation(n).astype(np.int32)
+    og, oh = np.empty(n), np.empty(n)
+    histogram.gather(rows, grad, hess, og, oh)
+    feats = np.array([0, 2, 3, 4], dtype=np.int64)
+    starts, ends = np.array([0, 250], dtype=np.int64), np.array([250, 600], dtype=np.int64)
+    hist = np.full((3, F, 256, 2), np.nan)
+    histogram.build_histograms(Xb, rows, og, oh, feats, starts, ends, np.array([0, 1], dtype=np.int64), hist)
+    for k in range(2):
+        for j, f in enumerate(feats):
+            np.testing.assert_allclose(hist[k, j], ref.ref_histogram(Xb, rows[starts[k]:ends[k]], grad, hess, f),
+                                       rtol=1e-12, atol=1e-12)
+    # parent = both segments; sibling by subtraction equals the directly built one.
+    parent = np.empty((1, F, 256, 2))
+    histogram.build_histograms(Xb, rows, og, oh, feats, np.array([0], dtype=np.int64),
+                               np.array([n], dtype=np.int64), np.array([0], dtype=np.int64), parent)
+    histogram.subtract_histograms(parent, np.array([0], dtype=np.int64), hist, np.array([0], dtype=np.int64),
+                                  np.array([2], dtype=np.int64), len(feats))
+    np.testing.assert_allclose(hist[2, :4], hist[1, :4], atol=1e-10)
+
+
+# -- split finding ---------------------------------------------------------
+@pytest.mark.parametrize("lam,mcw", [(0.0, 0.0), (1.0, 1.0), (2.5, 6.0)])
+def test_node_split_matches_exhaustive_search(lam, mcw):
+    rng = np.random.default_rng(3)
+    for trial in range(6):
+        n, F = int(rng.integers(2, 60)), 4
+        Xb, _, ptr = binned(tied_data(rng, n, F))
+        n_bins = np.diff(ptr) + 1
+        grad, hess = dyadic(rng, n), rng.integers(1, 5, n) / 2.0
+        rows = np.arange(n, dtype=np.int32)
+        feats = np.arange(F, dtype=np.int64)
+        hist = np.empty((1, F, 256, 2))
+        og, oh = np.empty(n), np.empty(n)
+        histogram.gather(rows, grad, hess, og, oh)
+        histogram.build_histograms(Xb, rows, og, oh, feats, np.array([0], dtype=np.int64),
+                                   np.array([n], dtype=np.int64), np.array([0], dtype=np.int64), hist)
+        outs = [np.empty((1, F)), np.empty((1, F), np.uint8), np.empty((1, F), np.uint8),
+                np.empty((1, F)), np.empty((1, F))]
+        splitting.find_node_splits(hist, feats, n_bins, np.array([0], dtype=np.int64),
+                                   np.array([grad.sum()]), np.array([hess.sum()]), lam, mcw, *outs)
+        gain = outs[0][0]
+        best = ref.ref_best_split(Xb, rows, grad, hess, range(F), n_bins, lam, mcw)
+        if best is None:
+            assert np.all(np.isneginf(gain))
+            continue
+        j = int(np.argmax(gain))
+        assert (gain[j], j, outs[1][0, j], outs[2][0, j], outs[3][0, j], outs[4][0, j]) == best
+
+
+# -- whole trees -----------------------------------------------------------
+def grow(X, grad, hess, **kw):
+    Xb, edges, ptr = binned(X)
+    g = TreeGrower(Xb, np.diff(ptr) + 1, edges, ptr, **kw)
+    rows = np.arange(X.shape[0], dtype=np.int32)
+    nodes, _ = g.grow(grad, hess, rows, np.arange(X.shape[1], dtype=np.int64))
+    return nodes, Xb
+
+
+def leaves_in_order(nodes, i=0):
+    if nodes["left"][i] < 0:
+        return [float(nodes["value"][i])]
+    return leaves_in_order(nodes, nodes["left"][i]) + leaves_in_order(nodes, nodes["right"][i])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_depthwise_tree_equals_exhaustive_greedy_tree(seed):
+    rng = np.random.default_rng(10 + seed)
+    n, F = int(rng.integers(1, 80)), 5
+    X = tied_data(rng, n, F)
+    grad = dyadic(rng, n)
+    hess = np.ones(n) if seed % 2 else rng.integers(1, 4, n) / 2.0
+    kw = dict(max_depth=int(rng.integers(1, 5)), reg_lambda=float(rng.choice([0.0, 1.0, 3.0])),
+              min_child_weight=float(rng.choice([0.0, 1.0, 4.0])), min_split_gain=float(rng.choice([0.0, 0.5])))
+    nodes, Xb = grow(X, grad, hess, **kw)
+    n_bins = np.diff(binned(X)[2]) + 1
+    expected = ref.ref_grow_depthwise(Xb, np.arange(n), grad, hess, range(F), n_bins, max_depth=kw["max_depth"],
+                                      lam=kw["reg_lambda"], mcw=kw["min_child_weight"],
+                                      min_split_gain=kw["min_split_gain"])
+    assert ref.tree_to_dict(nodes) == expected
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_oblivious_tree_equals_exhaustive_search(seed):
+    rng = np.random.default_rng(30 + seed)
+    n, F = int(rng.integers(1, 50)), 4
+    X = tied_data(rng, n, F)
+    grad, hess = dyadic(rng, n), np.ones(n)
+    depth, lam, mcw = int(rng.integers(1, 4)), float(rng.choice([0.0, 1.0])), float(rng.choice([0.0, 2.0]))
+    nodes, Xb = grow(X, grad, hess, max_depth=depth, reg_lambda=lam, min_child_weight=mcw,
+                     grow_policy="oblivious")
+    n_bins = np.diff(binned(X)[2]) + 1
+    splits, leaves = ref.ref_grow_oblivious(Xb, np.arange(n), grad, hess, range(F), n_bins,
+                                            max_depth=depth, lam=lam, mcw=mcw)
+    assert leaves_in_order(nodes) == leaves
+    # Every internal node of a level carries that level's split.
+    level = [0]
+    for f, t, ml in splits:
+        nxt = []
+        for i in level:
+            assert (nodes["feature"][i], nodes["bin_threshold"][i], nodes["missing_left"][i]) == (f, t, ml)
+            nxt += [nodes["left"][i], nodes["right"][i]]
+        level = nxt
+    assert all(nodes["left"][i] < 0 for i in level)
+
+
+def test_all_zero_gradients_and_single_row_give_a_leaf():
+    X = np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 1.0]])
+    nodes, _ = grow(X, np.zeros(3), np.ones(3), max_depth=3, reg_lambda=1.0, min_child_weight=0.0)
+    assert nodes.shape[0] == 1 and nodes["value"][0] == 0.0
+    nodes, _ = grow(X[:1], np.array([2.0]), np.ones(1), max_depth=3, reg_lambda=1.0, min_child_weight=0.0)
+    assert nodes.shape[0] == 1 and nodes["value"][0] == -1.0
+
+
+def test_partition_is_stable_and_correct():
+    rng = np.random.default_rng(4)
+    n = 500
+    Xb, _, _ = binned(tied_data(rng, n, 4))
+    rows = rng.permutation(n).astype(np.int32)
+    before = rows.copy()
+    starts, ends = np.array([0, 200], dtype=np.int64), np.array([200, 500], dtype=np.int64)
+    f, t, ml = np.array([0, 3], dtype=np.int64), np.array([1, 0], np.uint8), np.array([1, 0], np.uint8)
+    nl = np.empty(2, dtype=np.int64)
+    partition(Xb, rows, np.empty(n, np.int32), starts, ends, f, t, ml, nl)
+    for k in range(2):
+        seg = before[starts[k]:ends[k]]
+        go = np.array([ref.ref_goes_left(b, t[k], ml[k]) for b in Xb[seg, f[k]]])
+        np.testing.assert_array_equal(rows[starts[k]:ends[k]], np.concatenate([seg[go], seg[~go]]))
+        assert nl[k] == go.sum()
+
+
+def test_predictors_match_reference_traversal():
+    rng = np.random.default_rng(5)
+    n, F = 400, 5
+    X = tied_data(rng, n, F, n_values=6)
+    X[:, 0] = rng.normal(size=n)
+    trees = [grow(X, rng.normal(size=n), np.ones(n), max_depth=d, reg_lambda=1.0, min_child_weight=0.0)[0]
+             for d in (1, 3, 5)]
+    nodes = np.concatenate(trees)
+    ptr = np.array([0] + list(np.cumsum([t.shape[0] for t in trees])), dtype=np.int64)
+    out = np.zeros(n)
+    predict_raw(nodes, ptr, 3, np.ascontiguousarray(X), 0.5, out, 0)
+    expected = [0.5 * sum(ref.ref_predict_tree(t, x) for t in trees) for x in X]
+    np.testing.assert_allclose(out, expected, rtol=1e-14)
+    Xb = binned(X)[0]
+    acc = np.zeros(n)
+    for t in trees:
+        add_tree_binned(t, Xb, 0.5, acc)
+    np.testing.assert_allclose(acc, expected, rtol=1e-14)

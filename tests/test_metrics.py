@@ -1,0 +1,430 @@
+"""Tie-aware ranking metrics against naive references, scikit-learn and CatBoost."""
+
+import math
+import warnings
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankkit._metrics._api import METRICS, evaluate_sorted, metric_function
+from rankkit.metrics import (
+    dcg_score,
+    err_score,
+    expdcg_score,
+    map_score,
+    mrr_score,
+    ndcg_score,
+)
+from tests import _reference_metrics as ref
+
+TIES = ["worst", "average", "best", "input"]
+NAMES = ["ndcg", "dcg", "err", "mrr", "map", "expdcg"]
+NORMALISED = ["ndcg", "err", "mrr", "map"]
+
+# Metric parameter sets exercised for each metric (public keyword names).
+PARAMS = {
+    "ndcg": [{"gain": "exp"}, {"gain": "linear", "empty": 0.0}, {"empty": "exclude"}],
+    "dcg": [{"gain": "exp"}, {"gain": "linear"}],
+    "err": [{"err_mapping": "chapelle"}, {"err_mapping": None}],
+    "mrr": [{}, {"relevance_threshold": 1.0, "empty": 0.0}, {"empty": "exclude"}],
+    "map": [{}, {"relevance_threshold": 1.0, "empty": "exclude"}, {"empty": 0.0}],
+    "expdcg": [{}, {"decay": 0.5}],
+}
+
+
+def ref_params(name, params, y):
+    """Public keyword arguments -> keyword arguments of the reference."""
+    out = {}
+    if "gain" in params:
+        out["gain_type"] = params["gain"]
+    if "empty" in params:
+        out["empty"] = params["empty"]
+    if "relevance_threshold" in params:
+        out["threshold"] = params["relevance_threshold"]
+    if "decay" in params:
+        out["decay"] = params["decay"]
+    if name == "err" and params.get("err_mapping") == "chapelle":
+        out["err_scale"] = 2.0 ** max(y)
+    return out
+
+
+def labels_for(name, params, y):
+    """ERR without mapping needs probabilities: rescale graded labels to [0, 1]."""
+    if name == "err" and params.get("err_mapping") is None:
+        return y / 3.0
+    return y
+
+
+def random_queries(rng, n_queries, max_size, n_score_values=3):
+    """Small queries with heavy ties, single documents and all-zero labels."""
+    ys, ss, qs = [], [], []
+    for q in range(n_queries):
+        n = int(rng.integers(1, max_size + 1))
+        y = rng.choice([0, 0, 1, 2, 3], size=n).astype(float)
+        if q % 5 == 0:
+            y[:] = 0.0
+        s = rng.integers(0, n_score_values, size=n).astype(float)
+        ys.append(y)
+        ss.append(s)
+        qs.append(np.full(n, q))
+    return np.concatenate(ys), np.concatenate(ss), np.concatenate(qs)
+
+
+def per_query_reference(name, y, s, qid, ties, k, params):
+    rp = ref_params(name, params, y)
+    out = []
+    for q in dict.fromkeys(qid):
+        mask = qid == q
+        v = ref.reference_query(name, list(y[mask]), list(s[mask]), ties, k=k, **rp)
+        out.append(np.nan if v is None else v)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("k", [None, 1, 3])
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("name", NAMES)
+def test_kernel_matches_reference(name, ties, k):
+    rng = np.random.default_rng(hash((name, ties, k)) % 2**32)
+    y0, s, qid = random_queries(rng, 30, 7)
+    for params in PARAMS[name]:
+        y = labels_for(name, params, y0)
+        got = METRICS[name](y, s, qid=qid, k=k, ties=ties, per_query=True, **params)
+        want = per_query_reference(name, y, s, qid, ties, k, params)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{name} {params}")
+
+
+@pytest.mark.parametrize("k", [None, 1, 3])
+@pytest.mark.parametrize("name", NAMES)
+def test_policies_bound_and_average_all_tie_orders(name, k):
+    """worst = min and best = max over every tie order; average = their mean."""
+    rng = np.random.default_rng(7 + (k or 0))
+    y0, s, qid = random_queries(rng, 25, 7, n_score_values=2)
+    params = PARAMS[name][0]
+    y = labels_for(name, params, y0)
+    rp = ref_params(name, params, y)
+    res = {t: METRICS[name](y, s, qid=qid, k=k, ties=t, per_query=True, **params) for t in TIES}
+    for qi, q in enumerate(dict.fromkeys(qid)):
+        mask = qid == q
+        values = ref.enumerate_values(name, list(y[mask]), list(s[mask]), k=k, **rp)
+        assert math.isclose(res["worst"][qi], min(values), rel_tol=1e-12, abs_tol=1e-12)
+        assert math.isclose(res["best"][qi], max(values), rel_tol=1e-12, abs_tol=1e-12)
+        assert math.isclose(res["average"][qi], sum(values) / len(values), rel_tol=1e-12, abs_tol=1e-12)
+        assert min(values) - 1e-12 <= res["input"][qi] <= max(values) + 1e-12
+
+
+def _n_tie_orders(s):
+    _, counts = np.unique(s, return_counts=True)
+    return math.prod(math.factorial(int(c)) for c in counts)
+
+
+@pytest.mark.parametrize("k", [None, 10, 40])
+@pytest.mark.parametrize("name", NAMES)
+def test_long_queries_match_reference(name, k):
+    """Queries of up to 90 documents: the merge sort and the ideal-DCG paths."""
+    rng = np.random.default_rng(17)
+    ys, ss, qs = [], [], []
+    for q in range(24):
+        n = int(rng.integers(1, 91))
+        y = rng.choice([0, 0, 0, 1, 2, 3], size=n).astype(float)
+        if q % 6 == 0:
+            y[:] = 0.0
+        # Odd queries: few score values (huge tied blocks); even: small blocks.
+        hi = 4 if q % 2 else 2 * n
+        ys.append(y)
+        ss.append(rng.integers(0, hi, size=n).astype(float))
+        qs.append(np.full(n, q))
+    y0, s, qid = np.concatenate(ys), np.concatenate(ss), np.concatenate(qs)
+    for params in PARAMS[name]:
+        y = labels_for(name, params, y0)
+        rp = ref_params(name, params, y)
+        for ties in TIES:
+            got = METRICS[name](y, s, qid=qid, k=k, ties=ties, per_query=True, **params)
+            for qi, q in enumerate(dict.fromkeys(qid)):
+                m = qid == q
+                if ties == "average" and _n_tie_orders(s[m]) > 2000:
+                    continue
+                want = ref.reference_query(name, list(y[m]), list(s[m]), ties, k=k, **rp)
+                want = np.nan if want is None else want
+                np.testing.assert_allclose(got[qi], want, rtol=1e-12, atol=1e-12,
+                                           err_msg=f"{name} {params} {ties} query {q}")
+
+
+@pytest.mark.parametrize("k", [None, 2, 5])
+def test_err_average_large_blocks_by_subsets(k):
+    """Exact ERR expectation on tied blocks too large to enumerate orders (t <= 11)."""
+    rng = np.random.default_rng(3)
+    for mapping in ("chapelle", None):
+        for _ in range(6):
+            n = int(rng.integers(8, 12))
+            y = rng.choice([0, 1, 2, 3, 4], size=n).astype(float)
+            if mapping is None:
+                y = y / 4.0
+            s = rng.integers(0, 2, size=n).astype(float)
+            got = err_score(y, s, qid=np.zeros(n), k=k, ties="average", err_mapping=mapping)
+            scale = 2.0 ** y.max() if mapping else 0.0
+            want = ref.err_average_by_subsets(list(y), list(s), k=k, err_scale=scale)
+            assert math.isclose(got, want, rel_tol=1e-11, abs_tol=1e-13)
+
+
+def test_average_huge_tied_block_is_finite_and_bounded():
+    """A 3,000-document all-tied query: no overflow in the ERR recursion."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    y = rng.choice([0, 1, 2, 3, 4], size=n).astype(float)
+    s = np.zeros(n)
+    qid = np.zeros(n)
+    for name in NAMES:
+        params = {"err_mapping": "chapelle"} if name == "err" else {}
+        vals = {t: METRICS[name](y, s, qid=qid, k=10, ties=t, **params) for t in ("worst", "average", "best")}
+        assert np.isfinite(vals["average"])
+        assert vals["worst"] - 1e-12 <= vals["average"] <= vals["best"] + 1e-12
+    # All tied: each of the top-10 positions holds a uniformly random document.
+    mean_gain = np.mean(2.0**y - 1.0)
+    want = mean_gain * sum(1 / math.log2(i + 2) for i in range(10))
+    assert math.isclose(dcg_score(y, s, qid=qid, k=10, ties="average"), want, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("k", [None, 1, 5])
+def test_sklearn_ndcg_and_dcg_per_query(k):
+    from sklearn.metrics import dcg_score as sk_dcg
+    from sklearn.metrics import ndcg_score as sk_ndcg
+
+    rng = np.random.default_rng(11)
+    y, s, qid = random_queries(rng, 40, 12)
+    ours_n = ndcg_score(y, s, qid=qid, k=k, ties="average", gain="linear", empty=0.0, per_query=True)
+    ours_d = dcg_score(y, s, qid=qid, k=k, ties="average", gain="linear", per_query=True)
+    for qi, q in enumerate(dict.fromkeys(qid)):
+        m = qid == q
+        if m.sum() < 2:  # scikit-learn rejects single-document queries
+            continue
+        assert math.isclose(ours_n[qi], sk_ndcg([y[m]], [s[m]], k=k), rel_tol=1e-12, abs_tol=1e-15)
+        assert math.isclose(ours_d[qi], sk_dcg([y[m]], [s[m]], k=k), rel_tol=1e-12, abs_tol=1e-15)
+
+
+CATBOOST_CASES = [
+    # (CatBoost metric string, rankkit metric, keyword arguments, labels in [0, 1])
+    ("NDCG:type=Exp", "ndcg", {"gain": "exp"}, False),
+    ("NDCG:top=5;type=Exp", "ndcg", {"gain": "exp", "k": 5}, False),
+    ("NDCG", "ndcg", {"gain": "linear"}, False),
+    ("NDCG:top=3;denominator=LogPosition", "ndcg", {"gain": "linear", "k": 3}, False),
+    ("DCG:type=Exp", "dcg", {"gain": "exp"}, False),
+    ("DCG:top=3", "dcg", {"gain": "linear", "k": 3}, False),
+    # CatBoost's MRR/MAP give 0 to a query without relevant document.
+    ("MRR", "mrr", {"empty": 0.0}, False),
+    ("MRR:top=3", "mrr", {"empty": 0.0, "k": 3}, False),
+    ("MAP", "map", {"empty": 0.0}, False),
+    ("MAP:top=3", "map", {"empty": 0.0, "k": 3}, False),
+    # CatBoost's ERR reads labels as probabilities (it clips graded labels to 1).
+    ("ERR", "err", {}, True),
+    ("ERR:top=3", "err", {"k": 3}, True),
+]
+
+
+@pytest.mark.parametrize("cb_metric,name,kwargs,unit", CATBOOST_CASES)
+def test_catboost_eval_metric_worst_ties(cb_metric, name, kwargs, unit):
+    eval_metric = pytest.importorskip("catboost.utils").eval_metric
+    rng = np.random.default_rng(5)
+    y, s, qid = random_queries(rng, 60, 15, n_score_values=4)
+    if unit:
+        # Quarters are exact in float32, the precision CatBoost stores labels in.
+        y = y / 4.0
+    want = eval_metric(y, s, cb_metric, group_id=qid)[0]
+    got = METRICS[name](y, s, qid=qid, ties="worst", **kwargs)
+    assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_thread_count_does_not_change_results():
+    rng = np.random.default_rng(2)
+    y, s, qid = random_queries(rng, 400, 40)
+    before = numba.get_num_threads()
+    try:
+        results = []
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            results.append([
+                METRICS[n](y, s, qid=qid, ties=t, k=5, per_query=True,
+                           **({"err_mapping": "chapelle"} if n == "err" else {}))
+                for n in NAMES for t in TIES
+            ])
+    finally:
+        numba.set_num_threads(before)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_evaluate_sorted_matches_public_and_parses_at_k():
+    rng = np.random.default_rng(9)
+    y, s, qid = random_queries(rng, 50, 9)
+    ptr = np.r_[0, np.flatnonzero(np.diff(qid)) + 1, len(qid)].astype(np.int64)
+    got = evaluate_sorted("ndcg@3", y, s, ptr, ties="average", gain="linear", empty="exclude")
+    want = ndcg_score(y, s, qid=qid, k=3, ties="average", gain="linear", empty="exclude", per_query=True)
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got).sum() == sum(1 for q in dict.fromkeys(qid) if not y[qid == q].any())
+    assert metric_function("map@5") is map_score
+    assert set(METRICS) == set(NAMES)
+    with pytest.raises(ValueError, match="ndcg@3.*k=4"):
+        evaluate_sorted("ndcg@3", y, s, ptr, k=4)
+
+
+# ---------------------------------------------------------------- properties
+
+@st.composite
+def ranking_data(draw):
+    sizes = draw(st.lists(st.integers(1, 8), min_size=1, max_size=6))
+    n = sum(sizes)
+    y = np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), dtype=float)
+    s = np.array(draw(st.lists(st.integers(-2, 2), min_size=n, max_size=n)), dtype=float)
+    qid = np.repeat(np.arange(len(sizes)) * 7 % 5 + np.arange(len(sizes)) * 10, sizes)
+    k = draw(st.sampled_from([None, 1, 2, 4]))
+    return y, s, qid, k
+
+
+def _kw(name):
+    return {"err_mapping": "chapelle"} if name == "err" else {}
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=ranking_data(), name=st.sampled_from(NAMES))
+def test_property_worst_average_best_ordered(data, name):
+    y, s, qid, k = data
+    v = {t: METRICS[name](y, s, qid=qid, k=k, ties=t, per_query=True, **_kw(name)) for t in TIES}
+    assert np.all(v["worst"] <= v["average"] + 1e-12)
+    assert np.all(v["average"] <= v["best"] + 1e-12)
+    assert np.all(v["worst"] <= v["input"] + 1e-12) and np.all(v["input"] <= v["best"] + 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=ranking_data(), name=st.sampled_from(NAMES), ties=st.sampled_from(TIES),
+       scale=st.sampled_from([0.25, 2.0, 8.0]), shift=st.integers(-5, 5))
+def test_property_positive_affine_invariance(data, name, ties, scale, shift):
+    # Powers of two and integer shifts keep small integer scores exact, so
+    # ties are neither created nor broken by rounding.
+    y, s, qid, k = data
+    a = METRICS[name](y, s, qid=qid, k=k, ties=ties, per_query=True, **_kw(name))
+    b = METRICS[name](y, s * scale + shift, qid=qid, k=k, ties=ties, per_query=True, **_kw(name))
+    np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=ranking_data(), name=st.sampled_from(NORMALISED), ties=st.sampled_from(TIES))
+def test_property_normalised_in_unit_interval_and_length(data, name, ties):
+    y, s, qid, k = data
+    v = METRICS[name](y, s, qid=qid, k=k, ties=ties, per_query=True, **_kw(name))
+    assert v.shape == (len(np.unique(qid)),)
+    assert np.all((v >= 0.0) & (v <= 1.0 + 1e-12))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=ranking_data(), name=st.sampled_from(NAMES), ties=st.sampled_from(["worst", "average", "best"]),
+       seed=st.integers(0, 2**31 - 1))
+def test_property_row_shuffle_invariance(data, name, ties, seed):
+    y, s, qid, k = data
+    perm = np.random.default_rng(seed).permutation(len(y))
+    a = METRICS[name](y, s, qid=qid, k=k, ties=ties, per_query=True, **_kw(name))
+    b = METRICS[name](y[perm], s[perm], qid=qid[perm], k=k, ties=ties, per_query=True, **_kw(name))
+    # per_query follows first appearance of each qid: compare by qid.
+    qa = list(dict.fromkeys(qid))
+    qb = list(dict.fromkeys(qid[perm]))
+    np.testing.assert_allclose(b, [a[qa.index(q)] for q in qb], rtol=1e-13, atol=1e-15)
+    assert math.isclose(
+        METRICS[name](y, s, qid=qid, k=k, ties=ties, **_kw(name)),
+        METRICS[name](y[perm], s[perm], qid=qid[perm], k=k, ties=ties, **_kw(name)),
+        rel_tol=1e-12, abs_tol=1e-15,
+    )
+
+
+# ------------------------------------------------------------ edge cases
+
+def test_single_document_queries():
+    y = np.array([0.0, 2.0, 1.0])
+    s = np.array([0.3, -1.0, 5.0])
+    qid = np.array([1, 2, 3])
+    for t in TIES:
+        np.testing.assert_array_equal(ndcg_score(y, s, qid=qid, ties=t, per_query=True), [1.0, 1.0, 1.0])
+        np.testing.assert_array_equal(mrr_score(y, s, qid=qid, ties=t, per_query=True, empty=0.0), [0.0, 1.0, 1.0])
+        np.testing.assert_array_equal(dcg_score(y, s, qid=qid, ties=t, per_query=True), [0.0, 3.0, 1.0])
+        np.testing.assert_allclose(err_score(y, s, qid=qid, ties=t, per_query=True, err_mapping="chapelle"),
+                                   [0.0, 0.75, 0.25])
+
+
+@pytest.mark.parametrize("fn", [ndcg_score, mrr_score, map_score])
+def test_empty_policy(fn):
+    y = np.array([0, 0, 1, 0, 0.0])
+    s = np.array([1, 2, 0, 3, 3.0])
+    qid = np.array([4, 4, 8, 8, 6])
+    ones = fn(y, s, qid=qid, per_query=True, empty=1.0)
+    zeros = fn(y, s, qid=qid, per_query=True, empty=0.0)
+    excl = fn(y, s, qid=qid, per_query=True, empty="exclude")
+    assert ones[0] == 1.0 and ones[2] == 1.0 and zeros[0] == 0.0 and zeros[2] == 0.0
+    assert np.isnan(excl[0]) and np.isnan(excl[2]) and excl[1] == ones[1] == zeros[1]
+    assert fn(y, s, qid=qid, empty="exclude") == excl[1]
+    assert math.isclose(fn(y, s, qid=qid, empty=0.0), zeros[1] / 3)
+    with pytest.warns(Warning, match="every query was excluded"):
+        assert np.isnan(fn(np.zeros(3), s[:3], qid=[0, 0, 1], empty="exclude"))
+
+
+def test_err_of_all_zero_query_is_zero_and_dcg_has_no_empty():
+    y, s, qid = np.zeros(3), np.array([1.0, 2.0, 3.0]), np.zeros(3)
+    assert err_score(y, s, qid=qid) == 0.0
+    assert dcg_score(y, s, qid=qid) == 0.0
+    with pytest.raises(TypeError):
+        dcg_score(y, s, qid=qid, empty=1.0)
+
+
+def test_contiguous_non_monotonic_and_unsorted_qids():
+    y = np.array([1, 0, 0, 2, 1.0])
+    s = np.array([0.1, 0.9, 0.5, 0.2, 0.0])
+    qid = np.array([5, 5, 2, 2, 9])
+    v = ndcg_score(y, s, qid=qid, per_query=True, gain="linear")
+    q5 = (0 + 1 / math.log2(3)) / 1.0
+    q2 = (0 + 2 / math.log2(3)) / 2.0
+    np.testing.assert_allclose(v, [q5, q2, 1.0])
+    # Interleaved rows: queries keep the order of first appearance.
+    perm = np.array([2, 0, 4, 3, 1])
+    np.testing.assert_allclose(
+        ndcg_score(y[perm], s[perm], qid=qid[perm], per_query=True, gain="linear"), [q2, q5, 1.0])
+
+
+# ------------------------------------------------------------- bad input
+
+def test_bad_input_messages():
+    y = np.array([1.0, 0.0, 2.0])
+    s = np.array([0.5, 0.1, 0.3])
+    q = np.zeros(3)
+    with pytest.raises(ValueError, match="y_score.*NaN"):
+        ndcg_score(y, [np.nan, 0, 1], qid=q)
+    with pytest.raises(ValueError, match="y_score.*NaN or infinite"):
+        ndcg_score(y, [np.inf, 0, 1], qid=q)
+    with pytest.raises(ValueError, match="y_true.*NaN"):
+        map_score([np.nan, 0, 1], s, qid=q)
+    with pytest.raises(ValueError, match="y_true.*negative"):
+        mrr_score([-1, 0, 1], s, qid=q)
+    with pytest.raises(ValueError, match="err_mapping='chapelle'"):
+        err_score(y, s, qid=q)
+    with pytest.raises(ValueError, match="err_max_label"):
+        err_score(y, s, qid=q, err_mapping="chapelle", err_max_label=1)
+    with pytest.raises(ValueError, match="err_mapping"):
+        err_score(y, s, qid=q, err_mapping="linear")
+    with pytest.raises(ValueError, match="y_true has 3.*y_score has 2"):
+        dcg_score(y, s[:2], qid=q)
+    with pytest.raises(ValueError, match="qid has 2"):
+        dcg_score(y, s, qid=q[:2])
+    with pytest.raises(ValueError, match="qid is required"):
+        ndcg_score(y, s, qid=None)
+    with pytest.raises(TypeError):
+        ndcg_score(y, s)  # qid is keyword-only and required
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        ndcg_score(y, s, qid=q, k=0)
+    with pytest.raises(TypeError, match="k must be a positive int"):
+        ndcg_score(y, s, qid=q, k=2.5)
+    with pytest.raises(ValueError, match="ties must be one of.*average.*best.*input.*worst"):
+        ndcg_score(y, s, qid=q, ties="random")
+    with pytest.raises(ValueError, match="gain must be"):
+        ndcg_score(y, s, qid=q, gain="log")
+    with pytest.raises(ValueError, match="empty must be"):
+        ndcg_score(y, s, qid=q, empty=0.5)
+    with pytest.raises(ValueError, match="decay must be"):
+        expdcg_score(y, s, qid=q, decay=1.5)

@@ -1,0 +1,526 @@
+"""LambdaMART, YetiRank/YetiLoss, XE-NDCG and the swap differences they share.
+
+Every kernel is compared with its naive twin in ``tests/_reference_objectives.py``
+on random queries full of ties (labels and scores), single-document queries,
+all-equal-label and all-zero-label queries.
+"""
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+from rankkit._metrics._common import METRIC_IDS
+from rankkit._objectives._base import HESSIAN_FLOOR
+from rankkit._objectives._swap import (
+    NO_CUTOFF,
+    PAIRWISE,
+    err_advance,
+    err_delta,
+    metric_scale,
+    swap_delta,
+    swap_prepare,
+)
+from rankkit._objectives.lambdamart import LambdaMART, lambdamart_kernel
+from rankkit._objectives.xendcg import XENDCG, xendcg_gammas
+from rankkit._objectives.yetirank import NOISES, YetiRank, yeti_noisy_scores
+
+from . import _reference_objectives as ref
+
+METRICS = ["ndcg", "dcg", "err", "mrr", "map", "expdcg"]
+
+
+def make_queries(seed, n_queries=14, max_size=9, n_levels=4, score_levels=3):
+    """Sorted-layout data: random sizes (incl. 1), few label and score values
+    (ties everywhere), plus an all-zero-label and an all-equal-label query."""
+    rng = np.random.default_rng(seed)
+    sizes = list(rng.integers(1, max_size + 1, size=n_queries)) + [1, 5, 6]
+    ys, zs = [], []
+    for i, s in enumerate(sizes):
+        if i == len(sizes) - 2:
+            y = np.zeros(s)
+        elif i == len(sizes) - 1:
+            y = np.full(s, 2.0)
+        else:
+            y = rng.integers(0, n_levels, size=s).astype(float)
+        ys.append(y)
+        zs.append(rng.integers(0, score_levels, size=s) * 0.5 + rng.normal(0, 0.01, size=s).round(1))
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return np.concatenate(ys), np.concatenate(zs), ptr
+
+
+def metric_kw(metric):
+    """Metric parameters for the reference and the objectives: ERR maps graded
+    labels with Chapelle's mapping (r_max = 3 as in make_queries)."""
+    if metric == "err":
+        return dict(err_mapping="chapelle", err_max_label=3.0), dict(err_scale=8.0)
+    return {}, {}
+
+
+# -- swap differences -------------------------------------------------------
+
+
+def kernel_swaps(metric, labels, k, *, exp_gain=True, threshold=0.0, err_scale=-1.0, decay=0.85):
+    """All ``(a, b)`` swap differences from the O(1) kernels (b ascending per a)."""
+    n = len(labels)
+    y = np.asarray(labels, dtype=float)
+    order = np.arange(n, dtype=np.int64)
+    buf = np.empty(n, dtype=np.int64)
+    val, disc, aux1, aux2 = (np.empty(n) for _ in range(4))
+    mid = METRIC_IDS[metric]
+    kk = NO_CUTOFF if k is None else k
+    scale = metric_scale(mid, y, 0, n, kk, exp_gain, threshold, order, buf)
+    order[:] = np.arange(n)
+    first, second = swap_prepare(mid, y, order, 0, n, kk, exp_gain, threshold, err_scale, decay, val, disc, aux1, aux2)
+    out = {}
+    pi = 1.0
+    for a in range(n):
+        s, q = 0.0, 1.0
+        for b in range(a + 1, n):
+            if metric == "err":
+                out[a, b] = err_delta(a, b, 0, val, disc, pi, s, q)
+                s, q = err_advance(b, 0, val, disc, s, q)
+            else:
+                out[a, b] = swap_delta(mid, a, b, 0, val, disc, aux1, aux2, first, second, scale)
+        pi *= 1.0 - val[a]
+    return out
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("k", [None, 1, 3, 5])
+def test_swap_difference_matches_recompute(metric, k):
+    rng = np.random.default_rng(METRICS.index(metric) * 10 + (k or 0))
+    err_scale = -1.0
+    for trial in range(25):
+        n = int(rng.integers(1, 10))
+        if metric == "err" and trial % 2 == 0:
+            labels = list(rng.choice([0.0, 0.25, 0.5, 1.0], size=n))  # probabilities, R = 1 included
+            err_scale = -1.0
+        else:
+            labels = list(rng.integers(0, 4, size=n).astype(float))
+            err_scale = 8.0
+        if trial == 0:
+            labels = [0.0] * n
+        threshold = 0.0 if trial % 3 else 1.0
+        exp_gain = trial % 4 != 1
+        got = kernel_swaps(metric, labels, k, exp_gain=exp_gain, threshold=threshold, err_scale=err_scale, decay=0.7)
+        for (a, b), d in got.items():
+            want = ref.swap_difference(
+                metric, labels, a, b, k, exp_gain=exp_gain, threshold=threshold, err_scale=err_scale, decay=0.7
+            )
+            assert d == pytest.approx(want, rel=1e-12, abs=1e-12), (labels, a, b)
+
+
+def test_err_swap_with_certain_stop():
+    """R = 1 above, between and at the swapped positions (the case a closed form
+    with divisions by 1 - R would get wrong)."""
+    for labels in ([1.0, 0.5, 1.0, 0.0, 0.25], [0.0, 1.0, 1.0, 0.5], [0.5, 0.0, 1.0, 1.0, 0.0]):
+        got = kernel_swaps("err", labels, None)
+        for (a, b), d in got.items():
+            assert d == pytest.approx(ref.swap_difference("err", labels, a, b), abs=1e-15)
+
+
+# -- LambdaMART -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("k", [None, 3])
+@pytest.mark.parametrize("truncation,normalize", [(None, False), (2, False), (None, True), (4, True)])
+def test_lambdamart_matches_reference(metric, k, truncation, normalize):
+    y, z, ptr = make_queries(1)
+    obj_kw, ref_kw = metric_kw(metric)
+    obj = LambdaMART(metric, k, sigma=1.3, truncation=truncation, normalize=normalize, **obj_kw)
+    g, h = obj.gradient_hessian(y, z, group_ptr=ptr)
+    g_ref, h_ref = ref.lambdamart(y, z, ptr, metric, k, sigma=1.3, truncation=truncation, normalize=normalize, **ref_kw)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(h, np.maximum(h_ref, HESSIAN_FLOOR), rtol=1e-10, atol=1e-13)
+
+
+def test_lambdamart_err_probabilities_and_linear_gain_and_threshold():
+    y, z, ptr = make_queries(2)
+    yp = y / 3.0
+    g, _ = LambdaMART("err", normalize=False).gradient_hessian(yp, z, group_ptr=ptr)
+    np.testing.assert_allclose(g, ref.lambdamart(yp, z, ptr, "err", normalize=False)[0], rtol=1e-10, atol=1e-13)
+    g, _ = LambdaMART("ndcg@4", gain="linear", normalize=False).gradient_hessian(y, z, group_ptr=ptr)
+    np.testing.assert_allclose(g, ref.lambdamart(y, z, ptr, "ndcg", 4, normalize=False, exp_gain=False)[0], rtol=1e-10)
+    g, _ = LambdaMART("map", relevance_threshold=1.0, normalize=False).gradient_hessian(y, z, group_ptr=ptr)
+    np.testing.assert_allclose(g, ref.lambdamart(y, z, ptr, "map", normalize=False, threshold=1.0)[0], rtol=1e-10)
+
+
+def _pair_loss(y, z, ptr, sigma):
+    """sum over r_i > r_j of log(1 + exp(-sigma (z_i - z_j)))."""
+    total = 0.0
+    for q in range(len(ptr) - 1):
+        for i in range(ptr[q], ptr[q + 1]):
+            for j in range(ptr[q], ptr[q + 1]):
+                if y[i] > y[j]:
+                    total += math.log1p(math.exp(-sigma * (z[i] - z[j])))
+    return total
+
+
+def test_lambdamart_with_unit_delta_is_ranknet():
+    y, z, ptr = make_queries(3)
+    z = z + np.random.default_rng(0).normal(0, 0.3, size=z.shape)
+    n = y.shape[0]
+    g, h = np.zeros(n), np.zeros(n)
+    scratch = [np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)] + [np.empty(n) for _ in range(4)]
+    lambdamart_kernel(y, z, ptr, PAIRWISE, NO_CUTOFF, n, 0.7, False, True, 0.0, -1.0, 0.85, g, h, *scratch)
+    g_ref, h_ref = ref.ranknet(y, z, ptr, sigma=0.7)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(h, h_ref, rtol=1e-12, atol=1e-14)
+    # ... and both are the derivative of the pairwise logistic loss.
+    eps = 1e-6
+    for i in range(0, n, 3):
+        zp, zm = z.copy(), z.copy()
+        zp[i] += eps
+        zm[i] -= eps
+        fd = (_pair_loss(y, zp, ptr, 0.7) - _pair_loss(y, zm, ptr, 0.7)) / (2 * eps)
+        assert g[i] == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+
+# -- YetiRank / YetiLoss ----------------------------------------------------
+
+
+def yeti_reference(obj, y, z, ptr, seed):
+    """Reference gradients given the kernel's own noise (read back through
+    ``yeti_noisy_scores``) and a naive full pair-weight matrix."""
+    _, ref_kw = metric_kw(obj.metric.split("@")[0])
+    g = np.zeros(y.shape[0])
+    h = np.zeros(y.shape[0])
+    noisy = np.empty(y.shape[0])
+    k = obj.k
+    metric = obj.metric
+    if "@" in metric:
+        metric, k = metric.split("@")[0], int(metric.split("@")[1])
+    for q in range(len(ptr) - 1):
+        lo, hi = ptr[q], ptr[q + 1]
+        rounds = []
+        for p in range(obj.n_permutations):
+            yeti_noisy_scores(z, ptr, obj.n_permutations, NOISES[obj.noise], float(obj.noise_scale), np.uint64(seed), q, p, noisy)
+            rounds.append(noisy[lo:hi].copy())
+        W = ref.yeti_weights(list(y[lo:hi]), rounds, metric, k, num_neighbors=obj.num_neighbors, decay=obj.decay, **ref_kw)
+        g[lo:hi], h[lo:hi] = ref.pairwise_logistic_grad(W, z[lo:hi])
+    return g, h, W
+
+
+@pytest.mark.parametrize(
+    "metric,k,num_neighbors,noise",
+    [
+        ("classic", None, 1, "logistic"),
+        ("classic", None, 3, "gaussian"),
+        ("classic", None, -1, "none"),
+        ("ndcg", None, 1, "logistic"),
+        ("ndcg", 3, 2, "gaussian"),
+        ("dcg", None, -1, "logistic"),
+        ("err", None, 2, "logistic"),
+        ("err", 4, -1, "gaussian"),
+        ("mrr", None, 1, "logistic"),
+        ("mrr", 3, -1, "logistic"),
+        ("map", None, 2, "logistic"),
+        ("map", 2, -1, "gaussian"),
+        ("expdcg", 5, 1, "logistic"),
+    ],
+)
+def test_yetirank_matches_reference(metric, k, num_neighbors, noise):
+    y, z, ptr = make_queries(4)
+    obj_kw, _ = metric_kw(metric)
+    obj = YetiRank(metric, k, n_permutations=4, noise=noise, noise_scale=0.8, num_neighbors=num_neighbors, decay=0.7, **obj_kw)
+    seed = 123456789
+    g, h = obj.gradient_hessian(y, z, group_ptr=ptr, seed=seed)
+    g_ref, h_ref, _ = yeti_reference(obj, y, z, ptr, seed)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(h, np.maximum(h_ref, HESSIAN_FLOOR), rtol=1e-10, atol=1e-13)
+
+
+def test_yetirank_noise_distribution():
+    """The kernel's noise is what the docstring says: standard logistic
+    (variance pi^2/3) and N(0, s^2), independent of the scores."""
+    ptr = np.array([0, 2000], dtype=np.int64)
+    z = np.zeros(2000)
+    out = np.empty(2000)
+    draws = {"logistic": [], "gaussian": []}
+    for name in draws:
+        for p in range(20):
+            yeti_noisy_scores(z, ptr, 20, NOISES[name], 1.5, np.uint64(99), 0, p, out)
+            draws[name].append(out.copy())
+    lg, gs = np.concatenate(draws["logistic"]), np.concatenate(draws["gaussian"])
+    se = 1.0 / math.sqrt(lg.size)
+    assert abs(lg.mean()) < 6 * 1.5 * math.pi / math.sqrt(3) * se
+    assert lg.var() == pytest.approx(1.5**2 * math.pi**2 / 3, rel=0.05)
+    assert abs(gs.mean()) < 6 * 1.5 * se
+    assert gs.var() == pytest.approx(1.5**2, rel=0.05)
+
+
+def test_yetirank_gradient_is_derivative_of_weighted_pair_loss():
+    y, z, ptr = make_queries(5, n_queries=3)
+    obj = YetiRank("ndcg", n_permutations=3, num_neighbors=2)
+    seed = 77
+    g, _ = obj.gradient_hessian(y, z, group_ptr=ptr, seed=seed)
+    eps = 1e-6
+    for q in range(len(ptr) - 1):
+        lo, hi = ptr[q], ptr[q + 1]
+        noisy = np.empty(y.shape[0])
+        rounds = []
+        for p in range(3):
+            yeti_noisy_scores(z, ptr, 3, NOISES["logistic"], 1.0, np.uint64(seed), q, p, noisy)
+            rounds.append(noisy[lo:hi].copy())
+        W = ref.yeti_weights(list(y[lo:hi]), rounds, "ndcg", num_neighbors=2)
+        for i in range(hi - lo):
+            zp, zm = z[lo:hi].copy(), z[lo:hi].copy()
+            zp[i] += eps
+            zm[i] -= eps
+            fd = (ref.pairwise_logistic_loss(W, zp) - ref.pairwise_logistic_loss(W, zm)) / (2 * eps)
+            assert g[lo + i] == pytest.approx(fd, rel=1e-6, abs=1e-9)
+
+
+def test_yetirank_zero_noise_many_rounds_equals_one_round():
+    y, z, ptr = make_queries(6)
+    g1, h1 = YetiRank("ndcg", n_permutations=1, noise="none").gradient_hessian(y, z, group_ptr=ptr)
+    g5, h5 = YetiRank("ndcg", n_permutations=5, noise="none").gradient_hessian(y, z, group_ptr=ptr)
+    np.testing.assert_allclose(g1, g5, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(h1, h5, rtol=1e-12, atol=1e-15)
+
+
+# -- XE-NDCG ----------------------------------------------------------------
+
+
+def test_xendcg_matches_reference_and_finite_differences():
+    y, z, ptr = make_queries(7)
+    seed = 2024
+    g, h = XENDCG().gradient_hessian(y, z, group_ptr=ptr, seed=seed)
+    gamma = np.empty(y.shape[0])
+    eps = 1e-6
+    for q in range(len(ptr) - 1):
+        lo, hi = ptr[q], ptr[q + 1]
+        xendcg_gammas(ptr, np.uint64(seed), q, gamma)
+        gm = gamma[lo:hi]
+        assert np.all((gm > 0) & (gm < 1))
+        if hi - lo == 1:
+            assert g[lo] == 0.0 and h[lo] == HESSIAN_FLOOR
+            continue
+        g_ref, h_ref = ref.xendcg(y[lo:hi], z[lo:hi], gm)
+        np.testing.assert_allclose(g[lo:hi], g_ref, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(h[lo:hi], np.maximum(h_ref, HESSIAN_FLOOR), rtol=1e-12, atol=1e-14)
+        for i in range(hi - lo):
+            zp, zm = z[lo:hi].copy(), z[lo:hi].copy()
+            zp[i] += eps
+            zm[i] -= eps
+            fd = (ref.xendcg_loss(y[lo:hi], zp, gm) - ref.xendcg_loss(y[lo:hi], zm, gm)) / (2 * eps)
+            assert g[lo + i] == pytest.approx(fd, rel=1e-6, abs=1e-9)
+
+
+def test_xendcg_stable_for_large_scores():
+    g, h = XENDCG().gradient_hessian([0, 1, 2], [1000.0, -1000.0, 999.0], qid=[1, 1, 1], seed=1)
+    assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))
+    assert abs(g.sum()) < 1e-12
+
+
+def test_xendcg_gamma_expectation():
+    """Averaged over many calls, the target is E[phi]; with two documents and
+    labels (0, 1), phi_1 = (2 - g1) / (3 - g0 - g1) has mean computed here by
+    quadrature, and g_1 = rho_1 - phi_1."""
+    calls = 4000
+    y = np.tile([0.0, 1.0], calls)
+    ptr = np.arange(0, 2 * calls + 1, 2, dtype=np.int64)
+    g, _ = XENDCG().gradient_hessian(y, np.zeros(2 * calls), group_ptr=ptr, seed=5)
+    u = (np.arange(400) + 0.5) / 400
+    g0, g1 = np.meshgrid(u, u)
+    e_phi1 = np.mean((2 - g1) / (3 - g0 - g1))
+    sd = np.std(g[1::2])
+    assert np.mean(g[1::2]) == pytest.approx(0.5 - e_phi1, abs=5 * sd / math.sqrt(calls))
+
+
+# -- invariants shared by every objective -----------------------------------
+
+OBJECTIVES = {
+    "lambdamart-ndcg": lambda: LambdaMART("ndcg", truncation=4),
+    "lambdamart-err": lambda: LambdaMART("err", err_mapping="chapelle", normalize=False),
+    "lambdamart-map@3": lambda: LambdaMART("map@3"),
+    "lambdamart-mrr": lambda: LambdaMART("mrr"),
+    "yetirank": lambda: YetiRank(random_state=3),
+    "yetiloss-ndcg": lambda: YetiRank("ndcg", num_neighbors=2, random_state=3),
+    "yetiloss-err": lambda: YetiRank("err", err_mapping="chapelle", num_neighbors=-1, random_state=3),
+    "xendcg": lambda: XENDCG(random_state=3),
+}
+DETERMINISTIC = {
+    "lambdamart-ndcg": lambda: LambdaMART("ndcg", truncation=4),
+    "lambdamart-expdcg": lambda: LambdaMART("expdcg", normalize=False),
+    "lambdamart-err": lambda: LambdaMART("err", err_mapping="chapelle"),
+    "lambdamart-map": lambda: LambdaMART("map"),
+    "yetirank-no-noise": lambda: YetiRank(noise="none", num_neighbors=2),
+    "yetiloss-mrr-no-noise": lambda: YetiRank("mrr", noise="none", num_neighbors=-1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_sum_to_zero_and_hessian_floor(name):
+    y, z, ptr = make_queries(8)
+    g, h = OBJECTIVES[name]().gradient_hessian(y, z, group_ptr=ptr, seed=11)
+    for q in range(len(ptr) - 1):
+        assert abs(g[ptr[q] : ptr[q + 1]].sum()) < 1e-12
+    assert np.all(h >= HESSIAN_FLOOR)
+    assert np.any(g != 0)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in OBJECTIVES if n != "xendcg"))
+def test_equal_labels_give_zero_gradient(name):
+    z = np.random.default_rng(0).normal(size=12)
+    for label in (0.0, 1.0):
+        g, h = OBJECTIVES[name]().gradient_hessian(np.full(12, label), z, qid=np.repeat([1, 2], 6), seed=4)
+        assert np.all(g == 0) and np.all(h == HESSIAN_FLOOR)
+
+
+def test_xendcg_equal_labels_equal_scores_zero_in_expectation():
+    calls = 3000
+    y = np.ones(3 * calls)
+    ptr = np.arange(0, 3 * calls + 1, 3, dtype=np.int64)
+    g, _ = XENDCG().gradient_hessian(y, np.zeros(3 * calls), group_ptr=ptr, seed=8)
+    per_doc = g.reshape(calls, 3)
+    assert np.all(np.abs(per_doc.mean(axis=0)) < 5 * per_doc.std(axis=0) / math.sqrt(calls))
+
+
+@pytest.mark.parametrize("name", sorted(DETERMINISTIC))
+def test_permutation_within_queries(name):
+    """Permuting rows permutes the gradients. Rows with the same query, score
+    and label are interchangeable but take the tied positions in input order,
+    so within such a class only the multiset of values is compared."""
+    y, z, ptr = make_queries(9)
+    qid = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    perm = np.random.default_rng(1).permutation(y.shape[0])
+    g, h = DETERMINISTIC[name]().gradient_hessian(y, z, qid=qid)
+    gp, hp = DETERMINISTIC[name]().gradient_hessian(y[perm], z[perm], qid=qid[perm])
+    g_back, h_back = np.empty_like(gp), np.empty_like(hp)
+    g_back[perm], h_back[perm] = gp, hp
+    classes = {}
+    for i in range(y.shape[0]):
+        classes.setdefault((qid[i], z[i], y[i]), []).append(i)
+    for rows in classes.values():
+        np.testing.assert_allclose(np.sort(g_back[rows]), np.sort(g[rows]), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(np.sort(h_back[rows]), np.sort(h[rows]), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_same_result_for_one_or_two_threads(name):
+    y, z, ptr = make_queries(10, n_queries=200)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        g1, h1 = OBJECTIVES[name]().gradient_hessian(y, z, group_ptr=ptr)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        g2, h2 = OBJECTIVES[name]().gradient_hessian(y, z, group_ptr=ptr)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(g1, g2)
+    np.testing.assert_array_equal(h1, h2)
+
+
+@pytest.mark.parametrize("name", ["yetirank", "xendcg"])
+def test_fresh_noise_each_call_reproducible_by_seed(name):
+    y, z, ptr = make_queries(11)
+    a = OBJECTIVES[name]()
+    g1, _ = a.gradient_hessian(y, z, group_ptr=ptr)
+    g2, _ = a.gradient_hessian(y, z, group_ptr=ptr)
+    assert not np.array_equal(g1, g2)
+    b = OBJECTIVES[name]()
+    np.testing.assert_array_equal(b.gradient_hessian(y, z, group_ptr=ptr)[0], g1)
+
+
+# -- as XGBoost / LightGBM objectives ---------------------------------------
+
+
+def synthetic(seed=0, n_queries=40, size=12):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * size, 5))
+    y = np.clip(np.round(1.2 * X[:, 0] + 0.6 * X[:, 1] + rng.normal(0, 0.5, size=X.shape[0]) + 1.5), 0, 3)
+    qid = np.repeat(np.arange(n_queries), size)
+    return X, y, qid
+
+
+def mean_ndcg(y, score, qid, k=10):
+    vals = []
+    for q in np.unique(qid):
+        m = qid == q
+        order = ref.worst_order(list(score[m]), list(y[m]))
+        vals.append(ref.metric_value("ndcg", [y[m][i] for i in order], k))
+    return float(np.mean(vals))
+
+
+ENGINE_OBJECTIVES = {
+    "lambdamart": lambda: LambdaMART("ndcg@10", truncation=10),
+    "yetiloss": lambda: YetiRank("ndcg", random_state=0),
+    "xendcg": lambda: XENDCG(random_state=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENGINE_OBJECTIVES))
+def test_as_xgboost_objective(name):
+    xgb = pytest.importorskip("xgboost")
+    X, y, qid = synthetic()
+    dtrain = xgb.DMatrix(X, y, qid=qid)
+    params = {"base_score": 0.0, "max_depth": 3, "eta": 0.3, "nthread": 1, "tree_method": "hist"}
+    booster = xgb.train(params, dtrain, num_boost_round=15, obj=ENGINE_OBJECTIVES[name]())
+    before = mean_ndcg(y, np.zeros(y.shape[0]), qid)
+    after = mean_ndcg(y, booster.predict(dtrain, output_margin=True), qid)
+    assert after > before + 0.15, (before, after)
+
+
+@pytest.mark.parametrize("name", sorted(ENGINE_OBJECTIVES))
+def test_as_lightgbm_objective(name):
+    lgb = pytest.importorskip("lightgbm")
+    X, y, qid = synthetic(1)
+    ds = lgb.Dataset(X, y, group=np.bincount(qid))
+    params = {"objective": ENGINE_OBJECTIVES[name](), "verbose": -1, "num_leaves": 8, "learning_rate": 0.3,
+              "num_threads": 1, "min_data_in_leaf": 5}
+    booster = lgb.train(params, ds, num_boost_round=15)
+    before = mean_ndcg(y, np.zeros(y.shape[0]), qid)
+    after = mean_ndcg(y, booster.predict(X, raw_score=True), qid)
+    assert after > before + 0.15, (before, after)
+
+
+# -- bad input --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make,match",
+    [
+        (lambda: LambdaMART("foo"), "Unknown metric"),
+        (lambda: LambdaMART("ndcg", k=0), "k must be a positive int"),
+        (lambda: LambdaMART("ndcg@0"), "k must be a positive int"),
+        (lambda: LambdaMART("ndcg@5", k=3), "k=5 but k=3"),
+        (lambda: LambdaMART(sigma=0.0), "sigma must be a positive"),
+        (lambda: LambdaMART(truncation=0), "truncation must be a positive int"),
+        (lambda: LambdaMART(gain="log"), "gain must be"),
+        (lambda: LambdaMART("err", err_mapping="linear"), "err_mapping must be"),
+        (lambda: LambdaMART("err", err_max_label=3), "only with err_mapping='chapelle'"),
+        (lambda: YetiRank("nope"), "Unknown metric"),
+        (lambda: YetiRank(k=3), "k applies to YetiLoss"),
+        (lambda: YetiRank(n_permutations=0), "n_permutations must be an int >= 1"),
+        (lambda: YetiRank(noise="uniform"), "noise must be one of"),
+        (lambda: YetiRank(noise_scale=-1.0), "noise_scale must be"),
+        (lambda: YetiRank(num_neighbors=0), "num_neighbors must be"),
+        (lambda: YetiRank(num_neighbors=-2), "num_neighbors must be"),
+        (lambda: YetiRank(decay=1.0), r"decay must lie in the open interval \(0, 1\)"),
+        (lambda: YetiRank(decay=0.0), r"decay must lie in the open interval \(0, 1\)"),
+    ],
+)
+def test_bad_parameters(make, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        make().gradient_hessian([0, 1], [0.0, 0.0], qid=[1, 1])
+
+
+@pytest.mark.parametrize("obj", [LambdaMART(), YetiRank(), XENDCG()])
+def test_negative_labels_rejected(obj):
+    with pytest.raises(ValueError, match="negative labels"):
+        obj.gradient_hessian([0, -1], [0.0, 0.0], qid=[1, 1])
+
+
+@pytest.mark.parametrize("obj", [LambdaMART("err"), YetiRank("err@5")])
+def test_err_needs_probabilities_or_mapping(obj):
+    with pytest.raises(ValueError, match="err_mapping='chapelle'"):
+        obj.gradient_hessian([0, 2], [0.0, 0.0], qid=[1, 1])
+
+
+def test_err_max_label_below_labels():
+    with pytest.raises(ValueError, match="err_max_label"):
+        LambdaMART("err", err_mapping="chapelle", err_max_label=1).gradient_hessian([0, 2], [0.0, 0.0], qid=[1, 1])
