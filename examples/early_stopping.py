@@ -34,5 +34,6 @@ ranker.fit(
 )
 print(f"best iteration: {ranker.best_iteration_} (trees kept: {ranker.best_iteration_ + 1} of at most 1000)")
 print(f"best validation score: {ranker.best_score_:.4f}")
-print("recorded curves:", {name: list(curves) for name, curves in ranker.evals_result_.items()})
-print(f"test NDCG: {ranker.score(X[test], y[test], qid=qid[test]):.4f}")
+curve = ranker.evals_result_["validation_0"]["ndcg@10"]
+print(f"validation NDCG@10 recorded for {len(curve)} iterations; first {curve[0]:.4f}, best {max(curve):.4f}")
+print(f"test NDCG@10 (score uses eval_metric): {ranker.score(X[test], y[test], qid=qid[test]):.4f}")

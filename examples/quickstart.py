@@ -22,7 +22,10 @@ ranker.fit(X[~test], y[~test], qid=qid[~test])
 scores = ranker.predict(X[test])  # one score per document; sort each query by it
 print(f"NDCG (ties worst, exp gain) on held-out queries: {ranker.score(X[test], y[test], qid=qid[test]):.4f}")
 
-# The same ranking, shown for the first test query: documents by score.
-first = qid[test] == qid[test][0]
-order = np.argsort(-scores[first], kind="stable")
-print("labels of the first test query, in ranked order:", y[test][first][order].astype(int).tolist())
+# The ranking itself, for the first test query that has a relevant document:
+# its documents' labels sorted by predicted score (best first).
+y_test, q_test = y[test], qid[test]
+one = q_test == q_test[np.flatnonzero(y_test > 0)[0]]
+order = np.argsort(-scores[one], kind="stable")
+print("top-10 labels of one test query, as ranked:", y_test[one][order][:10].astype(int).tolist())
+print("the same labels, ideally ordered:          ", np.sort(y_test[one])[::-1][:10].astype(int).tolist())

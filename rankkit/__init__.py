@@ -1,5 +1,25 @@
-"""rankkit: learning to rank with gradient boosting."""
+"""rankkit: learning to rank with gradient boosting, as scikit-learn estimators.
+
+The rankers live here; metrics, objectives, splitters and data loaders live in
+``rankkit.metrics``, ``rankkit.objectives``, ``rankkit.model_selection`` and
+``rankkit.datasets``.
+"""
+
+from ._estimators import (
+    LambdaMARTRanker,
+    QueryRMSERanker,
+    StochasticRankRanker,
+    XENDCGRanker,
+    YetiRanker,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "StochasticRankRanker",
+    "YetiRanker",
+    "LambdaMARTRanker",
+    "XENDCGRanker",
+    "QueryRMSERanker",
+    "__version__",
+]

@@ -130,9 +130,9 @@ class BaseRanker(BaseEstimator):
         """``(X without the query column, qid)``; an error when there is none."""
         was_dataframe = _is_dataframe(X)
         X, qid = split_qid_column(X, qid, self.qid_col, required=False)
-        return X, self._resolve_qid(qid, was_dataframe, where=where, qid_name=qid_name)
+        return X, self._resolve_qid(qid, X, was_dataframe, where=where, qid_name=qid_name)
 
-    def _resolve_qid(self, qid, was_dataframe, *, where="X", qid_name="qid"):
+    def _resolve_qid(self, qid, X, was_dataframe, *, where="X", qid_name="qid"):
         """The query ids to use, or a clear error when none were given."""
         if qid is not None:
             return qid
@@ -182,7 +182,7 @@ class BaseRanker(BaseEstimator):
                 raise ValueError(
                     "sample_weight is zero for every row: at least one weight must be positive."
                 )
-        qid = self._resolve_qid(qid, was_dataframe, where=where, qid_name=qid_name)
+        qid = self._resolve_qid(qid, X, was_dataframe, where=where, qid_name=qid_name)
         groups = make_groups(qid, X.shape[0], name=qid_name)
         return X, y, groups
 

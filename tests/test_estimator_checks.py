@@ -16,6 +16,7 @@ other line of the ranker is the one users get.
 import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.utils.validation import _num_samples
 
 import rankkit._estimators as est
 
@@ -82,39 +83,18 @@ RANKING_SEMANTICS = {
 def _one_query_class(cls):
     """``cls`` with "no qid means one query of all rows" (test-only policy)."""
 
-    def _resolve_qid(self, qid, was_dataframe, *, where="X", qid_name="qid"):
-        if qid is None:
-            raise _NeedRows
-        return qid
-
-    def _prepare(self, X, y, qid, **kw):
-        try:
-            return cls._prepare(self, X, y, qid, **kw)
-        except _NeedRows:
-            n = _n_rows(X)
-            return cls._prepare(self, X, y, np.zeros(n, dtype=np.int64), **kw)
+    def _resolve_qid(self, qid, X, was_dataframe, *, where="X", qid_name="qid"):
+        return np.zeros(_num_samples(X), dtype=np.int64) if qid is None else qid
 
     name = f"OneQuery{cls.__name__}"
-    sub = type(name, (cls,), {"_resolve_qid": _resolve_qid, "_prepare": _prepare,
-                              "__module__": __name__, "__doc__": cls.__doc__})
+    sub = type(name, (cls,), {"_resolve_qid": _resolve_qid, "__module__": __name__, "__doc__": cls.__doc__})
     # Module-level name, so the checks can pickle instances.
     globals()[name] = sub
     return sub
 
 
-class _NeedRows(Exception):
-    pass
-
-
-def _n_rows(X):
-    shape = getattr(X, "shape", None)
-    if shape is not None:
-        return shape[0]
-    return np.asarray(X).shape[0]
-
-
 def _small(cls):
-    return cls(n_estimators=3, max_depth=3, random_state=0)
+    return cls(n_estimators=3, max_depth=3, n_jobs=1, random_state=0)
 
 
 def _expected(estimator):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rankkit._backends._gbm import binning, histogram, splitting
-from rankkit._backends._gbm.grower import TreeGrower, partition
+from rankkit._backends._gbm.grower import TreeGrower, level_histograms, partition
 from rankkit._backends._gbm.predictor import add_tree_binned, predict_raw
 from tests import _reference_gbm as ref
 
@@ -68,26 +68,29 @@ def test_binning_sparse_equals_dense():
 def test_histograms_and_subtraction_match_reference():
     rng = np.random.default_rng(2)
     n, F = 600, 5
-    Xb, _, _ = binned(tied_data(rng, n, F))
+    Xb, _, ptr = binned(tied_data(rng, n, F))
     grad, hess = rng.normal(size=n), rng.random(n) + 0.1
-    rows = rng.permutation(n).astype(np.int32)
-    og, oh = np.empty(n), np.empty(n)
-    histogram.gather(rows, grad, hess, og, oh)
+    rows = np.sort(rng.permutation(n)[:500]).astype(np.int32)
+    h = np.full((256, 2), np.nan)
+    for f in range(F):
+        histogram.build_one(Xb[:, f], rows, 100, 420, grad, hess, h)
+        np.testing.assert_allclose(h, ref.ref_histogram(Xb, rows[100:420], grad, hess, f), rtol=1e-12, atol=1e-12)
+    # The fused level kernel: parent over all rows, child built from rows[:230],
+    # sibling by subtraction equal to a direct build of rows[230:].
     feats = np.array([0, 2, 3, 4], dtype=np.int64)
-    starts, ends = np.array([0, 250], dtype=np.int64), np.array([250, 600], dtype=np.int64)
-    hist = np.full((3, F, 256, 2), np.nan)
-    histogram.build_histograms(Xb, rows, og, oh, feats, starts, ends, np.array([0, 1], dtype=np.int64), hist)
-    for k in range(2):
-        for j, f in enumerate(feats):
-            np.testing.assert_allclose(hist[k, j], ref.ref_histogram(Xb, rows[starts[k]:ends[k]], grad, hess, f),
-                                       rtol=1e-12, atol=1e-12)
-    # parent = both segments; sibling by subtraction equals the directly built one.
+    i64 = lambda *v: np.array(v, dtype=np.int64)  # noqa: E731
     parent = np.empty((1, F, 256, 2))
-    histogram.build_histograms(Xb, rows, og, oh, feats, np.array([0], dtype=np.int64),
-                               np.array([n], dtype=np.int64), np.array([0], dtype=np.int64), parent)
-    histogram.subtract_histograms(parent, np.array([0], dtype=np.int64), hist, np.array([0], dtype=np.int64),
-                                  np.array([2], dtype=np.int64), len(feats))
-    np.testing.assert_allclose(hist[2, :4], hist[1, :4], atol=1e-10)
+    g0, h0 = np.array([grad[rows].sum()]), np.array([hess[rows].sum()])
+    outs = [np.empty((3, 4)), np.empty((3, 4), np.uint8), np.empty((3, 4), np.uint8), np.empty((3, 4)), np.empty((3, 4))]
+    level_histograms(Xb, rows, grad, hess, feats, np.diff(ptr) + 1, i64(0), i64(500), i64(0), i64(-1), i64(0),
+                     parent, parent, g0, h0, 1.0, 0.0, False, *outs)
+    hist = np.full((2, F, 256, 2), np.nan)
+    level_histograms(Xb, rows, grad, hess, feats, np.diff(ptr) + 1, i64(0), i64(230), i64(1), i64(0), i64(0),
+                     parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *outs)
+    for j, f in enumerate(feats):
+        np.testing.assert_allclose(parent[0, j], ref.ref_histogram(Xb, rows, grad, hess, f), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(hist[1, j], ref.ref_histogram(Xb, rows[:230], grad, hess, f), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(hist[0, j], ref.ref_histogram(Xb, rows[230:], grad, hess, f), atol=1e-10)
 
 
 # -- split finding ---------------------------------------------------------
@@ -100,23 +103,18 @@ def test_node_split_matches_exhaustive_search(lam, mcw):
         n_bins = np.diff(ptr) + 1
         grad, hess = dyadic(rng, n), rng.integers(1, 5, n) / 2.0
         rows = np.arange(n, dtype=np.int32)
-        feats = np.arange(F, dtype=np.int64)
-        hist = np.empty((1, F, 256, 2))
-        og, oh = np.empty(n), np.empty(n)
-        histogram.gather(rows, grad, hess, og, oh)
-        histogram.build_histograms(Xb, rows, og, oh, feats, np.array([0], dtype=np.int64),
-                                   np.array([n], dtype=np.int64), np.array([0], dtype=np.int64), hist)
-        outs = [np.empty((1, F)), np.empty((1, F), np.uint8), np.empty((1, F), np.uint8),
-                np.empty((1, F)), np.empty((1, F))]
-        splitting.find_node_splits(hist, feats, n_bins, np.array([0], dtype=np.int64),
-                                   np.array([grad.sum()]), np.array([hess.sum()]), lam, mcw, *outs)
-        gain = outs[0][0]
+        h = np.empty((256, 2))
+        found = []
+        for f in range(F):
+            histogram.build_one(Xb[:, f], rows, 0, n, grad, hess, h)
+            found.append(splitting.best_split_one(h, n_bins[f], grad.sum(), hess.sum(), lam, mcw))
         best = ref.ref_best_split(Xb, rows, grad, hess, range(F), n_bins, lam, mcw)
+        gains = [x[0] for x in found]
         if best is None:
-            assert np.all(np.isneginf(gain))
+            assert np.all(np.isneginf(gains))
             continue
-        j = int(np.argmax(gain))
-        assert (gain[j], j, outs[1][0, j], outs[2][0, j], outs[3][0, j], outs[4][0, j]) == best
+        j = int(np.argmax(gains))
+        assert (found[j][0], j) + tuple(found[j][1:]) == best
 
 
 # -- whole trees -----------------------------------------------------------
@@ -210,7 +208,8 @@ def test_predictors_match_reference_traversal():
     nodes = np.concatenate(trees)
     ptr = np.array([0] + list(np.cumsum([t.shape[0] for t in trees])), dtype=np.int64)
     out = np.zeros(n)
-    predict_raw(nodes, ptr, 3, np.ascontiguousarray(X), 0.5, out, 0)
+    fields = [np.ascontiguousarray(nodes[f]) for f in ("feature", "threshold", "missing_left", "left", "right", "value")]
+    predict_raw(*fields, ptr, 3, np.ascontiguousarray(X), 0.5, out, 0)
     expected = [0.5 * sum(ref.ref_predict_tree(t, x) for t in trees) for x in X]
     np.testing.assert_allclose(out, expected, rtol=1e-14)
     Xb = binned(X)[0]

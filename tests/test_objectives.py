@@ -16,13 +16,15 @@ from rankkit._objectives._base import HESSIAN_FLOOR
 from rankkit._objectives._swap import (
     NO_CUTOFF,
     PAIRWISE,
+    discount_table,
+    doc_values,
     err_advance,
     err_delta,
     metric_scale,
     swap_delta,
     swap_prepare,
 )
-from rankkit._objectives.lambdamart import LambdaMART, lambdamart_kernel
+from rankkit._objectives.lambdamart import LambdaMART, lambdamart_gradients
 from rankkit._objectives.xendcg import XENDCG, xendcg_gammas
 from rankkit._objectives.yetirank import NOISES, YetiRank, yeti_noisy_scores
 
@@ -67,12 +69,15 @@ def kernel_swaps(metric, labels, k, *, exp_gain=True, threshold=0.0, err_scale=-
     y = np.asarray(labels, dtype=float)
     order = np.arange(n, dtype=np.int64)
     buf = np.empty(n, dtype=np.int64)
-    val, disc, aux1, aux2 = (np.empty(n) for _ in range(4))
+    val, disc, aux1, aux2, dval = (np.empty(n) for _ in range(5))
+    dtab = np.empty(n)
+    discount_table(dtab)
     mid = METRIC_IDS[metric]
     kk = NO_CUTOFF if k is None else k
     scale = metric_scale(mid, y, 0, n, kk, exp_gain, threshold, order, buf)
     order[:] = np.arange(n)
-    first, second = swap_prepare(mid, y, order, 0, n, kk, exp_gain, threshold, err_scale, decay, val, disc, aux1, aux2)
+    doc_values(mid, y, 0, n, exp_gain, threshold, err_scale, dval)
+    first, second = swap_prepare(mid, dval, order, 0, n, kk, decay, dtab, val, disc, aux1, aux2)
     out = {}
     pi = 1.0
     for a in range(n):
@@ -164,8 +169,7 @@ def test_lambdamart_with_unit_delta_is_ranknet():
     z = z + np.random.default_rng(0).normal(0, 0.3, size=z.shape)
     n = y.shape[0]
     g, h = np.zeros(n), np.zeros(n)
-    scratch = [np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)] + [np.empty(n) for _ in range(4)]
-    lambdamart_kernel(y, z, ptr, PAIRWISE, NO_CUTOFF, n, 0.7, False, True, 0.0, -1.0, 0.85, g, h, *scratch)
+    lambdamart_gradients(y, z, ptr, PAIRWISE, NO_CUTOFF, n, 0.7, False, True, 0.0, -1.0, 0.85, g, h)
     g_ref, h_ref = ref.ranknet(y, z, ptr, sigma=0.7)
     np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(h, h_ref, rtol=1e-12, atol=1e-14)

@@ -251,13 +251,14 @@ def ndcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, g
         ``G(r) = 2^r - 1`` (Burges et al., 2005) or ``G(r) = r`` (scikit-learn,
         CatBoost's ``type=Base``).
     {empty}
+
     {returns}
 
     Examples
     --------
     >>> from rankkit.metrics import ndcg_score
     >>> ndcg_score([2, 0, 1], [0.3, 0.2, 0.1], qid=[1, 1, 1])  # doctest: +ELLIPSIS
-    0.95...
+    0.96...
     """
     return _score("ndcg", y_true, y_score, qid, k, ties, per_query, gain=gain, empty=empty)
 
@@ -272,6 +273,7 @@ def dcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, ga
     {common}
     gain : {"exp", "linear"}, default="exp"
         ``G(r) = 2^r - 1`` or ``G(r) = r``.
+
     {returns}
 
     Examples
@@ -301,6 +303,7 @@ def err_score(
         ``"chapelle"``: graded labels map to ``R = (2^r - 1) / 2^{r_max}``.
     err_max_label : float or None, default=None
         ``r_max`` of the Chapelle mapping; ``None`` uses ``max(y_true)``.
+
     {returns}
 
     Notes
@@ -336,6 +339,7 @@ def mrr_score(
     {empty}
     relevance_threshold : float, default=0.0
         A document is relevant iff its label exceeds this.
+
     {returns}
 
     Examples
@@ -366,6 +370,7 @@ def map_score(
     {empty}
     relevance_threshold : float, default=0.0
         A document is relevant iff its label exceeds this.
+
     {returns}
 
     Examples
@@ -389,6 +394,7 @@ def expdcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False,
     {common}
     decay : float in (0, 1], default=0.85
         Per-position decay ``b``.
+
     {returns}
 
     Examples

@@ -47,7 +47,8 @@ _IDEAL = 4
 # Insertion-sort run length of the merge sort: short runs are cheaper to
 # insertion-sort than to merge, and most queries fit in one or a few runs.
 _RUN = 16
-# Up to this cut-off the ideal DCG uses a bounded insertion instead of a sort.
+# Up to this cut-off the top of a list (and of the ideal list of NDCG) is found
+# by bounded insertion instead of a full sort.
 _SMALL_K = 32
 
 
@@ -122,6 +123,31 @@ def _sort_query(idx, buf, lo, hi, score, y, mode):
     if not in_idx:
         for i in range(lo, hi):
             idx[i] = buf[i]
+
+
+@njit(cache=True)
+def _top_k_query(idx, lo, hi, kk, score, y, mode):
+    """First ``kk`` documents of the stable order by ``_before``, in ``idx[lo:lo + kk]``.
+
+    Bounded insertion in input order: a document enters only if it comes
+    strictly before the current ``kk``-th one, and settles after the equal
+    documents seen earlier, which keeps the order stable. ``O(n)`` typically,
+    ``O(n k)`` at worst, so it is used instead of a full sort for small ``k``
+    with an explicit tie policy (the ``average`` policy needs whole blocks).
+    """
+    cnt = 0
+    for v in range(lo, hi):
+        if cnt == kk:
+            if not _before(v, idx[lo + kk - 1], score, y, mode):
+                continue
+            j = kk - 1
+        else:
+            j = cnt
+            cnt += 1
+        while j > 0 and _before(v, idx[lo + j - 1], score, y, mode):
+            idx[lo + j] = idx[lo + j - 1]
+            j -= 1
+        idx[lo + j] = v
 
 
 @njit(cache=True)
@@ -384,10 +410,13 @@ def evaluate_kernel(
             if n_relevant == 0:
                 out[q] = empty
                 continue
-        for i in range(lo, hi):
-            idx[i] = i
         mode = _WORST if ties == _AVERAGE else ties
-        _sort_query(idx, buf, lo, hi, score, y, mode)
+        if ties != _AVERAGE and kk <= _SMALL_K and kk < n:
+            _top_k_query(idx, lo, hi, kk, score, y, mode)
+        else:
+            for i in range(lo, hi):
+                idx[i] = i
+            _sort_query(idx, buf, lo, hi, score, y, mode)
         if ties == _AVERAGE:
             value = _average_value(
                 metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay, m[lo:hi]

@@ -11,8 +11,11 @@ optimises share one definition.
 
 Positions are 0-based (position ``p`` is rank ``p + 1``). A query occupies
 ``lo:hi`` of the flat arrays; ``order[lo + p]`` is the row shown at position
-``p``. The preparation writes per-position values into caller-allocated float
-scratch arrays ``val``, ``disc``, ``aux1``, ``aux2`` (same layout):
+``p``. :func:`doc_values` computes each document's metric value once per
+query (labels do not change between the rounds of a call) and
+:func:`discount_table` the DCG discounts once per call; :func:`swap_prepare`
+then writes per-position values into caller-allocated float scratch arrays
+``val``, ``disc``, ``aux1``, ``aux2`` (same layout):
 
 ==========  ===================  ======================  =====================
 metric      ``val[p]``           ``disc[p]`` (0 if p>=k)  extra
@@ -178,8 +181,36 @@ def metric_scale(metric, y, lo, hi, k, exp_gain, threshold, order, buf):
 
 
 @njit(cache=True)
-def swap_prepare(metric, y, order, lo, hi, k, exp_gain, threshold, err_scale, decay, val, disc, aux1, aux2):
-    """Fill the per-position arrays of the ranking ``order[lo:hi]``.
+def discount_table(out):
+    """``out[p] = discount(p)`` (shared by every query of a call: the log2 is
+    computed once per position, not once per position, query and round)."""
+    for p in range(out.shape[0]):
+        out[p] = discount(p)
+
+
+@njit(cache=True)
+def doc_values(metric, y, lo, hi, exp_gain, threshold, err_scale, dval):
+    """Per-document metric value into ``dval[lo:hi]`` (row order): the gain
+    ``G(r)`` (DCG, NDCG), ``r`` (ExpDCG), the stop probability (ERR) or the
+    relevance indicator (MRR, MAP). Labels do not change between the rounds of
+    a call, so this is computed once per query."""
+    for i in range(lo, hi):
+        r = y[i]
+        if metric == NDCG or metric == DCG:
+            dval[i] = gain(r, exp_gain)
+        elif metric == ERR:
+            dval[i] = err_probability(r, err_scale)
+        elif metric == MRR or metric == MAP:
+            dval[i] = 1.0 if is_relevant(r, threshold) else 0.0
+        else:  # ExpDCG, PAIRWISE
+            dval[i] = r
+
+
+@njit(cache=True)
+def swap_prepare(metric, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2):
+    """Fill the per-position arrays of the ranking ``order[lo:hi]`` from the
+    per-document values of :func:`doc_values` and the discount table of
+    :func:`discount_table` (length at least ``hi - lo``).
 
     Returns ``(first, second)``: positions of the first and second relevant
     documents (``hi - lo`` when absent); meaningful for MRR only.
@@ -191,23 +222,19 @@ def swap_prepare(metric, y, order, lo, hi, k, exp_gain, threshold, err_scale, de
     hsum = 0.0
     dpow = 1.0
     for p in range(n):
-        r = y[order[lo + p]]
+        v = dval[order[lo + p]]
+        val[lo + p] = v
         inside = p < k
         if metric == NDCG or metric == DCG:
-            val[lo + p] = gain(r, exp_gain)
-            disc[lo + p] = discount(p) if inside else 0.0
+            disc[lo + p] = dtab[p] if inside else 0.0
         elif metric == EXPDCG:
-            val[lo + p] = r
             disc[lo + p] = dpow if inside else 0.0
             dpow *= decay
         elif metric == ERR:
-            val[lo + p] = err_probability(r, err_scale)
             disc[lo + p] = 1.0 / (p + 1.0) if inside else 0.0
         elif metric == MRR or metric == MAP:
-            rel = is_relevant(r, threshold)
-            val[lo + p] = 1.0 if rel else 0.0
             disc[lo + p] = 1.0 / (p + 1.0) if inside else 0.0
-            if rel:
+            if v > 0.0:
                 count += 1.0
                 if first == n:
                     first = p
@@ -218,7 +245,6 @@ def swap_prepare(metric, y, order, lo, hi, k, exp_gain, threshold, err_scale, de
             aux1[lo + p] = count
             aux2[lo + p] = hsum
         else:  # PAIRWISE
-            val[lo + p] = r
             disc[lo + p] = 1.0
     return first, second
 
@@ -232,6 +258,8 @@ def swap_delta(metric, a, b, lo, val, disc, aux1, aux2, first, second, scale):
     vy = val[lo + b]
     if vx == vy:
         return 0.0
+    if metric == NDCG or metric == DCG or metric == EXPDCG:
+        return abs((vy - vx) * (disc[lo + a] - disc[lo + b])) * scale
     if metric == MRR:
         if vx > vy:  # the relevant document at a moves down to b
             if a != first:
@@ -248,10 +276,7 @@ def swap_delta(metric, a, b, lo, val, disc, aux1, aux2, first, second, scale):
         else:
             d = (aux1[lo + a] + 1.0) * disc[lo + a] - aux1[lo + b] * disc[lo + b] + mid
         return abs(d) * scale
-    if metric == PAIRWISE:
-        return 1.0
-    # DCG, NDCG, ExpDCG
-    return abs((vy - vx) * (disc[lo + a] - disc[lo + b])) * scale
+    return 1.0  # PAIRWISE
 
 
 @njit(cache=True, inline="always")
@@ -265,7 +290,19 @@ def err_delta(a, b, lo, val, disc, pi_a, s_ab, q_ab):
 def err_advance(b, lo, val, disc, s_ab, q_ab):
     """``(S(a, b+1), Q(a, b+1))`` from ``(S(a, b), Q(a, b))``."""
     r = val[lo + b]
-    return s_ab + disc[lo + b] * r, q_ab * (1.0 - r)
+    return s_ab + disc[lo + b] * r * q_ab, q_ab * (1.0 - r)
+
+
+@njit(cache=True, inline="always")
+def pair_rho(e_win, e_lose, z_win, z_lose, sigma):
+    """``1 / (1 + exp(sigma (z_win - z_lose)))`` from ``e = exp(sigma (z - z_max))``
+    precomputed per document: ``e_lose / (e_win + e_lose)``, one division
+    instead of one ``exp`` per pair. Falls back to the exponential when both
+    ``e`` are so small that the ratio would lose precision."""
+    den = e_win + e_lose
+    if den > 1e-250:
+        return e_lose / den
+    return logistic_rho(sigma * (z_win - z_lose))
 
 
 @njit(cache=True, inline="always")

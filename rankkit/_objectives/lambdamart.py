@@ -13,20 +13,26 @@ from ._base import RankingObjective
 from ._swap import (
     check_metric_labels,
     check_metric_options,
+    discount_table,
+    doc_values,
     err_advance,
     err_delta,
-    logistic_rho,
     metric_scale,
+    logistic_rho,
     sort_query,
     swap_delta,
     swap_prepare,
 )
 
+#: Base ``b`` of ExpDCG (``sum_i b^{i-1} r``) when LambdaMART optimises it:
+#: the metrics' default decay.
+EXPDCG_DECAY = 0.85
+
 
 @njit(cache=True, parallel=True)
 def lambdamart_kernel(
     y, raw, group_ptr, metric, k, trunc, sigma, normalize, exp_gain, threshold, err_scale, decay,
-    grad, hess, order, buf, val, disc, aux1, aux2,
+    grad, hess, iwork, work, dtab,
 ):
     """LambdaMART gradients and hessians, added into ``grad``/``hess``.
 
@@ -37,10 +43,16 @@ def lambdamart_kernel(
     ``g_i -= sigma Delta rho``, ``g_j += sigma Delta rho``,
     ``h_i, h_j += sigma^2 Delta rho (1 - rho)``. With ``normalize``, the
     query's ``g`` and ``h`` are multiplied by ``log2(1 + S) / S``,
-    ``S = sum_pairs 2 sigma Delta rho``. ``order ... aux2`` are n-sized scratch
-    arrays indexed like ``y`` (each query uses its own slice: no per-query
-    allocation, no sharing between threads).
+    ``S = sum_pairs 2 sigma Delta rho``.
+
+    Scratch, indexed like ``y`` so each query uses its own slice (no
+    allocation per query, nothing shared between threads): ``iwork`` (2, n)
+    int64, ``work`` (9, n) float64; ``dtab`` is the discount table
+    (length >= the longest query).
     """
+    order, buf = iwork[0], iwork[1]
+    val, disc, aux1, aux2, dval = work[0], work[1], work[2], work[3], work[4]
+    lab_p, ez_p, g_p, h_p = work[5], work[6], work[7], work[8]
     n_queries = group_ptr.shape[0] - 1
     for q in numba.prange(n_queries):
         lo = group_ptr[q]
@@ -52,48 +64,88 @@ def lambdamart_kernel(
         if scale == 0.0:
             continue
         sort_query(raw, y, lo, hi, order, buf)
-        first, second = swap_prepare(
-            metric, y, order, lo, hi, k, exp_gain, threshold, err_scale, decay, val, disc, aux1, aux2
-        )
+        doc_values(metric, y, lo, hi, exp_gain, threshold, err_scale, dval)
+        first, second = swap_prepare(metric, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2)
+        # Position-ordered copies keep the pair loop on contiguous memory.
+        z_max = raw[order[lo]]
+        for p in range(lo, hi):
+            i = order[p]
+            lab_p[p] = y[i]
+            ez_p[p] = math.exp(sigma * (raw[i] - z_max))
+            g_p[p] = 0.0
+            h_p[p] = 0.0
         # Pairs with both positions at or beyond k leave a metric@k unchanged.
         a_end = min(n - 1, trunc, k)
         sum_lambda = 0.0
         pi_a = 1.0
         for a in range(a_end):
-            ia = order[lo + a]
-            ra = y[ia]
+            ra = lab_p[lo + a]
+            ea = ez_p[lo + a]
+            ga = 0.0
+            ha = 0.0
             s_ab = 0.0
             q_ab = 1.0
             for b in range(a + 1, n):
-                ib = order[lo + b]
-                rb = y[ib]
+                rb = lab_p[lo + b]
                 if ra != rb:
                     if metric == ERR:
                         d = err_delta(a, b, lo, val, disc, pi_a, s_ab, q_ab)
                     else:
                         d = swap_delta(metric, a, b, lo, val, disc, aux1, aux2, first, second, scale)
                     if d > 0.0:
+                        eb = ez_p[lo + b]
+                        # rho = e_lose / (e_win + e_lose): no exp per pair; the
+                        # exact form only when both e underflow.
+                        den = ea + eb
+                        if den <= 1e-250:
+                            den = -1.0
                         if ra > rb:
-                            win, lose = ia, ib
+                            if den > 0.0:
+                                rho = eb / den
+                            else:
+                                rho = logistic_rho(sigma * (raw[order[lo + a]] - raw[order[lo + b]]))
+                            lam = sigma * d * rho
+                            ga -= lam
+                            g_p[lo + b] += lam
                         else:
-                            win, lose = ib, ia
-                        rho = logistic_rho(sigma * (raw[win] - raw[lose]))
-                        lam = sigma * d * rho
-                        grad[win] -= lam
-                        grad[lose] += lam
+                            if den > 0.0:
+                                rho = ea / den
+                            else:
+                                rho = logistic_rho(sigma * (raw[order[lo + b]] - raw[order[lo + a]]))
+                            lam = sigma * d * rho
+                            ga += lam
+                            g_p[lo + b] -= lam
                         h = sigma * sigma * d * rho * (1.0 - rho)
-                        hess[win] += h
-                        hess[lose] += h
+                        ha += h
+                        h_p[lo + b] += h
                         sum_lambda += 2.0 * lam
                 if metric == ERR:
                     s_ab, q_ab = err_advance(b, lo, val, disc, s_ab, q_ab)
+            g_p[lo + a] += ga
+            h_p[lo + a] += ha
             if metric == ERR:
                 pi_a *= 1.0 - val[lo + a]
+        f = 1.0
         if normalize and sum_lambda > 0.0:
             f = math.log2(1.0 + sum_lambda) / sum_lambda
-            for i in range(lo, hi):
-                grad[i] *= f
-                hess[i] *= f
+        for p in range(lo, hi):
+            i = order[p]
+            grad[i] += f * g_p[p]
+            hess[i] += f * h_p[p]
+
+
+def lambdamart_gradients(y, raw, group_ptr, metric_id, k, trunc, sigma, normalize, exp_gain, threshold,
+                         err_scale, decay, grad, hess):
+    """Allocate the O(n) scratch once and run :func:`lambdamart_kernel`."""
+    n = y.shape[0]
+    sizes = np.diff(group_ptr)
+    dtab = np.empty(int(sizes.max()) if sizes.size else 0)
+    discount_table(dtab)
+    lambdamart_kernel(
+        y, raw, group_ptr, metric_id, k, trunc, float(sigma), bool(normalize), bool(exp_gain),
+        float(threshold), float(err_scale), float(decay), grad, hess,
+        np.empty((2, n), dtype=np.int64), np.empty((9, n)), dtab,
+    )
 
 
 class LambdaMART(RankingObjective):
@@ -114,14 +166,16 @@ class LambdaMART(RankingObjective):
 
     :math:`\Delta` comes in O(1) per pair from prefix arrays (see
     ``rankkit._objectives._swap``), so a query costs
-    :math:`O(n \log n + n \min(n, T, k))`, with O(n) memory.
+    :math:`O(n \log n + n \min(n, T, k))`; memory is O(n) (11 scratch
+    values per document, allocated once per call).
 
     Parameters
     ----------
     metric : {"ndcg", "dcg", "err", "mrr", "map", "expdcg"}, default="ndcg"
         Metric whose swap differences weight the pairs; ``"ndcg@10"`` sets
         ``k``. NDCG divides by the ideal DCG@k (a query whose ideal is 0 gets
-        no gradient); MAP divides by ``min(R, k)``.
+        no gradient); MAP divides by ``min(R, k)``; ExpDCG uses the base
+        ``b = 0.85`` (:data:`EXPDCG_DECAY`, the metrics' default ``decay``).
     k : int, optional
         Metric cut-off. Pairs with both documents at positions ``>= k`` do
         not change the metric and are skipped.
@@ -209,16 +263,8 @@ class LambdaMART(RankingObjective):
         return y
 
     def _compute(self, y, raw, group_ptr, seed, grad, hess):
-        n = y.shape[0]
-        trunc = n if self.truncation is None else int(self.truncation)
-        order = np.empty(n, dtype=np.int64)
-        buf = np.empty(n, dtype=np.int64)
-        val = np.empty(n)
-        disc = np.empty(n)
-        aux1 = np.empty(n)
-        aux2 = np.empty(n)
-        lambdamart_kernel(
-            y, raw, group_ptr, self._metric_id, self._k, trunc, float(self.sigma), bool(self.normalize),
-            self._exp_gain, float(self.relevance_threshold), self._err_scale, 0.85,
-            grad, hess, order, buf, val, disc, aux1, aux2,
+        trunc = y.shape[0] if self.truncation is None else int(self.truncation)
+        lambdamart_gradients(
+            y, raw, group_ptr, self._metric_id, self._k, trunc, self.sigma, self.normalize, self._exp_gain,
+            self.relevance_threshold, self._err_scale, EXPDCG_DECAY, grad, hess,
         )

@@ -11,18 +11,18 @@ sampled order and ``j`` inserted between positions ``p`` and ``p + 1``
 
     M_j(p) - M_j(p+1) = (x_j - x_o) * w(p) * (d(p) - d(p+1)) / norm
 
-where ``o`` is the other document at ``p`` and, for each metric,
+where ``o`` is the other document at ``p``, ``d(p) = 0`` from the cut-off
+``k`` on, and, for each metric, with "above" meaning the other documents in
+sampled order before slot ``p``:
 
-=========  ===========================  ===================  =======================================
-metric     x (per document)             d(p), p < k (else 0)  w(p) (others ranked above position p)
-=========  ===========================  ===================  =======================================
-DCG        gain G(r)                    1 / log2(p + 2)       1
-NDCG       gain G(r)                    1 / log2(p + 2)       1, and norm = ideal DCG@k
-ERR        stop probability R(r)        1 / (p + 1)           prod (1 - R) over those documents
-MRR        relevant (0/1)               1 / (p + 1)           1 if none of them is relevant, else 0
-MAP        relevant (0/1)               1 / (p + 1)           1 + number of them that are relevant,
-                                                              and norm = min(#relevant, k)
-=========  ===========================  ===================  =======================================
+* DCG: ``x = G(r)``, ``d(p) = 1 / log2(p + 2)``, ``w = 1``;
+* NDCG: as DCG, ``norm`` = ideal DCG@k (0: the query's gradient is zero);
+* ERR: ``x = R(r)`` (stop probability), ``d(p) = 1 / (p + 1)``,
+  ``w = prod (1 - R)`` over the documents above;
+* MRR: ``x`` = relevant (0/1), ``d(p) = 1 / (p + 1)``, ``w = 1`` if none of
+  the documents above is relevant, else 0 (and so are all later slots);
+* MAP: ``x`` = relevant (0/1), ``d(p) = 1 / (p + 1)``, ``w = 1 +`` the number
+  of relevant documents above, ``norm = min(#relevant, k)``.
 
 (ERR: ``P R_j/(p+1) + P (1-R_j) R_o/(p+2) - [j <-> o] = P (R_j - R_o)(1/(p+1) - 1/(p+2))``;
 MAP: the relevant one of the pair contributes ``(c + 1)/rank`` with ``c`` relevant
@@ -176,12 +176,30 @@ def _ccs_query(
     norm = 1.0
     if metric == NDCG:
         # Ideal DCG@k from the gains sorted descending (labels, not scores).
-        for i in range(n):
-            keys[i] = xs[i]
-            order[i] = i
-        _sort_desc(keys, order, kbuf, ibuf, n)
+        m = min(kk, n)
+        if m == n:
+            for i in range(n):
+                keys[i] = xs[i]
+                order[i] = i
+            _sort_desc(keys, order, kbuf, ibuf, n)
+        else:
+            # Only the k largest gains matter: keep them sorted in keys[:m]
+            # (O(n) when k is small next to n, O(n k) at worst).
+            filled = 0
+            for i in range(n):
+                v = xs[i]
+                if filled == m:
+                    if v <= keys[m - 1]:
+                        continue
+                    filled -= 1
+                t = filled
+                while t > 0 and keys[t - 1] < v:
+                    keys[t] = keys[t - 1]
+                    t -= 1
+                keys[t] = v
+                filled += 1
         ideal = 0.0
-        for p in range(min(kk, n)):
+        for p in range(m):
             ideal += keys[p] * dd[p]
         if ideal <= 0.0:
             return 0.0
@@ -225,7 +243,7 @@ def _ccs_query(
                         w_after *= 1.0 - xs[order[p]]
                         w = w_after
                 elif metric == MRR or metric == MAP:
-                    c = pre[p] if p < qj else pre[p + 1] - xj
+                    c = pre[p] if p <= qj else pre[p + 1] - xj
                     if metric == MRR:
                         if c > 0.0:
                             break  # a relevant document above: no swap matters below
@@ -281,7 +299,7 @@ def stochastic_rank_kernel(
         else:
             dd[p] = 1.0 / (p + 1.0)
     # Scratch per slot, allocated once (no allocation per query).
-    fsc = np.empty((n_chunks, 8, max_n + 1))
+    fsc = np.empty((n_chunks, 7, max_n + 1))
     isc = np.empty((n_chunks, 3, max_n + 1), dtype=np.int64)
     for c in numba.prange(n_chunks):
         xs, sh, s, keys = fsc[c, 0], fsc[c, 1], fsc[c, 2], fsc[c, 3]

@@ -15,10 +15,12 @@ from ._swap import (
     NO_CUTOFF,
     check_metric_labels,
     check_metric_options,
+    discount_table,
+    doc_values,
     err_advance,
     err_delta,
-    logistic_rho,
     metric_scale,
+    pair_rho,
     sort_query,
     swap_delta,
     swap_prepare,
@@ -54,7 +56,7 @@ def yeti_noisy_scores(raw, group_ptr, n_permutations, noise, noise_scale, seed, 
 @njit(cache=True, parallel=True)
 def yetirank_kernel(
     y, raw, group_ptr, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay, exp_gain,
-    threshold, err_scale, seed, grad, hess, order, buf, val, disc, aux1, aux2, noisy,
+    threshold, err_scale, seed, grad, hess, iwork, work, dtab,
 ):
     """YetiRank (``mode = CLASSIC``) / YetiLoss (``mode`` = a metric id).
 
@@ -65,7 +67,13 @@ def yetirank_kernel(
     ranking, then fold ``w / P`` at once into the pairwise logistic gradient
     with ``rho = 1/(1 + exp(z_win - z_lose))`` of the noise-free scores. No
     pair matrix: O(n) memory, ``O(P (n log n + n d))`` time per query.
+
+    Scratch indexed like ``y``: ``iwork`` (2, n) int64, ``work`` (7, n)
+    float64; ``dtab`` the discount table (length >= the longest query).
     """
+    order, buf = iwork[0], iwork[1]
+    val, disc, aux1, aux2, dval = work[0], work[1], work[2], work[3], work[4]
+    noisy, ez = work[5], work[6]
     n_queries = group_ptr.shape[0] - 1
     inv_p = 1.0 / n_permutations
     for q in numba.prange(n_queries):
@@ -79,6 +87,13 @@ def yetirank_kernel(
             scale = metric_scale(mode, y, lo, hi, k, exp_gain, threshold, order, buf)
             if scale == 0.0:
                 continue
+            doc_values(mode, y, lo, hi, exp_gain, threshold, err_scale, dval)
+        # rho needs only the noise-free scores: exp once per document.
+        z_max = raw[lo]
+        for i in range(lo + 1, hi):
+            z_max = max(z_max, raw[i])
+        for i in range(lo, hi):
+            ez[i] = math.exp(raw[i] - z_max)
         reach = n - 1 if num_neighbors < 0 else min(num_neighbors, n - 1)
         a_end = n - 1 if mode == CLASSIC else min(n - 1, k)
         for perm in range(n_permutations):
@@ -86,11 +101,9 @@ def yetirank_kernel(
             sort_query(noisy, y, lo, hi, order, buf)
             first, second = n, n
             if mode != CLASSIC:
-                first, second = swap_prepare(
-                    mode, y, order, lo, hi, k, exp_gain, threshold, err_scale, decay, val, disc, aux1, aux2
-                )
+                first, second = swap_prepare(mode, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2)
             pi_a = 1.0
-            decay_a = 1.0
+            decay_a = inv_p
             for a in range(a_end):
                 ia = order[lo + a]
                 ra = y[ia]
@@ -103,16 +116,16 @@ def yetirank_kernel(
                         if mode == CLASSIC:
                             w = abs(ra - rb) * decay_a
                         elif mode == ERR:
-                            w = err_delta(a, b, lo, val, disc, pi_a, s_ab, q_ab)
+                            w = err_delta(a, b, lo, val, disc, pi_a, s_ab, q_ab) * inv_p
                         else:
-                            w = swap_delta(mode, a, b, lo, val, disc, aux1, aux2, first, second, scale)
+                            w = swap_delta(mode, a, b, lo, val, disc, aux1, aux2, first, second, scale) * inv_p
                         if w > 0.0:
                             if ra > rb:
                                 win, lose = ia, ib
                             else:
                                 win, lose = ib, ia
-                            rho = logistic_rho(raw[win] - raw[lose])
-                            wr = w * rho * inv_p
+                            rho = pair_rho(ez[win], ez[lose], raw[win], raw[lose], 1.0)
+                            wr = w * rho
                             grad[win] -= wr
                             grad[lose] += wr
                             h = wr * (1.0 - rho)
@@ -278,16 +291,12 @@ class YetiRank(RankingObjective):
 
     def _compute(self, y, raw, group_ptr, seed, grad, hess):
         n = y.shape[0]
-        order = np.empty(n, dtype=np.int64)
-        buf = np.empty(n, dtype=np.int64)
-        val = np.empty(n)
-        disc = np.empty(n)
-        aux1 = np.empty(n)
-        aux2 = np.empty(n)
-        noisy = np.empty(n)
+        sizes = np.diff(group_ptr)
+        dtab = np.empty(int(sizes.max()) if sizes.size else 0)
+        discount_table(dtab)
         yetirank_kernel(
             y, raw, group_ptr, self._mode, self._k, int(self.n_permutations), NOISES[self.noise],
             float(self.noise_scale), int(self.num_neighbors), float(self.decay), self._exp_gain,
             float(self.relevance_threshold), self._err_scale, np.uint64(seed), grad, hess,
-            order, buf, val, disc, aux1, aux2, noisy,
+            np.empty((2, n), dtype=np.int64), np.empty((7, n)), dtab,
         )

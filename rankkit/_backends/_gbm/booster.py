@@ -79,7 +79,9 @@ class TreeEnsemble:
                 nodes = np.zeros(1, dtype=NODE_DTYPE)
             ptr = np.zeros(len(self.trees) + 1, dtype=np.int64)
             ptr[1:] = np.cumsum([t.shape[0] for t in self.trees])
-            self._cache = (nodes, ptr)
+            fields = tuple(np.ascontiguousarray(nodes[f]) for f in
+                           ("feature", "threshold", "missing_left", "left", "right", "value"))
+            self._cache = (fields, ptr)
         return self._cache
 
     def predict(self, X, n_iterations=None):
@@ -87,10 +89,10 @@ class TreeEnsemble:
         out = np.zeros(X.shape[0], dtype=np.float64)
         if n == 0:
             return out
-        nodes, ptr = self._flat()
+        fields, ptr = self._flat()
         scale = self.scales[n - 1]
         for a, blk in iter_row_blocks(X):
-            predict_raw(nodes, ptr, n, blk, scale, out, a)
+            predict_raw(*fields, ptr, n, blk, scale, out, a)
         return out
 
     def feature_importances(self, importance_type):

@@ -260,6 +260,7 @@ class TreeGrower:
                 nodes["sum_hessian"][nd] = hs[k]
                 nodes["left"][nd] = n_nodes + 2 * k
                 nodes["right"][nd] = n_nodes + 2 * k + 1
+                nodes["depth"][n_nodes + 2 * k: n_nodes + 2 * k + 2] = depth + 1
             n_nodes += 2 * m
             mid = starts + n_left
             c_starts = np.empty(2 * m, dtype=np.int64)

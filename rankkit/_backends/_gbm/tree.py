@@ -9,21 +9,25 @@ equivalently, ``bin <= bin_threshold`` (binned features); a missing value
 
 import numpy as np
 
+# Ordered widest first so the record has no padding bytes: equal trees are
+# byte-identical (pickles, hashes), whatever memory the padding would hold.
 NODE_DTYPE = np.dtype(
     [
-        ("feature", np.int32),
         ("threshold", np.float64),
-        ("bin_threshold", np.uint8),
-        ("missing_left", np.uint8),
-        ("left", np.int32),
-        ("right", np.int32),
         ("value", np.float64),
         ("gain", np.float64),
-        ("count", np.int64),
         ("sum_hessian", np.float64),
+        ("count", np.int64),
+        ("feature", np.int32),
+        ("left", np.int32),
+        ("right", np.int32),
+        ("bin_threshold", np.uint8),
+        ("missing_left", np.uint8),
+        ("depth", np.uint16),
     ],
     align=True,
 )
+assert NODE_DTYPE.itemsize == sum(NODE_DTYPE[i].itemsize for i in range(len(NODE_DTYPE)))
 
 
 def empty_nodes(n):

@@ -1,0 +1,239 @@
+"""backend="numba" through the Backend contract (rankkit/_backends/_base.py)."""
+
+import pickle
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+
+from rankkit._backends.numba import NumbaBackend
+from rankkit.objectives import QueryRMSE
+
+PARAMS = dict(n_estimators=20, learning_rate=0.3, max_depth=4, min_child_weight=1.0, reg_lambda=1.0,
+              subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=0)
+
+
+def backend(**kw):
+    return NumbaBackend(**{**PARAMS, **kw})
+
+
+def regression_data(n=3000, F=8, seed=0, n_values=40):
+    """Integer-valued features (fewer than 256 distinct values, so every engine
+    bins them identically) with NaNs, and a non-linear target."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, n_values, size=(n, F)).astype(np.float64)
+    y = np.sin(X[:, 0] / 6) + 0.05 * X[:, 1] * (X[:, 2] > 20) + 0.1 * rng.normal(size=n)
+    X[rng.random((n, F)) < 0.05] = np.nan
+    return X, y
+
+
+def squared_error(y):
+    return lambda raw, t: (raw - y, np.ones_like(raw))
+
+
+def trees_equal(a, b):
+    return len(a.booster_.trees) == len(b.booster_.trees) and all(
+        x.tobytes() == y.tobytes() for x, y in zip(a.booster_.trees, b.booster_.trees))
+
+
+def test_training_loss_matches_xgboost_hist():
+    xgb = pytest.importorskip("xgboost")
+    X, y = regression_data()
+    ours = backend().fit(X, squared_error(y))
+    params = {"tree_method": "hist", "max_depth": 4, "eta": 0.3, "lambda": 1.0, "min_child_weight": 1.0,
+              "max_bin": 256, "base_score": 0.0, "nthread": 1}
+    bst = xgb.train(params, xgb.DMatrix(X, label=y), 20,
+                    obj=lambda p, d: (p.astype(np.float64) - y, np.ones_like(y)))
+    loss_ours = np.mean((ours.predict(X) - y) ** 2)
+    loss_xgb = np.mean((bst.predict(xgb.DMatrix(X)).astype(np.float64) - y) ** 2)
+    start = np.mean(y ** 2)
+    assert loss_ours < 0.2 * start
+    # Same bins, same greedy algorithm: the same loss up to XGBoost's float32 gradients.
+    assert abs(loss_ours - loss_xgb) <= 1e-3 * loss_xgb
+
+
+@pytest.mark.parametrize("policy", ["depthwise", "oblivious"])
+def test_same_trees_for_any_thread_count(policy):
+    X, y = regression_data(n=4000, F=10)
+    kw = dict(subsample=0.7, colsample_bytree=0.6, random_state=3,
+              backend_params={"grow_policy": policy, "leaf_noise_temperature": 1e4})
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = backend(**kw).fit(X, squared_error(y))
+        p1 = one.predict(X)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = backend(**kw).fit(X, squared_error(y))
+        p2 = two.predict(X)
+    finally:
+        numba.set_num_threads(old)
+    assert trees_equal(one, two)
+    np.testing.assert_array_equal(p1, p2)
+    other = backend(**{**kw, "random_state": 4}).fit(X, squared_error(y))
+    assert not trees_equal(one, other)
+
+
+def test_sglb_shrinkage_is_exact_and_truncation_recovers_each_iteration():
+    X, y = regression_data(n=1500)
+    E = X[::3] + 0.5
+    seen = []
+
+    def cb(t, raw, raw_evals):
+        seen.append((raw.copy(), raw_evals[0].copy()))
+
+    factors = [0.9, 0.5, 1.0, 0.99] * 5
+    b = backend().fit(X, squared_error(y), eval_X=[E], shrink=lambda t: factors[t], callback=cb)
+    # The model is never rewritten: one stored tree per iteration, one running scale.
+    assert len(b.booster_.trees) == 20 and b.booster_.scales[-1] == pytest.approx(np.prod(factors))
+    np.testing.assert_allclose(b.predict(X), seen[-1][0], rtol=1e-12, atol=1e-14)
+    for k in (1, 7, 13):
+        np.testing.assert_allclose(b.predict(X, n_iterations=k), seen[k - 1][0], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(b.predict(E, n_iterations=k), seen[k - 1][1], rtol=1e-12, atol=1e-14)
+    b.truncate(7)
+    np.testing.assert_allclose(b.predict(E), seen[6][1], rtol=1e-12, atol=1e-14)
+
+
+def test_extreme_shrinkage_renormalises_without_losing_exactness():
+    X, y = regression_data(n=500)
+    seen = []
+    b = backend(n_estimators=12).fit(X, squared_error(y), shrink=lambda t: 1e-30,
+                                     callback=lambda t, raw, ev: seen.append(raw.copy()))
+    for k in (3, 8, 12):  # the running scale passed 1e-150 and was folded into the leaves
+        np.testing.assert_allclose(b.predict(X, n_iterations=k), seen[k - 1], rtol=1e-12, atol=1e-300)
+
+
+def test_callback_stops_and_eval_scores_match_predict():
+    X, y = regression_data(n=1000)
+    E = regression_data(n=300, seed=1)[0]
+    stop = []
+    b = backend().fit(X, squared_error(y), eval_X=[E, X[:50]],
+                      callback=lambda t, raw, ev: stop.append(ev[0].copy()) or t == 4)
+    assert len(b.booster_) == 5
+    np.testing.assert_allclose(b.predict(E), stop[-1], rtol=1e-12)
+
+
+def test_gradient_leaves_are_minus_mean_gradient():
+    X = np.array([[0.0], [0.0], [1.0], [1.0], [1.0]])
+    g = np.array([1.0, 3.0, -2.0, -2.0, -5.0])
+    b = backend(n_estimators=1, max_depth=1, learning_rate=0.5, reg_lambda=1.0).fit(
+        X, lambda raw, t: (g, np.ones(5)))
+    np.testing.assert_allclose(b.predict(X), 0.5 * np.array([-4 / 3, -4 / 3, 9 / 4, 9 / 4, 9 / 4]))
+    assert b.booster_.trees[0]["threshold"][0] == 0.5
+
+
+def test_pickle_round_trip():
+    X, y = regression_data(n=800)
+    b = backend(backend_params={"grow_policy": "oblivious"}).fit(X, squared_error(y))
+    c = pickle.loads(pickle.dumps(b))
+    np.testing.assert_array_equal(c.predict(X), b.predict(X))
+    assert trees_equal(b, c)
+
+
+def test_sparse_input_equals_dense():
+    sp = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(1200, 6)) * (rng.random((1200, 6)) < 0.4)
+    y = X[:, 0] - 2 * (X[:, 1] > 0)
+    dense = backend().fit(X, squared_error(y))
+    sparse = backend().fit(sp.csr_matrix(X), squared_error(y))
+    assert trees_equal(dense, sparse)
+    np.testing.assert_array_equal(sparse.predict(sp.csr_matrix(X)), dense.predict(X))
+    np.testing.assert_array_equal(dense.predict(X.astype(np.float32)), dense.predict(X.astype(np.float32).astype(float)))
+
+
+def test_oblivious_trees_are_symmetric_and_learn():
+    X, y = regression_data(n=2000)
+    b = backend(backend_params={"grow_policy": "oblivious"}).fit(X, squared_error(y))
+    for t in b.booster_.trees:
+        internal = t["left"] >= 0
+        depth = int(np.log2(t.shape[0] + 1)) - 1
+        assert t.shape[0] == 2 ** (depth + 1) - 1 and internal.sum() == 2 ** depth - 1
+    assert np.mean((b.predict(X) - y) ** 2) < 0.3 * np.mean(y ** 2)
+
+
+def test_leaf_noise_has_the_langevin_scale():
+    # Constant feature: every tree is one leaf holding only noise (gradients are 0).
+    n, lr, T = 400, 0.1, 1e3
+    X = np.zeros((n, 1))
+    vals = []
+    backend(n_estimators=300, learning_rate=lr, reg_lambda=0.0, backend_params={"leaf_noise_temperature": T}).fit(
+        X, lambda raw, t: (np.zeros(n), np.ones(n)),
+        callback=lambda t, raw, ev: vals.append(raw[0] - (vals[-1] if False else 0)))
+    steps = np.diff(np.concatenate([[0.0], vals]))
+    expected = lr * np.sqrt(2 * n / (lr * T)) / n
+    assert abs(steps.mean()) < 4 * expected / np.sqrt(300)
+    assert 0.8 * expected < steps.std() < 1.2 * expected
+
+
+def test_feature_importances():
+    X, y = regression_data(n=2000)
+    b = backend().fit(X, squared_error(y))
+    gain, split = b.feature_importances("gain"), b.feature_importances("split")
+    assert gain.sum() == pytest.approx(1) and split.sum() == pytest.approx(1)
+    assert np.argmax(gain) == 0 and gain[3:].sum() < 0.1
+    with pytest.raises(ValueError, match="importance_type"):
+        b.feature_importances("cover")
+
+
+def test_queryrmse_on_mq2008(shared_data):
+    from sklearn.datasets import load_svmlight_file
+
+    X, y, qid = load_svmlight_file(str(shared_data / "MQ2008" / "Fold1" / "train.txt.gz"), query_id=True)
+    _, starts = np.unique(qid, return_index=True)
+    ptr = np.append(np.sort(starts), len(qid)).astype(np.int64)
+    obj = QueryRMSE()
+
+    def grad_fn(raw, t):
+        return obj._gradient_hessian_sorted(y, raw, ptr, t)
+
+    seen = []
+    b = backend(n_estimators=15).fit(X, grad_fn, callback=lambda t, raw, ev: seen.append(raw.copy()))
+    loss = lambda raw: np.mean(grad_fn(raw, 0)[0] ** 2)  # noqa: E731
+    assert loss(seen[-1]) < 0.85 * loss(np.zeros_like(y))
+    np.testing.assert_allclose(b.predict(X), seen[-1], rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("param,value,match", [
+    ("max_bin", 300, "max_bin"), ("max_depth", 0, "max_depth"), ("subsample", 0.0, "subsample"),
+    ("learning_rate", -1, "learning_rate"), ("colsample_bytree", 2.0, "colsample_bytree"),
+    ("n_jobs", 0, "n_jobs"), ("backend_params", {"grow": "x"}, "valid keys"),
+    ("backend_params", {"grow_policy": "lossguide"}, "grow_policy"),
+])
+def test_bad_parameters_are_named(param, value, match):
+    X, y = regression_data(n=50)
+    with pytest.raises(ValueError, match=match):
+        backend(**{param: value}).fit(X, squared_error(y))
+
+
+def test_bad_inputs():
+    X, y = regression_data(n=100)
+    with pytest.raises(ValueError, match="grad_fn must return"):
+        backend().fit(X, lambda raw, t: (np.zeros(3), np.ones(3)))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        backend().fit(X, lambda raw, t: (np.full(100, np.nan), np.ones(100)))
+    with pytest.raises(ValueError, match="shrink"):
+        backend().fit(X, squared_error(y), shrink=lambda t: 1.5)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        backend().predict(X)
+    b = backend(n_estimators=2).fit(X, squared_error(y))
+    with pytest.raises(ValueError, match="trained on 8"):
+        b.predict(X[:, :3])
+    with pytest.raises(ValueError, match="two-dimensional"):
+        backend().fit(X[:, 0], squared_error(y))
+
+
+def test_numba_path_never_imports_xgboost():
+    code = (
+        "import sys; sys.modules['xgboost'] = None; sys.modules['lightgbm'] = None\n"
+        "import numpy as np\n"
+        "from rankkit._backends.numba import NumbaBackend\n"
+        "X = np.random.default_rng(0).normal(size=(200, 3)); y = X[:, 0]\n"
+        "b = NumbaBackend(n_estimators=3, learning_rate=0.1, max_depth=2, min_child_weight=1.0, reg_lambda=1.0,"
+        " subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=0)\n"
+        "b.fit(X, lambda r, t: (r - y, np.ones_like(r))); b.predict(X); print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

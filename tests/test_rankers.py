@@ -1,0 +1,347 @@
+"""The scikit-learn rankers: learning, query handling, model selection,
+early stopping, persistence and bad input, on every backend available."""
+
+import importlib
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn
+from sklearn.model_selection import GridSearchCV, cross_validate
+
+import rankkit._estimators as est
+from rankkit._backends import BACKENDS
+from rankkit._metrics._api import evaluate_sorted
+from rankkit._groups import make_groups
+from rankkit.datasets import make_ranking
+
+
+def _available(module):
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+BACKENDS_UNDER_TEST = ["xgboost"] + (["numba"] if _available("rankkit._backends.numba") else [])
+
+# name -> (class, objective params); small but representative settings.
+RANKERS = {
+    "queryrmse": (est.QueryRMSERanker, {}),
+    "lambdamart": (est.LambdaMARTRanker, {"metric": "ndcg@10"}),
+    "stochasticrank": (est.StochasticRankRanker, {"metric": "ndcg@10", "n_estimations": 1}),
+    "yetirank": (est.YetiRanker, {"n_permutations": 4}),
+    "yetiloss": (est.YetiRanker, {"metric": "mrr", "n_permutations": 4}),
+    "xendcg": (est.XENDCGRanker, {}),
+}
+# Objectives without randomness: their models must not depend on row order at all.
+DETERMINISTIC = ["queryrmse", "lambdamart"]
+
+BOOST = {"n_estimators": 20, "max_depth": 4, "learning_rate": 0.2, "n_jobs": 1, "random_state": 0}
+
+
+def _ranker(name, backend="xgboost", **params):
+    cls, obj_params = RANKERS[name]
+    return cls(**{**obj_params, **BOOST, "backend": backend, **params})
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, qid = make_ranking(n_queries=90, n_features=8, max_docs=30, random_state=0)
+    train = qid < 60
+    return X[train], y[train], qid[train], X[~train], y[~train], qid[~train]
+
+
+def _mean_ndcg10(y, score, qid):
+    g = make_groups(qid, len(y))
+    v = evaluate_sorted("ndcg@10", g.sort(y), g.sort(score), g.group_ptr, ties="worst")
+    return np.nanmean(v)
+
+
+# -- learning ------------------------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+@pytest.mark.parametrize("name", list(RANKERS))
+def test_learns(data, name, backend):
+    X, y, qid, Xt, yt, qt = data
+    model = _ranker(name, backend).fit(X, y, qid=qid)
+    rng = np.random.RandomState(1)
+    random_ndcg = np.mean([_mean_ndcg10(yt, rng.rand(len(yt)), qt) for _ in range(5)])
+    learned = _mean_ndcg10(yt, model.predict(Xt), qt)
+    # make_ranking's signal is strong: 20 small trees must beat random ordering clearly.
+    assert learned > random_ndcg + 0.1, (learned, random_ndcg)
+    # score() is the ranker's own metric with worst-case ties; ndcg@10 for these settings
+    # except YetiLoss-for-MRR, which scores MRR.
+    if name != "yetiloss":
+        assert model.score(Xt, yt, qid=qt) == pytest.approx(learned, rel=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_same_checks_on_both_backends(data, backend):
+    # The same hyper-parameters mean the same thing on every backend: both models
+    # reach a comparable held-out NDCG (different tree growers, so not equal models).
+    X, y, qid, Xt, yt, qt = data
+    scores = {b: _ranker("lambdamart", b).fit(X, y, qid=qid).score(Xt, yt, qid=qt) for b in BACKENDS_UNDER_TEST}
+    assert abs(scores[backend] - scores["xgboost"]) < 0.08, scores
+
+
+# -- query handling --------------------------------------------------------------
+def _interleaving_permutation(qid, rng):
+    """Rows of all queries interleaved at random, each query's rows in their original order."""
+    keys = rng.rand(len(qid))
+    for q in np.unique(qid):
+        rows = np.flatnonzero(qid == q)
+        keys[rows] = np.sort(keys[rows])
+    return np.argsort(keys)
+
+
+@pytest.mark.parametrize("name", DETERMINISTIC)
+def test_row_order_invariance(data, name):
+    X, y, qid, Xt, _, _ = data
+    rng = np.random.RandomState(0)
+    if name == "queryrmse":
+        perm = rng.permutation(len(y))  # any order at all
+    else:
+        # Pairwise lambdas at tied scores (all scores tie at the first iteration)
+        # follow the order of documents inside a query, as in XGBoost and LightGBM;
+        # the order of queries and where their rows sit must not matter.
+        perm = _interleaving_permutation(qid, rng)
+    a = _ranker(name).fit(X, y, qid=qid)
+    b = _ranker(name).fit(X[perm], y[perm], qid=qid[perm])
+    # Same model up to float32 summation order in the histograms.
+    np.testing.assert_allclose(a.predict(Xt), b.predict(Xt), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(RANKERS))
+def test_predictions_in_callers_order(data, name):
+    X, y, qid, _, _, _ = data
+    perm = np.random.RandomState(0).permutation(len(y))
+    model = _ranker(name, n_estimators=5).fit(X[perm], y[perm], qid=qid[perm])
+    np.testing.assert_array_equal(model.predict(X[perm]), model.predict(X)[perm])
+
+
+@pytest.mark.parametrize("name", ["queryrmse", "stochasticrank"])
+def test_dataframe_with_qid_column_equals_numpy(data, name):
+    X, y, qid, Xt, yt, qt = data
+    cols = [f"x{i}" for i in range(X.shape[1])]
+    df = pd.DataFrame(X, columns=cols)
+    df.insert(3, "qid", qid)  # the query column may sit anywhere
+    a = _ranker(name).fit(df, y)
+    b = _ranker(name).fit(X, y, qid=qid)
+    assert list(a.feature_names_in_) == cols
+    assert a.n_features_in_ == X.shape[1]
+    dft = pd.DataFrame(Xt, columns=cols)
+    np.testing.assert_array_equal(a.predict(dft), b.predict(Xt))
+    dft.insert(0, "qid", qt)
+    np.testing.assert_array_equal(a.predict(dft), b.predict(Xt))  # column dropped
+    assert a.score(dft, yt) == b.score(Xt, yt, qid=qt)
+    fi = a.feature_importances_
+    assert fi.shape == (X.shape[1],) and fi.sum() == pytest.approx(1.0)
+
+
+def test_sparse_input(data):
+    import scipy.sparse as sp
+
+    X, y, qid, Xt, _, _ = data
+    model = _ranker("queryrmse").fit(sp.csr_matrix(X), y, qid=qid)
+    dense = _ranker("queryrmse").fit(X, y, qid=qid)
+    # Without zeros, sparse and dense hold the same values (XGBoost reads absent
+    # sparse entries as missing, so equality needs data without explicit zeros).
+    assert np.count_nonzero(X) == X.size
+    np.testing.assert_allclose(model.predict(sp.csc_matrix(Xt)), dense.predict(Xt), rtol=1e-6)
+
+
+# -- model selection -----------------------------------------------------------------
+def _search(**kw):
+    from rankkit.metrics import make_ranking_scorer
+    from rankkit.model_selection import QueryKFold
+
+    return GridSearchCV(
+        est.QueryRMSERanker(n_estimators=5, random_state=0),
+        {"max_depth": [1, 4]},
+        cv=QueryKFold(n_splits=3),
+        scoring=make_ranking_scorer("ndcg@10"),
+        **kw,
+    )
+
+
+def test_gridsearch_with_dataframe_query_column(data):
+    X, y, qid, _, _, _ = data
+    df = pd.DataFrame(X).rename(columns=str)
+    df["qid"] = qid
+    search = _search().fit(df, y)
+    assert search.best_params_["max_depth"] in (1, 4)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    # The refit model is a ranker trained on every row.
+    assert search.best_estimator_.n_features_in_ == X.shape[1]
+
+
+def test_gridsearch_with_metadata_routing(data):
+    X, y, qid, _, _, _ = data
+    df = pd.DataFrame(X).rename(columns=str)
+    df["qid"] = qid
+    reference = _search().fit(df, y).cv_results_["mean_test_score"]
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = _search().fit(X, y, qid=qid).cv_results_["mean_test_score"]
+        cv = cross_validate(
+            est.QueryRMSERanker(n_estimators=5, random_state=0), X, y,
+            params={"qid": qid}, cv=_search().cv, scoring=_search().scoring,
+        )
+    # Both ways see the same folds and the same query ids.
+    np.testing.assert_allclose(routed, reference, rtol=1e-12)
+    assert np.all(np.isfinite(cv["test_score"]))
+
+
+def test_fit_and_score_request_qid_by_default():
+    ranker = est.QueryRMSERanker()
+    with sklearn.config_context(enable_metadata_routing=True):
+        routing = ranker.get_metadata_routing()
+    assert routing.fit.requests["qid"] is True
+    assert routing.score.requests["qid"] is True
+
+
+def test_gridsearch_without_routing_says_how(data):
+    # Without routing, GridSearchCV hands qid to fit but not to the scorer; the
+    # failure must explain the two ways that work.
+    X, y, qid, _, _, _ = data
+    with pytest.raises(Exception) as info:
+        _search(error_score="raise").fit(X, y, qid=qid)
+    msg = str(info.value)
+    assert "enable_metadata_routing" in msg or "DataFrame" in msg, msg
+
+
+# -- early stopping and progress ---------------------------------------------------
+def test_early_stopping_keeps_best_iteration(data, capsys):
+    X, y, qid, Xt, yt, qt = data
+    model = _ranker("lambdamart", n_estimators=200, learning_rate=0.8, max_depth=6).fit(
+        X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt], early_stopping_rounds=4, verbose=5
+    )
+    history = model.evals_result_["validation_0"]["ndcg@10"]
+    assert len(history) < 200  # it stopped
+    assert len(history) == model.best_iteration_ + 1 + 4
+    assert model.best_iteration_ == int(np.argmax(history))
+    assert model.best_score_ == max(history)
+    assert model.backend_.n_iterations_ == model.best_iteration_ + 1
+    # predict uses the best model: same as training exactly that many trees.
+    best = _ranker("lambdamart", n_estimators=model.best_iteration_ + 1, learning_rate=0.8,
+                   max_depth=6).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(model.predict(Xt), best.predict(Xt))
+    assert model.score(Xt, yt, qid=qt) == pytest.approx(model.best_score_, rel=1e-6)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith("[0]\tvalidation_0-ndcg@10:")
+    assert out[1].startswith("[5]\t")
+
+
+def test_eval_set_from_dataframe_and_eval_metric(data):
+    X, y, qid, Xt, yt, qt = data
+    dft = pd.DataFrame(Xt)
+    dft.columns = [str(c) for c in dft.columns]
+    df = pd.DataFrame(X, columns=dft.columns)
+    df["qid"] = qid
+    dft["qid"] = qt
+    model = _ranker("queryrmse", eval_metric="mrr@5").fit(df, y, eval_set=[(df, y), (dft, yt)])
+    res = model.evals_result_
+    assert set(res) == {"validation_0", "validation_1"}
+    assert len(res["validation_1"]["mrr@5"]) == BOOST["n_estimators"]
+    assert res["validation_1"]["mrr@5"][-1] == pytest.approx(model.score(dft, yt), rel=1e-6)
+
+
+# -- persistence -------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_pickle_round_trip(data, backend, tmp_path):
+    import joblib
+
+    X, y, qid, Xt, _, _ = data
+    model = _ranker("stochasticrank", backend, langevin=True, model_shrink_rate=0.01).fit(X, y, qid=qid)
+    again = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(again.predict(Xt), model.predict(Xt))
+    joblib.dump(model, tmp_path / "m.joblib")
+    np.testing.assert_array_equal(joblib.load(tmp_path / "m.joblib").predict(Xt), model.predict(Xt))
+
+
+def test_xgboost_booster_served_without_rankkit(data, tmp_path):
+    import xgboost
+
+    X, y, qid, Xt, _, _ = data
+    model = _ranker("lambdamart", langevin=True, model_shrink_rate=0.05).fit(X, y, qid=qid)
+    model.booster_.save_model(tmp_path / "m.json")
+    served = xgboost.Booster(model_file=str(tmp_path / "m.json"))
+    pred = served.predict(xgboost.DMatrix(Xt), output_margin=True)
+    np.testing.assert_allclose(pred, model.predict(Xt), rtol=1e-6, atol=1e-6)
+
+
+# -- bad input ------------------------------------------------------------------------------
+def test_missing_qid(data):
+    X, y, _, _, _, _ = data
+    with pytest.raises(ValueError, match="Missing query ids.*qid="):
+        _ranker("queryrmse").fit(X, y)
+    with pytest.raises(ValueError, match="DataFrame without a 'qid' column"):
+        _ranker("queryrmse").fit(pd.DataFrame(X), y)
+
+
+def test_qid_given_twice(data):
+    X, y, qid, _, _, _ = data
+    df = pd.DataFrame(X)
+    df["qid"] = qid
+    with pytest.raises(ValueError, match="Query ids given twice"):
+        _ranker("queryrmse").fit(df, y, qid=qid)
+
+
+def test_nan_labels(data):
+    X, y, qid, _, _, _ = data
+    y = y.astype(float).copy()
+    y[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        _ranker("queryrmse").fit(X, y, qid=qid)
+
+
+def test_eval_set_without_eval_qid(data):
+    X, y, qid, Xt, yt, _ = data
+    with pytest.raises(ValueError, match=r"eval_qid\[0\]="):
+        _ranker("queryrmse").fit(X, y, qid=qid, eval_set=[(Xt, yt)])
+    with pytest.raises(ValueError, match="needs an eval_set"):
+        _ranker("queryrmse").fit(X, y, qid=qid, early_stopping_rounds=3)
+
+
+def test_unknown_backend(data):
+    X, y, qid, _, _, _ = data
+    with pytest.raises(ValueError, match="backend.*'numba'.*'xgboost'|backend.*'xgboost'.*'numba'"):
+        _ranker("queryrmse", backend="catboost").fit(X, y, qid=qid)
+
+
+def test_backend_engine_not_installed(monkeypatch):
+    import sys
+
+    from rankkit._backends import get_backend
+
+    monkeypatch.delitem(sys.modules, "rankkit._backends.xgboost", raising=False)
+    monkeypatch.setitem(sys.modules, "xgboost", None)  # makes `import xgboost` fail
+    with pytest.raises(ImportError, match="pip install xgboost"):
+        get_backend("xgboost")
+
+
+def test_predict_before_fit(data):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        _ranker("queryrmse").predict(data[0])
+
+
+def test_feature_count_mismatch(data):
+    X, y, qid, _, _, _ = data
+    model = _ranker("queryrmse", n_estimators=2).fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :-1])
+
+
+def test_invalid_hyper_parameters(data):
+    X, y, qid, _, _, _ = data
+    with pytest.raises(ValueError, match="model_shrink_mode"):
+        _ranker("queryrmse", model_shrink_mode="linear").fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="model_shrink_rate"):
+        _ranker("queryrmse", model_shrink_rate=20.0).fit(X, y, qid=qid)  # 20 * 0.2 >= 1
+
+
+def test_all_backends_registered():
+    assert set(BACKENDS) >= {"xgboost", "numba"}

@@ -1,0 +1,300 @@
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import GridSearchCV, cross_val_score, cross_validate
+
+from rankkit._metrics._api import METRICS
+from rankkit._metrics._scorers import SCORER_METRICS, get_ranking_scorer, make_ranking_scorer
+from rankkit.datasets import make_ranking
+from rankkit.model_selection import QueryKFold
+
+NAMES = ["ndcg", "ndcg@10", "dcg@5", "mrr", "map", "err@10", "expdcg", "map@3", "mrr@1", "expdcg@4"]
+
+
+@pytest.fixture
+def routing():
+    with sklearn.config_context(enable_metadata_routing=True):
+        yield
+
+
+@pytest.fixture(scope="module")
+def data():
+    # Single-document queries and all-zero queries included.
+    X, y, qid = make_ranking(n_queries=40, n_features=5, min_docs=1, max_docs=20, random_state=5)
+    return X, y, qid
+
+
+class _DropQid(BaseEstimator, RegressorMixin):
+    """A non-rankkit model that removes the query column itself, as documented."""
+
+    def __init__(self, alpha=1.0):
+        self.alpha = alpha
+
+    def _features(self, X):
+        return X.drop(columns="qid").to_numpy() if isinstance(X, pd.DataFrame) else X
+
+    def fit(self, X, y):
+        self.model_ = Ridge(alpha=self.alpha).fit(self._features(X), y)
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(self._features(X))
+
+
+def _round_scores(X):
+    # Coarse scores: many ties, so the tie policy matters.
+    return np.round(X[:, 0] + 0.5 * X[:, 1])
+
+
+def _reference(name, y, score, qid, **kw):
+    base, _, k = name.partition("@")
+    kw = dict(kw)
+    if base == "err":
+        kw.setdefault("err_mapping", "chapelle")
+    return METRICS[base](y, score, qid=qid, k=int(k) if k else None, **kw)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scorer_equals_metric_function(data, name):
+    X, y, qid = data
+    est = Ridge().fit(X, y)
+    test = qid % 3 == 0
+    frame = pd.DataFrame(X[test]).assign(qid=qid[test])
+    frame.columns = frame.columns.astype(str)
+    wrapped = _DropQid().fit(X, y)
+    expected = _reference(name, y[test], est.predict(X[test]), qid[test])
+    assert get_ranking_scorer(name)(wrapped, frame, y[test]) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scorer_with_routed_qid(data, name, routing):
+    X, y, qid = data
+    est = Ridge().fit(X, y)
+    expected = _reference(name, y, est.predict(X), qid)
+    assert get_ranking_scorer(name)(est, X, y, qid=qid) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("ties", ["worst", "best", "average", "input"])
+def test_scorer_tie_policy(data, ties, routing):
+    X, y, qid = data
+
+    class Coarse(Ridge):
+        def predict(self, X):
+            return _round_scores(X)
+
+    est = Coarse().fit(X, y)
+    scorer = make_ranking_scorer("ndcg@5", ties=ties)
+    expected = METRICS["ndcg"](y, _round_scores(X), qid=qid, k=5, ties=ties)
+    assert scorer(est, X, y, qid=qid) == pytest.approx(expected, rel=1e-12)
+    if ties == "worst":  # the default
+        assert make_ranking_scorer("ndcg@5")(est, X, y, qid=qid) == pytest.approx(expected, rel=1e-12)
+        best = METRICS["ndcg"](y, _round_scores(X), qid=qid, k=5, ties="best")
+        assert best > expected  # the data really has ties
+
+
+def test_err_scorer_defaults_to_chapelle(data, routing):
+    X, y, qid = data
+    est = Ridge().fit(X, y)
+    assert y.max() > 1  # graded labels: err_mapping=None would be an error
+    s = est.predict(X)
+    chapelle = METRICS["err"](y, s, qid=qid, err_mapping="chapelle")
+    assert make_ranking_scorer("err")(est, X, y, qid=qid) == pytest.approx(chapelle)
+    fixed = METRICS["err"](y, s, qid=qid, err_mapping="chapelle", err_max_label=6)
+    assert fixed != pytest.approx(chapelle)
+    assert make_ranking_scorer("err", err_max_label=6)(est, X, y, qid=qid) == pytest.approx(fixed)
+    with pytest.raises(ValueError, match="err_mapping"):
+        make_ranking_scorer("err", err_mapping=None)(est, X, y, qid=qid)
+
+
+def test_metric_kwargs_are_passed(data, routing):
+    X, y, qid = data
+    est = Ridge().fit(X, y)
+    s = est.predict(X)
+    cases = [
+        ("ndcg@10", dict(gain="linear", empty=0.0)),
+        ("mrr", dict(relevance_threshold=1.0, empty="exclude")),
+        ("map@5", dict(relevance_threshold=2.0)),
+        ("expdcg", dict(decay=0.5)),
+    ]
+    for name, kw in cases:
+        expected = _reference(name, y, s, qid, **kw)
+        assert make_ranking_scorer(name, **kw)(est, X, y, qid=qid) == pytest.approx(expected, rel=1e-12)
+        assert expected != pytest.approx(_reference(name, y, s, qid))  # the kwarg changes the value
+    assert make_ranking_scorer("ndcg", k=3)(est, X, y, qid=qid) == pytest.approx(_reference("ndcg@3", y, s, qid))
+
+
+def test_missing_qid_is_an_error(data):
+    X, y, qid = data
+    est = Ridge().fit(X, y)
+    with pytest.raises(ValueError, match="needs query ids"):
+        get_ranking_scorer("ndcg@10")(est, X, y)
+    with pytest.raises(ValueError, match="needs query ids"):
+        cross_val_score(est, X, y, groups=qid, cv=QueryKFold(3), scoring=get_ranking_scorer("map"),
+                        error_score="raise")
+    # Without routing, qid cannot be passed as a keyword at all.
+    with pytest.raises(ValueError, match="enable_metadata_routing"):
+        get_ranking_scorer("ndcg")(est, X, y, qid=qid)
+
+
+def test_qid_given_twice_is_an_error(data, routing):
+    X, y, qid = data
+    frame = pd.DataFrame(X).assign(qid=qid)
+    frame.columns = frame.columns.astype(str)
+    est = _DropQid().fit(frame, y)
+    with pytest.raises(ValueError, match="given twice"):
+        get_ranking_scorer("ndcg")(est, frame, y, qid=qid)
+
+
+def test_qid_col_parameter(data):
+    X, y, qid = data
+    frame = pd.DataFrame(X).assign(query=qid)
+    frame.columns = frame.columns.astype(str)
+
+    class DropQuery(Ridge):
+        def predict(self, X):
+            return super().predict(X.drop(columns="query").to_numpy())
+
+    est = DropQuery().fit(X, y)
+    expected = _reference("ndcg@5", y, est.predict(frame), qid)
+    assert make_ranking_scorer("ndcg@5", qid_col="query")(est, frame, y) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="'qid' column"):
+        make_ranking_scorer("ndcg@5")(est, frame, y)
+
+
+def test_bad_names_and_parameters():
+    with pytest.raises(ValueError, match="valid names"):
+        get_ranking_scorer("auc@10")
+    with pytest.raises(ValueError, match="k must be a positive"):
+        get_ranking_scorer("ndcg@0")
+    with pytest.raises(TypeError, match="unknown parameter"):
+        make_ranking_scorer("ndcg", decay=0.5)
+    with pytest.raises(TypeError, match="unknown parameter"):
+        make_ranking_scorer("mrr", per_query=True)
+    with pytest.raises(ValueError, match="ties"):
+        make_ranking_scorer("ndcg", ties="random")
+    with pytest.raises(TypeError, match="scoring"):
+        get_ranking_scorer(3)
+    scorer = make_ranking_scorer("mrr")
+    assert get_ranking_scorer(scorer) is scorer
+    assert set(SCORER_METRICS) == set(METRICS)
+
+
+def test_repr_and_pickle(data):
+    X, y, qid = data
+    scorer = make_ranking_scorer("ndcg@10", gain="linear")
+    assert repr(scorer) == "make_ranking_scorer('ndcg@10', gain='linear', ties='worst')"
+    clone = pickle.loads(pickle.dumps(scorer))
+    est = _DropQid().fit(X, y)
+    frame = pd.DataFrame(X).assign(qid=qid)
+    frame.columns = frame.columns.astype(str)
+    assert clone(est, frame, y) == scorer(est, frame, y)
+
+
+# ---------------------------------------------------------------------------
+# In scikit-learn's CV tools
+
+
+def _manual_cv(name, X, y, qid, cv, alpha=1.0):
+    out = []
+    for train, test in cv.split(X, qid=qid):
+        s = Ridge(alpha=alpha).fit(X[train], y[train]).predict(X[test])
+        out.append(_reference(name, y[test], s, qid[test]))
+    return np.array(out)
+
+
+def test_cross_val_score_routed(data, routing):
+    X, y, qid = data
+    scorer = get_ranking_scorer("ndcg@10")
+    scores = cross_val_score(Ridge(), X, y, cv=QueryKFold(4), scoring=scorer, params={"qid": qid})
+    assert np.allclose(scores, _manual_cv("ndcg@10", X, y, qid, QueryKFold(4)), rtol=1e-12)
+
+
+def test_cross_val_score_dataframe_without_routing(data):
+    X, y, qid = data
+    frame = pd.DataFrame(X).assign(qid=qid)
+    frame.columns = frame.columns.astype(str)
+    scores = cross_val_score(_DropQid(), frame, y, cv=QueryKFold(4), scoring=get_ranking_scorer("map"))
+    assert np.allclose(scores, _manual_cv("map", X, y, qid, QueryKFold(4)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("use_routing", [True, False])
+def test_cross_validate_multimetric(data, use_routing):
+    X, y, qid = data
+    scoring = {name: get_ranking_scorer(name) for name in ("ndcg@5", "mrr", "err@10")}
+    cv = QueryKFold(3, shuffle=True, random_state=0)
+    if use_routing:
+        with sklearn.config_context(enable_metadata_routing=True):
+            res = cross_validate(Ridge(), X, y, cv=cv, scoring=scoring, params={"qid": qid},
+                                 return_train_score=True)
+    else:
+        frame = pd.DataFrame(X).assign(qid=qid)
+        frame.columns = frame.columns.astype(str)
+        res = cross_validate(_DropQid(), frame, y, cv=cv, scoring=scoring, return_train_score=True)
+    for name in scoring:
+        assert np.allclose(res[f"test_{name}"], _manual_cv(name, X, y, qid, cv), rtol=1e-12)
+    train_ndcg = []
+    for train, _ in cv.split(X, qid=qid):
+        s = Ridge().fit(X[train], y[train]).predict(X[train])
+        train_ndcg.append(_reference("ndcg@5", y[train], s, qid[train]))
+    assert np.allclose(res["train_ndcg@5"], train_ndcg, rtol=1e-12)
+
+
+def test_grid_search_routed(data, routing):
+    X, y, qid = data
+    search = GridSearchCV(
+        Ridge(), {"alpha": [0.01, 1000.0]}, scoring=make_ranking_scorer("ndcg@10"), cv=QueryKFold(3)
+    ).fit(X, y, qid=qid)
+    for i, alpha in enumerate([0.01, 1000.0]):
+        manual = _manual_cv("ndcg@10", X, y, qid, QueryKFold(3), alpha=alpha)
+        assert search.cv_results_["mean_test_score"][i] == pytest.approx(manual.mean(), rel=1e-12)
+    # search.score routes qid to the scorer as well.
+    assert search.score(X, y, qid=qid) == pytest.approx(_reference("ndcg@10", y, search.predict(X), qid))
+
+
+def test_grid_search_dataframe_without_routing(data):
+    X, y, qid = data
+    frame = pd.DataFrame(X).assign(qid=qid)
+    frame.columns = frame.columns.astype(str)
+    search = GridSearchCV(
+        _DropQid(), {"alpha": [0.01, 1000.0]}, scoring=get_ranking_scorer("mrr"), cv=QueryKFold(3)
+    ).fit(frame, y)
+    for i, alpha in enumerate([0.01, 1000.0]):
+        manual = _manual_cv("mrr", X, y, qid, QueryKFold(3), alpha=alpha)
+        assert search.cv_results_["mean_test_score"][i] == pytest.approx(manual.mean(), rel=1e-12)
+
+
+def test_score_request_alias(data, routing):
+    X, y, qid = data
+    scorer = make_ranking_scorer("ndcg@5").set_score_request(qid="query_id")
+    scores = cross_val_score(Ridge(), X, y, cv=QueryKFold(3).set_split_request(qid="query_id"),
+                             scoring=scorer, params={"query_id": qid})
+    assert np.allclose(scores, _manual_cv("ndcg@5", X, y, qid, QueryKFold(3)), rtol=1e-12)
+
+
+def test_rankkit_ranker_with_query_column_and_routing():
+    # The user path of the README: a DataFrame from make_ranking(as_frame=True)
+    # goes through QueryKFold, the ranker and the scorer with no qid= at all.
+    import rankkit
+
+    estimators = rankkit if hasattr(rankkit, "QueryRMSERanker") else pytest.importorskip("rankkit._estimators")
+
+    F, y, qid = make_ranking(n_queries=30, n_features=4, max_docs=15, random_state=0, as_frame=True)
+    scorer = get_ranking_scorer("ndcg@5")
+    cv = QueryKFold(3)
+    ranker = estimators.QueryRMSERanker(n_estimators=5, max_depth=2)
+    scores = cross_val_score(ranker, F, y, cv=cv, scoring=scorer)
+    X = F.drop(columns="qid")
+    manual = []
+    for train, test in cv.split(F):
+        fitted = estimators.QueryRMSERanker(n_estimators=5, max_depth=2)
+        fitted.fit(X.iloc[train], y.iloc[train], qid=qid.iloc[train])
+        manual.append(_reference("ndcg@5", y.iloc[test], fitted.predict(X.iloc[test]), qid.iloc[test]))
+    assert np.allclose(scores, manual, rtol=1e-12)
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = cross_val_score(ranker, X, y, cv=cv, scoring=scorer, params={"qid": qid})
+    assert np.allclose(routed, manual, rtol=1e-12)

@@ -1,0 +1,162 @@
+"""The XGBoost backend: equality with plain ``xgboost.train`` and exact SGLB.
+
+SGLB shrinks the whole model before every iteration; XGBoost cannot rescale
+old trees, so the backend tracks the shrunk raw scores and folds the factors
+into the leaves at the end. The reference below recomputes the shrunk model
+naively from the unscaled trees, ``F_T = sum_t (prod_{s>t} c_s) f_t``.
+"""
+
+import numba
+import numpy as np
+import pytest
+
+xgboost = pytest.importorskip("xgboost")
+
+import rankkit._estimators as est  # noqa: E402
+from rankkit._backends.xgboost import XGBoostBackend  # noqa: E402
+from rankkit._objectives.query_rmse import QueryRMSE  # noqa: E402
+from rankkit.datasets import make_ranking  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, qid = make_ranking(n_queries=60, n_features=6, max_docs=25, random_state=3)
+    return X, y.astype(np.float64), qid
+
+
+def _backend(n_estimators=12, **kw):
+    params = dict(n_estimators=n_estimators, learning_rate=0.3, max_depth=3, min_child_weight=1.0,
+                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=64, n_jobs=1,
+                  random_state=0)
+    params.update(kw)
+    return XGBoostBackend(**params)
+
+
+def _naive_shrunk_model(booster, dmat, factors):
+    """``F = sum_t (prod_{s > t} c_s) f_t`` from the unscaled trees, one by one."""
+    total = np.zeros(dmat.num_row())
+    for t in range(len(factors)):
+        tree = booster.predict(dmat, output_margin=True, iteration_range=(t, t + 1)).astype(np.float64)
+        total += np.prod(factors[t + 1:]) * tree
+    return total
+
+
+def _run_with_shrink(data, shrink, n_estimators=12):
+    X, y, qid = data
+    ptr = np.r_[0, np.flatnonzero(np.diff(qid)) + 1, len(qid)].astype(np.int64)
+    obj = QueryRMSE()
+    seen = {"grad_raw": [], "train": [], "eval": []}
+
+    def grad_fn(raw, t):
+        seen["grad_raw"].append(raw.copy())
+        return obj._gradient_hessian_sorted(y, raw, ptr, 0)
+
+    def callback(t, raw_train, raw_evals):
+        seen["train"].append(raw_train.copy())
+        seen["eval"].append(raw_evals[0].copy())
+        return False
+
+    backend = _backend(n_estimators).fit(X, grad_fn, eval_X=[X[::3]], shrink=shrink, callback=callback)
+    return backend, seen
+
+
+@pytest.mark.parametrize("mode", ["constant", "decreasing"])
+def test_sglb_shrinkage_is_exact(data, mode, tmp_path):
+    X, _, _ = data
+    gamma = 0.5
+    if mode == "constant":
+        shrink = lambda t: None if t == 0 else 1.0 - gamma * 0.3  # noqa: E731
+    else:
+        shrink = lambda t: None if t == 0 else 1.0 - gamma / t  # noqa: E731
+    backend, seen = _run_with_shrink(data, shrink)
+    factors = np.array([1.0] + [shrink(t) for t in range(1, 12)])
+    np.testing.assert_array_equal(backend.shrink_factors_, factors)
+    dtrain = xgboost.DMatrix(X)
+    reference = _naive_shrunk_model(backend._unfolded, dtrain, factors)
+    # Tracked scores (float64 sums of float32 trees) equal the naive model ...
+    np.testing.assert_allclose(seen["train"][-1], reference, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(seen["eval"][-1], reference[::3], rtol=1e-12, atol=1e-12)
+    # ... gradients at iteration t saw c_t times the model after t - 1 iterations ...
+    for t in range(1, 12):
+        np.testing.assert_allclose(seen["grad_raw"][t], factors[t] * seen["train"][t - 1], rtol=1e-12)
+    # ... and the folded booster, also once saved as JSON, predicts that same model
+    # (to float32 precision: XGBoost stores leaves and sums in float32).
+    np.testing.assert_allclose(backend.predict(X), reference, rtol=1e-5, atol=1e-6)
+    backend.booster_.save_model(tmp_path / "m.json")
+    served = xgboost.Booster(model_file=str(tmp_path / "m.json"))
+    np.testing.assert_allclose(served.predict(dtrain, output_margin=True), reference, rtol=1e-5, atol=1e-6)
+    # The shrinkage really changed the model (the test would pass vacuously otherwise).
+    unshrunk = backend._unfolded.predict(dtrain, output_margin=True)
+    assert np.max(np.abs(unshrunk - reference)) > 0.1
+
+
+def test_truncate_refolds_shrinkage(data):
+    X, _, _ = data
+    backend, seen = _run_with_shrink(data, lambda t: None if t == 0 else 0.8)
+    backend.truncate(5)
+    np.testing.assert_allclose(backend.predict(X), seen["train"][4], rtol=1e-5, atol=1e-6)
+    assert backend.booster_.num_boosted_rounds() == 5
+
+
+@pytest.mark.parametrize("name", ["queryrmse", "lambdamart"])
+def test_matches_plain_xgboost_train(data, name):
+    from rankkit._objectives.lambdamart import LambdaMART
+
+    X, y, qid = data
+    if name == "queryrmse":
+        ranker, obj = est.QueryRMSERanker(n_estimators=10, max_depth=4, random_state=0), QueryRMSE()
+    else:
+        ranker = est.LambdaMARTRanker("ndcg", 10, n_estimators=10, max_depth=4, random_state=0)
+        obj = LambdaMART("ndcg", 10)
+    ranker.fit(X, y, qid=qid)
+    params = {"tree_method": "hist", "eta": 0.1, "max_depth": 4, "min_child_weight": 1.0, "lambda": 1.0,
+              "max_bin": 256, "base_score": 0.0, "disable_default_eval_metric": 1}
+    booster = xgboost.train(params, xgboost.DMatrix(X, y, qid=qid), 10, obj=obj)
+    np.testing.assert_array_equal(ranker.predict(X), booster.predict(xgboost.DMatrix(X), output_margin=True))
+
+
+def _sglb_ranker(**kw):
+    return est.StochasticRankRanker("ndcg", 10, n_estimators=8, max_depth=3, langevin=True,
+                                    diffusion_temperature=1e3, model_shrink_rate=0.01, random_state=7, **kw)
+
+
+def test_sglb_same_seed_same_model_any_thread_count(data):
+    X, y, qid = data
+    numba.set_num_threads(1)
+    try:
+        one = _sglb_ranker().fit(X, y, qid=qid).predict(X)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    two = _sglb_ranker().fit(X, y, qid=qid).predict(X)
+    np.testing.assert_array_equal(one, two)
+    other_seed = _sglb_ranker().set_params(random_state=8).fit(X, y, qid=qid).predict(X)
+    assert not np.array_equal(one, other_seed)
+
+
+def test_langevin_noise_changes_gradients(data):
+    # langevin=True must add noise: with the same seed the model differs from langevin=False.
+    X, y, qid = data
+    noisy = est.QueryRMSERanker(n_estimators=5, langevin=True, diffusion_temperature=10.0,
+                                random_state=0).fit(X, y, qid=qid).predict(X)
+    plain = est.QueryRMSERanker(n_estimators=5, random_state=0).fit(X, y, qid=qid).predict(X)
+    assert np.max(np.abs(noisy - plain)) > 1e-3
+
+
+def test_shrink_schedule_follows_catboost():
+    # CatBoost: no shrinkage at iteration 0, then 1 - gamma * eta or 1 - gamma / t.
+    r = est.QueryRMSERanker(model_shrink_rate=0.2, learning_rate=0.5)
+    s = r._shrink_schedule()
+    assert s(0) is None and s(1) == pytest.approx(0.9) and s(7) == pytest.approx(0.9)
+    s = r.set_params(model_shrink_mode="decreasing")._shrink_schedule()
+    assert s(0) is None and s(1) == pytest.approx(0.8) and s(4) == pytest.approx(0.95)
+    assert r.set_params(model_shrink_rate=0.0)._shrink_schedule() is None
+
+
+def test_common_params_map_to_xgboost_names():
+    b = _backend(n_jobs=2, subsample=0.5, colsample_bytree=0.7, reg_lambda=3.0, max_bin=32,
+                 backend_params={"max_depth": 2, "grow_policy": "lossguide"})
+    p = b._params()
+    assert p["lambda"] == 3.0 and p["subsample"] == 0.5 and p["colsample_bytree"] == 0.7
+    assert p["nthread"] == 2 and p["max_bin"] == 32 and p["seed"] == 0 and p["eta"] == 0.3
+    assert p["max_depth"] == 2 and p["grow_policy"] == "lossguide"  # backend_params override
+    assert p["base_score"] == 0.0 and p["tree_method"] == "hist"
