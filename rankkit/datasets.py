@@ -16,9 +16,10 @@ from ._groups import group_ptr_from_sizes
 
 __all__ = ["load_svmlight", "make_ranking", "make_stochasticrank_toy"]
 
-# Above this fraction of non-zero entries a dense array is both smaller than
-# CSR (8 bytes per cell against about 12 per stored value) within a small
-# factor and much faster for tree binning, so ``dense=None`` densifies.
+# Above this fraction of non-zero entries ``dense=None`` densifies: a dense
+# float64 array then costs at most about 2.5x the memory of CSR (8 bytes per
+# cell against about 12 per stored value), and tree binning and most
+# scikit-learn estimators are much faster on dense arrays.
 _DENSE_THRESHOLD = 0.3
 
 
@@ -66,7 +67,8 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
     * LETOR/SVMlight with a ``qid:`` field on every line
       (``2 qid:10002 1:0.03 2:0.5 ... # docid``), as in MQ2008, MSLR-WEB
       and Yahoo! LTR; the ids are returned as they are in the file
-      (MQ2008's contiguous but non-monotonic ids stay intact).
+      (contiguous but unsorted ids, as in MQ2008's Fold4 and Fold5 training
+      files, stay intact and in file order).
     * LightGBM's layout: no ``qid:`` in the data file, group sizes (one
       integer per line, in row order) in a companion ``.query`` file,
       given as ``query_path`` or found next to the data file as
@@ -78,9 +80,9 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
     path : str or path-like
         Data file, plain or gzip-compressed (``.gz``).
     query_path : str or path-like, default=None
-        Group-size file for data without ``qid:``. Ignored discovery is
-        never silent: if the data file has ``qid:`` and a ``query_path`` is
-        given, the two must describe the same groups.
+        Group-size file for data without ``qid:`` (found automatically when
+        it sits next to the data file). If the data file has ``qid:`` too,
+        both must describe the same groups, else a ``ValueError``.
     dtype : numpy dtype, default=np.float64
         Dtype of ``X``.
     n_features : int, default=None

@@ -21,7 +21,7 @@ import numbers
 import numpy as np
 from sklearn.model_selection import BaseCrossValidator, ShuffleSplit
 from sklearn.utils import check_random_state
-from sklearn.utils._indexing import _safe_indexing
+from sklearn.utils import _safe_indexing
 
 from ._groups import _is_dataframe, make_groups
 
@@ -73,8 +73,9 @@ class QueryKFold(BaseCrossValidator):
     of **documents**: queries are laid out in order (their order of first
     appearance, or a random order with ``shuffle=True``) and the sequence is
     cut where the running document count crosses ``i * n_samples /
-    n_splits``, so each fold is as close to ``n_samples / n_splits``
-    documents as whole queries allow (and holds at least one query).
+    n_splits``; a cut falls on a query boundary, so a fold's size differs
+    from ``n_samples / n_splits`` by at most about two query lengths (and
+    every fold holds at least one query).
     Balancing documents rather than queries keeps the training cost and the
     metric's variance comparable across folds when list lengths vary.
 

@@ -125,7 +125,8 @@ def test_metric_kwargs_are_passed(data, routing):
         expected = _reference(name, y, s, qid, **kw)
         assert make_ranking_scorer(name, **kw)(est, X, y, qid=qid) == pytest.approx(expected, rel=1e-12)
         assert expected != pytest.approx(_reference(name, y, s, qid))  # the kwarg changes the value
-    assert make_ranking_scorer("ndcg", k=3)(est, X, y, qid=qid) == pytest.approx(_reference("ndcg@3", y, s, qid))
+    expected = _reference("ndcg@3", y, s, qid)
+    assert make_ranking_scorer("ndcg", k=3)(est, X, y, qid=qid) == pytest.approx(expected)
 
 
 def test_missing_qid_is_an_error(data):
@@ -281,7 +282,10 @@ def test_rankkit_ranker_with_query_column_and_routing():
     # goes through QueryKFold, the ranker and the scorer with no qid= at all.
     import rankkit
 
-    estimators = rankkit if hasattr(rankkit, "QueryRMSERanker") else pytest.importorskip("rankkit._estimators")
+    if hasattr(rankkit, "QueryRMSERanker"):
+        estimators = rankkit
+    else:
+        estimators = pytest.importorskip("rankkit._estimators")
 
     F, y, qid = make_ranking(n_queries=30, n_features=4, max_docs=15, random_state=0, as_frame=True)
     scorer = get_ranking_scorer("ndcg@5")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import inspect
 import warnings
 
-import numpy as np
 from sklearn.metrics._scorer import _BaseScorer
 
 from rankkit._groups import _is_dataframe

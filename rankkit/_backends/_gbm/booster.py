@@ -10,15 +10,14 @@ stopping) is recoverable. When ``S`` underflows towards 0 the stored leaves
 are renormalised once (a rewrite only every ~300 decades of shrinkage).
 """
 
+import numba
 import numpy as np
+from numba import njit
 
 from ..._random import key, normal, uniform
 from .binning import iter_row_blocks
 from .predictor import predict_raw
 from .tree import NODE_DTYPE
-
-import numba
-from numba import njit
 
 
 @njit(cache=True, parallel=True)
