@@ -173,15 +173,25 @@ def _xgb_params(cfg):
     }
 
 
+def _xgb_dmatrix(X, y, qid):
+    import xgboost as xgb
+
+    # DMatrix(qid=...) demands non-decreasing ids; MQ2008's are contiguous but
+    # not sorted (Fold4), so pass the contiguous blocks as group sizes.
+    d = xgb.DMatrix(X, y)
+    d.set_group(group_sizes(qid))
+    return d
+
+
 def fit_xgboost(label, fold, cfg, *, early_stopping=True, n_estimators=None):
     import xgboost as xgb
 
     Xt, yt, qt = fold["train"]
-    dtrain = xgb.DMatrix(Xt, yt, qid=qt)
+    dtrain = _xgb_dmatrix(Xt, yt, qt)
     kw = {}
     if early_stopping:
         Xv, yv, qv = fold["vali"]
-        kw = dict(evals=[(xgb.DMatrix(Xv, yv, qid=qv), "vali")], early_stopping_rounds=cfg.patience,
+        kw = dict(evals=[(_xgb_dmatrix(Xv, yv, qv), "vali")], early_stopping_rounds=cfg.patience,
                   verbose_eval=False)
     with Timer() as t:
         booster = xgb.train(_xgb_params(cfg), dtrain, num_boost_round=n_estimators or cfg.n_estimators, **kw)

@@ -11,6 +11,9 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_toy_sglb.py            # 10 seeds
     .venv/bin/python benchmarks/bench_toy_sglb.py --seeds 3  # quicker
+    # where the SGLB chain sits, and with less noise (an experiment, not a setting):
+    .venv/bin/python benchmarks/bench_toy_sglb.py --sglb-only --trace
+    .venv/bin/python benchmarks/bench_toy_sglb.py --sglb-only --trace --diffusion-temperature 1e4
 
 Every model is scored by ``rankkit.metrics.ndcg_score(k=3, ties="worst",
 gain="exp")``: ties count as the worst order, so a model that leaves two
@@ -51,13 +54,25 @@ def ndcg3(y, score, qid):
     return float(ndcg_score(y, score, qid=qid, k=3, ties="worst", gain="exp"))
 
 
-def run_rankkit(cls, params, X, y, qid, seed, backend):
+def run_rankkit(cls, params, X, y, qid, seed, backend, trace=False):
     # Five documents: one engine thread is fastest, and results do not depend
     # on the thread count anyway (counter-based randomness).
     model = cls(**params, **PAPER, random_state=seed, backend=backend, n_jobs=1)
     with Timer() as t:
         model.fit(X, y, qid=qid)
-    return ndcg3(y, model.predict(X), qid), t.seconds
+    final = model.predict(X)
+    if trace:
+        # The first t trees of the saved model predict c * F_t with c > 0 (the
+        # shrink factors after t are folded into the leaves), and NDCG ignores
+        # scale, so these are the NDCG values the chain visited.
+        visited = np.array([
+            ndcg3(y, model.backend_.predict(X, n_iterations=n), qid)
+            for n in range(5, PAPER["n_estimators"] + 1, 5)
+        ])
+        at_global = np.round(visited, 3) >= GLOBAL
+        print(f"    trace: share at {GLOBAL}: all iterations {at_global.mean():.2f}, "
+              f"last half {at_global[len(at_global) // 2:].mean():.2f}; final scores {np.round(final, 3)}")
+    return ndcg3(y, final, qid), t.seconds
 
 
 def run_catboost(loss, X, y, qid, seed, langevin=True):
@@ -90,7 +105,13 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, default=10, help="number of seeds (0..seeds-1)")
     parser.add_argument("--backend", default="xgboost", help="rankkit backend: xgboost or numba")
     parser.add_argument("--no-catboost", action="store_true", help="skip the CatBoost rows")
+    parser.add_argument("--diffusion-temperature", type=float, default=SGLB["diffusion_temperature"],
+                        help="SGLB beta (paper: 1e3); for experiments, not for the headline table")
+    parser.add_argument("--trace", action="store_true",
+                        help="print which NDCG@3 the SGLB chain visited (StochasticRank + SGLB rows)")
+    parser.add_argument("--sglb-only", action="store_true", help="only the rankkit StochasticRank + SGLB row")
     args = parser.parse_args(argv)
+    SGLB["diffusion_temperature"] = args.diffusion_temperature
 
     from rankkit.datasets import make_stochasticrank_toy
 
@@ -101,7 +122,8 @@ def main(argv=None):
 
     methods = [
         ("rankkit StochasticRank NDCG@3 + SGLB",
-         lambda s: run_rankkit(SR, dict(metric="ndcg", k=3, **SGLB), X, y, qid, s, args.backend)),
+         lambda s: run_rankkit(SR, dict(metric="ndcg", k=3, **SGLB), X, y, qid, s, args.backend,
+                               trace=args.trace)),
         ("rankkit StochasticRank NDCG@3, no SGLB",
          lambda s: run_rankkit(SR, dict(metric="ndcg", k=3), X, y, qid, s, args.backend)),
         ("rankkit LambdaMART NDCG@3",
@@ -112,7 +134,9 @@ def main(argv=None):
          lambda s: run_rankkit(LM, dict(metric="ndcg", k=3, min_child_weight=0.0), X, y, qid, s,
                                args.backend)),
     ]
-    if not args.no_catboost:
+    if args.sglb_only:
+        methods = methods[:1]
+    elif not args.no_catboost:
         methods += [
             ("CatBoost StochasticRank:metric=NDCG;top=3 + SGLB",
              lambda s: run_catboost("StochasticRank:metric=NDCG;top=3", X, y, qid, s)),
@@ -139,13 +163,16 @@ def main(argv=None):
     header = ["method", "#seeds at 0.917", "final NDCG@3 per seed", "median fit s"]
     text = (
         f"Toy (StochasticRank paper, Table 1): 1000 trees, depth 3, lr 0.1; SGLB rows: "
-        f"diffusion_temperature=1e3, model_shrink_rate=1e-3; backend={args.backend}; "
+        f"diffusion_temperature={SGLB['diffusion_temperature']:g}, model_shrink_rate=1e-3; "
+        f"backend={args.backend}; "
         f"NDCG@3 exp gain, worst ties. Global optimum {GLOBAL}, local {LOCAL}.\n"
         f"Machine: {machine_line()}\n\n" + markdown_table(header, rows)
     )
     print()
     print(text)
-    path = save_result(f"toy_sglb_{args.backend}.md", text)
+    tag = "" if SGLB["diffusion_temperature"] == 1e3 and not args.sglb_only else \
+        f"_beta{SGLB['diffusion_temperature']:g}{'_sglb' if args.sglb_only else ''}"
+    path = save_result(f"toy_sglb_{args.backend}{tag}.md", text)
     print(f"\n(saved to {path})")
 
 

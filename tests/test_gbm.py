@@ -91,6 +91,11 @@ def test_histograms_and_subtraction_match_reference():
         np.testing.assert_allclose(parent[0, j], ref.ref_histogram(Xb, rows, grad, hess, f), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(hist[1, j], ref.ref_histogram(Xb, rows[:230], grad, hess, f), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(hist[0, j], ref.ref_histogram(Xb, rows[230:], grad, hess, f), atol=1e-10)
+    # A node in the middle of the row array.
+    level_histograms(Xb, rows, grad, hess, feats, np.diff(ptr) + 1, i64(100), i64(140), i64(1), i64(-1), i64(0),
+                     parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *outs)
+    for j, f in enumerate(feats):
+        np.testing.assert_allclose(hist[1, j], ref.ref_histogram(Xb, rows[100:140], grad, hess, f), rtol=1e-12, atol=1e-12)
 
 
 # -- split finding ---------------------------------------------------------
@@ -208,7 +213,9 @@ def test_predictors_match_reference_traversal():
     nodes = np.concatenate(trees)
     ptr = np.array([0] + list(np.cumsum([t.shape[0] for t in trees])), dtype=np.int64)
     out = np.zeros(n)
-    fields = [np.ascontiguousarray(nodes[f]) for f in ("feature", "threshold", "missing_left", "left", "right", "value")]
+    children = np.column_stack([nodes["left"], nodes["right"]]).ravel()
+    fields = [np.ascontiguousarray(nodes[f]) for f in ("feature", "threshold", "missing_left")] + [
+        children, np.ascontiguousarray(nodes["value"])]
     predict_raw(*fields, ptr, 3, np.ascontiguousarray(X), 0.5, out, 0)
     expected = [0.5 * sum(ref.ref_predict_tree(t, x) for t in trees) for x in X]
     np.testing.assert_allclose(out, expected, rtol=1e-14)

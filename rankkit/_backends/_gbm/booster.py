@@ -78,8 +78,9 @@ class TreeEnsemble:
                 nodes = np.zeros(1, dtype=NODE_DTYPE)
             ptr = np.zeros(len(self.trees) + 1, dtype=np.int64)
             ptr[1:] = np.cumsum([t.shape[0] for t in self.trees])
-            fields = tuple(np.ascontiguousarray(nodes[f]) for f in
-                           ("feature", "threshold", "missing_left", "left", "right", "value"))
+            children = np.ascontiguousarray(np.column_stack([nodes["left"], nodes["right"]]).ravel())
+            fields = (np.ascontiguousarray(nodes["feature"]), np.ascontiguousarray(nodes["threshold"]),
+                      np.ascontiguousarray(nodes["missing_left"]), children, np.ascontiguousarray(nodes["value"]))
             self._cache = (fields, ptr)
         return self._cache
 

@@ -34,11 +34,12 @@ ROW_CHUNK = 64
 
 
 @njit(cache=True, parallel=True)
-def predict_raw(feature, threshold, missing_left, left, right, value, tree_ptr, n_trees, X, scale, out, row0):
+def predict_raw(feature, threshold, missing_left, children, value, tree_ptr, n_trees, X, scale, out, row0):
     """``out[row0 + i] = scale * sum_t value_t(x_i)`` over the first ``n_trees`` trees.
 
     The node fields of all trees come as contiguous arrays (a structure of
-    arrays: a node visit reads 4-8 bytes per field, not a 56-byte record);
+    arrays: a node visit reads 4-8 bytes per field, not a 56-byte record;
+    ``children[2 * node + go_right]`` picks the child without a branch);
     tree ``t`` starts at ``tree_ptr[t]`` and its child indices are relative
     to that start. ``X`` is a C-ordered float32 or float64 block of rows
     (float32 values compare exactly as their float64 casts, as in binning).
@@ -57,13 +58,11 @@ def predict_raw(feature, threshold, missing_left, left, right, value, tree_ptr, 
             off = tree_ptr[t]
             for i in range(a, b):
                 node = off
-                while left[node] >= 0:
+                while children[2 * node] >= 0:
                     x = X[i, feature[node]]
-                    if np.isnan(x):
-                        go_left = missing_left[node] != 0
-                    else:
-                        go_left = x <= threshold[node]
-                    node = off + (left[node] if go_left else right[node])
+                    # NaN fails every comparison: it takes the missing_left side.
+                    go_right = not (x <= threshold[node]) and not (x != x and missing_left[node] != 0)
+                    node = off + children[2 * node + go_right]
                 out[row0 + i] += value[node]
         for i in range(a, b):
             out[row0 + i] *= scale
