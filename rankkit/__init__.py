@@ -5,7 +5,11 @@ The rankers live here; metrics, objectives, splitters and data loaders live in
 ``rankkit.datasets``.
 """
 
-from ._estimators import (
+from ._threads import start_numba_threads_passive
+
+start_numba_threads_passive()
+
+from ._estimators import (  # noqa: E402
     LambdaMARTRanker,
     QueryRMSERanker,
     StochasticRankRanker,
