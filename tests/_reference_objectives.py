@@ -2,7 +2,7 @@
 
 Every metric is recomputed from scratch after a swap; every pair is visited;
 pair weights are stored in a full matrix. Slow on purpose: this is the
-executable specification (ALGORITHMS.md sections 1-3 and 6) the numba kernels
+executable specification the numba kernels
 are compared against.
 """
 

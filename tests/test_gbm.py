@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rankkit._backends._gbm import binning, histogram, splitting
-from rankkit._backends._gbm.grower import TreeGrower, level_histograms, partition
+from rankkit._backends._gbm.grower import TreeGrower, group_features, level_histograms, partition
 from rankkit._backends._gbm.predictor import add_tree_binned, predict_raw
 from tests import _reference_gbm as ref
 
@@ -76,26 +76,46 @@ def test_histograms_and_subtraction_match_reference():
         histogram.build_one(Xb[:, f], rows, 100, 420, grad, hess, h)
         np.testing.assert_allclose(h, ref.ref_histogram(Xb, rows[100:420], grad, hess, f), rtol=1e-12, atol=1e-12)
     # The fused level kernel: parent over all rows, child built from rows[:230],
-    # sibling by subtraction equal to a direct build of rows[230:].
-    feats = np.array([0, 2, 3, 4], dtype=np.int64)
+    # sibling by subtraction equal to a direct build of rows[230:]. Column
+    # subsets: a non-contiguous one (general path) and all features (fast path).
+    Xg = group_features(Xb)
+    gh = np.full((n, 2), np.nan)
     i64 = lambda *v: np.array(v, dtype=np.int64)  # noqa: E731
-    parent = np.empty((1, F, 256, 2))
-    g0, h0 = np.array([grad[rows].sum()]), np.array([hess[rows].sum()])
-    outs = [np.empty((3, 4)), np.empty((3, 4), np.uint8), np.empty((3, 4), np.uint8), np.empty((3, 4)), np.empty((3, 4))]
-    level_histograms(Xb, rows, grad, hess, feats, np.diff(ptr) + 1, i64(0), i64(500), i64(0), i64(-1), i64(0),
-                     parent, parent, g0, h0, 1.0, 0.0, False, *outs)
-    hist = np.full((2, F, 256, 2), np.nan)
-    level_histograms(Xb, rows, grad, hess, feats, np.diff(ptr) + 1, i64(0), i64(230), i64(1), i64(0), i64(0),
-                     parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *outs)
-    for j, f in enumerate(feats):
-        np.testing.assert_allclose(parent[0, j], ref.ref_histogram(Xb, rows, grad, hess, f), rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(hist[1, j], ref.ref_histogram(Xb, rows[:230], grad, hess, f), rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(hist[0, j], ref.ref_histogram(Xb, rows[230:], grad, hess, f), atol=1e-10)
-    # A node in the middle of the row array.
-    level_histograms(Xb, rows, grad, hess, feats, np.diff(ptr) + 1, i64(100), i64(140), i64(1), i64(-1), i64(0),
-                     parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *outs)
-    for j, f in enumerate(feats):
-        np.testing.assert_allclose(hist[1, j], ref.ref_histogram(Xb, rows[100:140], grad, hess, f), rtol=1e-12, atol=1e-12)
+    for feats in (np.array([0, 2, 3, 4], dtype=np.int64), np.arange(F, dtype=np.int64)):
+        nf = feats.shape[0]
+        parent = np.empty((1, F, 256, 2))
+        g0, h0 = np.array([grad[rows].sum()]), np.array([hess[rows].sum()])
+        outs = [np.empty((3, nf)), np.empty((3, nf), np.uint8), np.empty((3, nf), np.uint8), np.empty((3, nf)),
+                np.empty((3, nf))]
+        level_histograms(Xg, rows, grad, hess, gh, feats, np.diff(ptr) + 1, i64(0), i64(500), i64(0), i64(-1),
+                         i64(0), parent, parent, g0, h0, 1.0, 0.0, False, *outs)
+        hist = np.full((2, F, 256, 2), np.nan)
+        level_histograms(Xg, rows, grad, hess, gh, feats, np.diff(ptr) + 1, i64(0), i64(230), i64(1), i64(0),
+                         i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *outs)
+        for j, f in enumerate(feats):
+            np.testing.assert_allclose(parent[0, j], ref.ref_histogram(Xb, rows, grad, hess, f), rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(hist[1, j], ref.ref_histogram(Xb, rows[:230], grad, hess, f), rtol=1e-12,
+                                       atol=1e-12)
+            np.testing.assert_allclose(hist[0, j], ref.ref_histogram(Xb, rows[230:], grad, hess, f), atol=1e-10)
+        # A node in the middle of the row array.
+        level_histograms(Xg, rows, grad, hess, gh, feats, np.diff(ptr) + 1, i64(100), i64(140), i64(1), i64(-1),
+                         i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *outs)
+        for j, f in enumerate(feats):
+            np.testing.assert_allclose(hist[1, j], ref.ref_histogram(Xb, rows[100:140], grad, hess, f), rtol=1e-12,
+                                       atol=1e-12)
+        # The ordered gradients gathered for the built segment.
+        np.testing.assert_array_equal(gh[100:140, 0], grad[rows[100:140]])
+        np.testing.assert_array_equal(gh[100:140, 1], hess[rows[100:140]])
+
+
+def test_group_features_layout():
+    rng = np.random.default_rng(3)
+    for F in (1, 8, 13, 17):
+        Xb = np.asfortranarray(rng.integers(0, 256, size=(50, F)).astype(np.uint8))
+        Xg = group_features(Xb)
+        assert Xg.shape == ((F + 7) // 8, 50, 8) and Xg.flags.c_contiguous
+        for f in range(F):
+            np.testing.assert_array_equal(Xg[f // 8, :, f % 8], Xb[:, f])
 
 
 # -- split finding ---------------------------------------------------------

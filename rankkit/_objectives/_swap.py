@@ -3,7 +3,7 @@
 LambdaMART (Burges 2010) and YetiLoss (Lyzhin et al. 2022) weight a pair of
 documents at positions ``a < b`` of a ranking by how much the metric changes
 when the two documents trade places. This module computes that change for
-every metric of ``rankkit.metrics`` (ALGORITHMS.md section 1) with an optional
+every metric of ``rankkit.metrics`` with an optional
 cut-off ``k``, after an O(n) per-query preparation, using the shared building
 blocks of :mod:`rankkit._metrics._common` (``gain``, ``discount``,
 ``err_probability``, ``is_relevant``), so an objective and the metric it

@@ -47,8 +47,7 @@ class SGLB(RankingObjective):
     r"""Langevin gradient noise around any ranking objective.
 
     ``g_i <- g_i + sqrt(2 / (eta beta)) xi_i`` with ``xi_i ~ N(0, 1)`` fresh on
-    every call (Ustimenko & Prokhorenkova 2021, Algorithm 1; ALGORITHMS.md
-    section 5), where ``eta`` is the booster's learning rate and ``beta`` the
+    every call (Ustimenko & Prokhorenkova 2021, Algorithm 1), where ``eta`` is the booster's learning rate and ``beta`` the
     inverse diffusion temperature. Together with model shrinkage (done by the
     backends) the boosting iterates sample from a distribution concentrated
     on the global optimum, which StochasticRank's global convergence

@@ -198,7 +198,7 @@ class YetiRank(RankingObjective):
       0.15 and ``decay`` 0.99 by default; rankkit honours ``num_neighbors``
       for the classic weights too (the default 1 is CatBoost's choice), drops
       the constant (a rescaling of the learning rate) and follows
-      ALGORITHMS.md's default 0.85.
+      the YetiRank paper's default 0.85.
     * Neither normalises weights per query; both average over permutations.
     * CatBoost's YetiLoss weights for MRR and MAP are approximations (e.g.
       MRR pairs only before the first relevant document, ``1/a - 1/b``);

@@ -31,31 +31,54 @@ from .tree import empty_nodes
 
 #: Features handled by one task (rows, gradients of a tile are read once per group).
 FEATURE_GROUP = 8
-#: Rows per tile: their indices and gradients (20 KB) stay in L1/L2 across the group.
-ROW_TILE = 1024
+
+
+def group_features(X_binned):
+    """The bins in feature-group-major layout: ``Xg[f // 8, r, f % 8] = X_binned[r, f]``.
+
+    Shape ``(ceil(F / 8), n, 8)`` (uint8, C order; padding lanes are 0). A task
+    of :func:`level_histograms` reads the 8 codes of one row for its feature
+    group from one cache line, for the root (a forward stream) and for deep
+    nodes (rows scattered over the matrix) alike.
+    """
+    n, F = X_binned.shape
+    G = (F + FEATURE_GROUP - 1) // FEATURE_GROUP
+    out = np.zeros((G, n, FEATURE_GROUP), dtype=np.uint8)
+    for g in range(G):
+        a = g * FEATURE_GROUP
+        b = min(F, a + FEATURE_GROUP)
+        out[g, :, : b - a] = X_binned[:, a:b]
+    return out
 
 
 @njit(cache=True, parallel=True)
-def level_histograms(X_binned, rows, grad, hess, feats, n_bins,
+def level_histograms(X_grouped, rows, grad, hess, gh, feats, n_bins,
                      build_start, build_end, build_slot, sib_slot, parent_slot, parent_hist, hist,
                      node_g, node_h, reg_lambda, min_child_weight, find_splits,
                      out_gain, out_bin, out_missing_left, out_left_g, out_left_h):
-    """One level in one parallel region: histograms, sibling subtraction, best splits.
+    """One level in one call: ordered gradients, histograms, sibling subtraction, best splits.
 
-    Task ``(k, group)`` builds ``hist[build_slot[k], j]`` for the features
-    ``feats[j]`` of one group of :data:`FEATURE_GROUP` from the rows
-    ``rows[build_start[k]:build_end[k]]``, tile by tile (a tile's row indices
-    and gradients are read from memory once per group, not once per feature),
-    derives the sibling ``hist[sib_slot[k], j] = parent_hist[parent_slot[k], j]
-    - built`` (skipped when ``sib_slot[k] < 0``, e.g. at the root), and, when
+    ``X_grouped`` is :func:`group_features` of the bins. First the gradients
+    and hessians of the rows to build from are gathered once into ``gh``
+    (``gh[i] = (grad[rows[i]], hess[rows[i]])``, row order), so the histogram
+    tasks read them sequentially. Task ``(k, group)`` then builds
+    ``hist[build_slot[k], j]`` for the features ``feats[j]`` of one group of
+    :data:`FEATURE_GROUP` from the rows ``rows[build_start[k]:build_end[k]]``
+    (row by row: a row's codes for the group share one cache line), derives
+    the sibling ``hist[sib_slot[k], j] = parent_hist[parent_slot[k], j] -
+    built`` (skipped when ``sib_slot[k] < 0``, e.g. at the root), and, when
     ``find_splits``, writes the best split of both nodes on each feature into
     ``out_*[slot, j]`` (``node_g``/``node_h`` are indexed by slot). Every
     histogram is summed in row order by one task, whatever the thread count.
-    Fusing the steps keeps the thread wake-ups at one per level.
     """
     n_pairs = build_start.shape[0]
     n_feats = feats.shape[0]
     n_groups = (n_feats + FEATURE_GROUP - 1) // FEATURE_GROUP
+    for k in numba.prange(n_pairs):
+        for i in range(build_start[k], build_end[k]):
+            r = rows[i]
+            gh[i, 0] = grad[r]
+            gh[i, 1] = hess[r]
     for task in numba.prange(n_pairs * n_groups):
         k = task // n_groups
         j0 = (task - k * n_groups) * FEATURE_GROUP
@@ -64,21 +87,32 @@ def level_histograms(X_binned, rows, grad, hess, feats, n_bins,
         o = sib_slot[k]
         a = build_start[k]
         b = build_end[k]
-        for j in range(j0, j1):
-            h = hist[s, j]
-            for v in range(N_BINS):
-                h[v, 0] = 0.0
-                h[v, 1] = 0.0
-        for t0 in range(a, b, ROW_TILE):
-            t1 = min(b, t0 + ROW_TILE)
-            for j in range(j0, j1):
-                col = X_binned[:, feats[j]]
-                h = hist[s, j]
-                for i in range(t0, t1):
-                    r = rows[i]
-                    v = col[r]
-                    h[v, 0] += grad[r]
-                    h[v, 1] += hess[r]
+        # The group's histograms as one flat array: feature j's bin v at 2 * (256 j + v).
+        hs = hist[s, j0:j1].reshape(-1)
+        hs[:] = 0.0
+        f0 = feats[j0]
+        g0 = f0 // FEATURE_GROUP
+        if j1 - j0 == FEATURE_GROUP and f0 == g0 * FEATURE_GROUP and feats[j1 - 1] == f0 + FEATURE_GROUP - 1:
+            # Fast path (no column sampling): the group is one storage group, lanes 0..7.
+            Xr = X_grouped[g0]
+            for i in range(a, b):
+                r = rows[i]
+                g = gh[i, 0]
+                h = gh[i, 1]
+                for lane in range(FEATURE_GROUP):
+                    q = lane * (2 * N_BINS) + 2 * np.int64(Xr[r, lane])
+                    hs[q] += g
+                    hs[q + 1] += h
+        else:
+            for i in range(a, b):
+                r = rows[i]
+                g = gh[i, 0]
+                h = gh[i, 1]
+                for j in range(j0, j1):
+                    f = feats[j]
+                    q = (j - j0) * (2 * N_BINS) + 2 * np.int64(X_grouped[f // FEATURE_GROUP, r, f % FEATURE_GROUP])
+                    hs[q] += g
+                    hs[q + 1] += h
         for j in range(j0, j1):
             f = feats[j]
             if o >= 0:
@@ -163,6 +197,8 @@ class TreeGrower:
         self.grow_policy = grow_policy
         n = X_binned.shape[0]
         self._tmp = np.empty(n, dtype=np.int32)
+        self.X_grouped = group_features(X_binned)
+        self._gh = np.empty((n, 2))
         self._hist = [np.empty((0, 0, N_BINS, 2)), np.empty((0, 0, N_BINS, 2))]
 
     def _buffer(self, which, n_slots, n_feats):
@@ -181,7 +217,7 @@ class TreeGrower:
         nf = feats.shape[0]
         outs = (np.full((n_slots, nf), -np.inf), np.zeros((n_slots, nf), np.uint8),
                 np.zeros((n_slots, nf), np.uint8), np.zeros((n_slots, nf)), np.zeros((n_slots, nf)))
-        level_histograms(self.X_binned, rows, grad, hess, feats, self.n_bins, build_start, build_end,
+        level_histograms(self.X_grouped, rows, grad, hess, self._gh, feats, self.n_bins, build_start, build_end,
                          build_slot, sib_slot, parent_slot, parent_hist, hist, node_g, node_h,
                          self.reg_lambda, self.min_child_weight, find_splits, *outs)
         return outs
