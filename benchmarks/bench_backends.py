@@ -180,11 +180,11 @@ def main():
         args.engine = args.worker
         return worker(args)
 
-    # PASSIVE: idle OpenMP workers sleep instead of spinning. Both engines use
-    # GNU OpenMP threads; on a shared, oversubscribed machine spinning makes
-    # every parallel region wait for a descheduled thread (~20 ms each).
-    env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads),
-               OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
+    # Each engine runs under its own default OpenMP environment, as users get it:
+    # no OMP_WAIT_POLICY is set here (XGBoost's pool keeps its default, spinning
+    # policy; importing rankkit starts numba's pool passive, see rankkit/_threads.py).
+    # A policy the caller set is passed on to both.
+    env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     with tempfile.TemporaryDirectory() as cache:
         cenv = dict(env, NUMBA_CACHE_DIR=cache)
         cold = run([sys.executable, __file__, "--worker", "compile"], cenv)

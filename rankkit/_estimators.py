@@ -283,6 +283,9 @@ class BaseRanker(BaseEstimator):
         """
         X, y, groups = self._prepare(X, y, qid, reset=True, sample_weight=sample_weight)
         objective = self._objective_for_fit()
+        # Eval labels first: checking labels may set label-dependent state on
+        # the objective (e.g. ERR's r_max), which must come from training labels.
+        evals = self._prepare_evals(eval_set, eval_qid, objective)
         y = objective._check_labels(y)
         w = check_sample_weight(sample_weight, X.shape[0])
         X_s = groups.sort(X)
@@ -290,7 +293,6 @@ class BaseRanker(BaseEstimator):
         w_s = None if w is None else np.ascontiguousarray(groups.sort(w))
         ptr = groups.group_ptr
 
-        evals = self._prepare_evals(eval_set, eval_qid, objective)
         metric_label, metric_name, metric_k = self._eval_metric()
         metric_params = self._metric_params()
         if early_stopping_rounds is not None:

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from rankkit._backends._gbm import binning, histogram, splitting
-from rankkit._backends._gbm.grower import TreeGrower, group_features, level_histograms, partition
-from rankkit._backends._gbm.predictor import add_tree_binned, predict_raw
+from rankkit._backends._gbm.grower import TreeGrower, group_features, level_histograms, partition_grouped
+from rankkit._backends._gbm.predictor import add_tree_binned, flat_trees, predict_raw
 from tests import _reference_gbm as ref
 
 
@@ -78,7 +78,7 @@ def test_histograms_and_subtraction_match_reference():
     # The fused level kernel: parent over all rows, child built from rows[:230],
     # sibling by subtraction equal to a direct build of rows[230:]. Column
     # subsets: a non-contiguous one (general path) and all features (fast path).
-    Xg = group_features(Xb)
+    Xg = np.ascontiguousarray(group_features(Xb)[:, rows, :])  # bins by position in rows
     gh = np.full((n, 2), np.nan)
     i64 = lambda *v: np.array(v, dtype=np.int64)  # noqa: E731
     for feats in (np.array([0, 2, 3, 4], dtype=np.int64), np.arange(F, dtype=np.int64)):
@@ -209,18 +209,28 @@ def test_all_zero_gradients_and_single_row_give_a_leaf():
 def test_partition_is_stable_and_correct():
     rng = np.random.default_rng(4)
     n = 500
-    Xb, _, _ = binned(tied_data(rng, n, 4))
+    Xb, _, _ = binned(tied_data(rng, n, 12))
+    Xg = group_features(Xb)
     rows = rng.permutation(n).astype(np.int32)
     before = rows.copy()
-    starts, ends = np.array([0, 200], dtype=np.int64), np.array([200, 500], dtype=np.int64)
-    f, t, ml = np.array([0, 3], dtype=np.int64), np.array([1, 0], np.uint8), np.array([1, 0], np.uint8)
-    nl = np.empty(2, dtype=np.int64)
-    partition(Xb, rows, np.empty(n, np.int32), starts, ends, f, t, ml, nl)
-    for k in range(2):
-        seg = before[starts[k]:ends[k]]
-        go = np.array([ref.ref_goes_left(b, t[k], ml[k]) for b in Xb[seg, f[k]]])
-        np.testing.assert_array_equal(rows[starts[k]:ends[k]], np.concatenate([seg[go], seg[~go]]))
-        assert nl[k] == go.sum()
+    starts, ends = np.array([0, 200], dtype=np.int64), np.array([200, 480], dtype=np.int64)
+    f, t, ml = np.array([0, 11], dtype=np.int64), np.array([1, 0], np.uint8), np.array([1, 0], np.uint8)
+    for move in (False, True):
+        rows[:] = before
+        pos = np.ascontiguousarray(Xg[:, rows, :])  # bins by position
+        dst = np.zeros_like(pos)
+        nl = np.empty(2, dtype=np.int64)
+        partition_grouped(pos, pos.view(np.uint64)[:, :, 0], dst.view(np.uint64)[:, :, 0], rows,
+                          np.empty(n, np.int32), np.empty(n, np.uint8), starts, ends, f, t, ml, nl, move)
+        for k in range(2):
+            seg = before[starts[k]:ends[k]]
+            go = np.array([ref.ref_goes_left(b, t[k], ml[k]) for b in Xb[seg, f[k]]])
+            np.testing.assert_array_equal(rows[starts[k]:ends[k]], np.concatenate([seg[go], seg[~go]]))
+            assert nl[k] == go.sum()
+            if move:  # the bins moved with their rows
+                for g in range(Xg.shape[0]):
+                    np.testing.assert_array_equal(dst[g, starts[k]:ends[k]], Xg[g, rows[starts[k]:ends[k]]])
+        np.testing.assert_array_equal(rows[480:], before[480:])
 
 
 def test_predictors_match_reference_traversal():
@@ -230,13 +240,12 @@ def test_predictors_match_reference_traversal():
     X[:, 0] = rng.normal(size=n)
     trees = [grow(X, rng.normal(size=n), np.ones(n), max_depth=d, reg_lambda=1.0, min_child_weight=0.0)[0]
              for d in (1, 3, 5)]
-    nodes = np.concatenate(trees)
-    ptr = np.array([0] + list(np.cumsum([t.shape[0] for t in trees])), dtype=np.int64)
+    # An unbalanced tree: leaves at several depths (a leaf is its own child in flat_trees).
+    trees.append(grow(X, rng.normal(size=n), np.ones(n), max_depth=5, reg_lambda=1.0, min_child_weight=60.0)[0])
+    assert len(set(trees[-1]["depth"][trees[-1]["left"] < 0])) > 1
     out = np.zeros(n)
-    children = np.column_stack([nodes["left"], nodes["right"]]).ravel()
-    fields = [np.ascontiguousarray(nodes[f]) for f in ("feature", "threshold", "missing_left")] + [
-        children, np.ascontiguousarray(nodes["value"])]
-    predict_raw(*fields, ptr, 3, np.ascontiguousarray(X), 0.5, out, 0)
+    fields = flat_trees(trees)
+    predict_raw(*fields, len(trees), np.ascontiguousarray(X), 0.5, out, 0)
     expected = [0.5 * sum(ref.ref_predict_tree(t, x) for t in trees) for x in X]
     np.testing.assert_allclose(out, expected, rtol=1e-14)
     Xb = binned(X)[0]

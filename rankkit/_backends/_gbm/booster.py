@@ -16,7 +16,7 @@ from numba import njit
 
 from ..._random import key, normal, uniform
 from .binning import iter_row_blocks
-from .predictor import predict_raw
+from .predictor import flat_trees, predict_raw
 from .tree import NODE_DTYPE
 
 
@@ -72,16 +72,7 @@ class TreeEnsemble:
 
     def _flat(self):
         if self._cache is None:
-            if self.trees:
-                nodes = np.concatenate(self.trees)
-            else:
-                nodes = np.zeros(1, dtype=NODE_DTYPE)
-            ptr = np.zeros(len(self.trees) + 1, dtype=np.int64)
-            ptr[1:] = np.cumsum([t.shape[0] for t in self.trees])
-            children = np.ascontiguousarray(np.column_stack([nodes["left"], nodes["right"]]).ravel())
-            fields = (np.ascontiguousarray(nodes["feature"]), np.ascontiguousarray(nodes["threshold"]),
-                      np.ascontiguousarray(nodes["missing_left"]), children, np.ascontiguousarray(nodes["value"]))
-            self._cache = (fields, ptr)
+            self._cache = flat_trees(self.trees)
         return self._cache
 
     def predict(self, X, n_iterations=None):
@@ -89,10 +80,10 @@ class TreeEnsemble:
         out = np.zeros(X.shape[0], dtype=np.float64)
         if n == 0:
             return out
-        fields, ptr = self._flat()
+        fields = self._flat()
         scale = self.scales[n - 1]
         for a, blk in iter_row_blocks(X):
-            predict_raw(*fields, ptr, n, blk, scale, out, a)
+            predict_raw(*fields[:7], n, blk, scale, out, a)
         return out
 
     def feature_importances(self, importance_type):

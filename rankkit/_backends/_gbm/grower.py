@@ -52,13 +52,15 @@ def group_features(X_binned):
 
 
 @njit(cache=True, parallel=True)
-def level_histograms(X_grouped, rows, grad, hess, gh, feats, n_bins,
+def level_histograms(X_pos, rows, grad, hess, gh, feats, n_bins,
                      build_start, build_end, build_slot, sib_slot, parent_slot, parent_hist, hist,
                      node_g, node_h, reg_lambda, min_child_weight, find_splits,
                      out_gain, out_bin, out_missing_left, out_left_g, out_left_h):
     """One level in one call: ordered gradients, histograms, sibling subtraction, best splits.
 
-    ``X_grouped`` is :func:`group_features` of the bins. First the gradients
+    ``X_pos`` holds the bins in :func:`group_features` layout *by position*:
+    ``X_pos[g, i]`` are the codes of row ``rows[i]`` (see :func:`partition_grouped`,
+    which keeps it so), so every node reads its segment forwards. First the gradients
     and hessians of the rows to build from are gathered once into ``gh``
     (``gh[i] = (grad[rows[i]], hess[rows[i]])``, row order), so the histogram
     tasks read them sequentially. Task ``(k, group)`` then builds
@@ -94,23 +96,21 @@ def level_histograms(X_grouped, rows, grad, hess, gh, feats, n_bins,
         g0 = f0 // FEATURE_GROUP
         if j1 - j0 == FEATURE_GROUP and f0 == g0 * FEATURE_GROUP and feats[j1 - 1] == f0 + FEATURE_GROUP - 1:
             # Fast path (no column sampling): the group is one storage group, lanes 0..7.
-            Xr = X_grouped[g0]
+            Xr = X_pos[g0]
             for i in range(a, b):
-                r = rows[i]
                 g = gh[i, 0]
                 h = gh[i, 1]
                 for lane in range(FEATURE_GROUP):
-                    q = lane * (2 * N_BINS) + 2 * np.int64(Xr[r, lane])
+                    q = lane * (2 * N_BINS) + 2 * np.int64(Xr[i, lane])
                     hs[q] += g
                     hs[q + 1] += h
         else:
             for i in range(a, b):
-                r = rows[i]
                 g = gh[i, 0]
                 h = gh[i, 1]
                 for j in range(j0, j1):
                     f = feats[j]
-                    q = (j - j0) * (2 * N_BINS) + 2 * np.int64(X_grouped[f // FEATURE_GROUP, r, f % FEATURE_GROUP])
+                    q = (j - j0) * (2 * N_BINS) + 2 * np.int64(X_pos[f // FEATURE_GROUP, i, f % FEATURE_GROUP])
                     hs[q] += g
                     hs[q + 1] += h
         for j in range(j0, j1):
@@ -131,34 +131,65 @@ def level_histograms(X_grouped, rows, grad, hess, gh, feats, n_bins,
                     out_left_h[c, j] = lh
 
 
-@njit(cache=True)
-def partition(X_binned, rows, tmp, starts, ends, features, bin_thresholds, missing_left, out_n_left):
-    """Stable in-place partition of each node's row segment (left rows first).
+@njit(cache=True, parallel=True)
+def partition_grouped(X_pos, src64, dst64, rows, tmp, go, starts, ends, features, bin_thresholds, missing_left,
+                      out_n_left, move_data):
+    """Stable partition of each node's segment, rows *and* position-ordered bins.
 
-    Serial on purpose: it is O(rows) per level against O(rows * features) for
-    the histograms, and a parallel region per level costs a thread wake-up.
+    ``X_pos`` (uint8, ``(G, n, 8)``) and ``src64`` (its ``uint64`` view,
+    ``(G, n)``) hold the bins by position (``X_pos[g, i]`` belongs to row
+    ``rows[i]``). Node ``k`` splits ``rows[starts[k]:ends[k]]`` on
+    ``features[k]`` (read sequentially from ``X_pos``); its left rows come first,
+    both sides keep their order, ``out_n_left[k]`` counts the left ones. When
+    ``move_data``, the 8-byte codes of each group move with their rows into
+    ``dst64`` (the caller then swaps buffers), so the children's segments are
+    again contiguous, forward reads for :func:`level_histograms`. ``go`` (uint8,
+    ``n``) is scratch. Pure data movement: the same for any thread count.
     """
-    for k in range(starts.shape[0]):
+    m = starts.shape[0]
+    for k in numba.prange(m):
         a = starts[k]
         b = ends[k]
-        col = X_binned[:, features[k]]
+        f = features[k]
+        col = X_pos[f // FEATURE_GROUP]
+        lane = f % FEATURE_GROUP
         t = bin_thresholds[k]
         ml = missing_left[k] != 0
         nl = 0
         for i in range(a, b):
-            v = col[rows[i]]
-            if (ml if v == MISSING_BIN else v <= t):
-                tmp[a + nl] = rows[i]
+            v = col[i, lane]
+            left = ml if v == MISSING_BIN else v <= t
+            if left:
+                go[i] = 1
                 nl += 1
-        p = a + nl
-        for i in range(a, b):
-            v = col[rows[i]]
-            if not (ml if v == MISSING_BIN else v <= t):
-                tmp[p] = rows[i]
-                p += 1
-        for i in range(a, b):
-            rows[i] = tmp[i]
+            else:
+                go[i] = 0
         out_n_left[k] = nl
+    G = src64.shape[0] if move_data else 0
+    for task in numba.prange(m * (G + 1)):
+        k = task // (G + 1)
+        g = task - k * (G + 1)
+        a = starts[k]
+        b = ends[k]
+        p = a
+        q = a + out_n_left[k]
+        # Branch-free (the side of a row is unpredictable): a row goes to p or q.
+        if g == G:
+            for i in range(a, b):
+                gi = np.int64(go[i])
+                tmp[q + (p - q) * gi] = rows[i]
+                p += gi
+                q += 1 - gi
+            for i in range(a, b):
+                rows[i] = tmp[i]
+        else:
+            s = src64[g]
+            d = dst64[g]
+            for i in range(a, b):
+                gi = np.int64(go[i])
+                d[q + (p - q) * gi] = s[i]
+                p += gi
+                q += 1 - gi
 
 
 @njit(cache=True)
@@ -199,6 +230,9 @@ class TreeGrower:
         self._tmp = np.empty(n, dtype=np.int32)
         self.X_grouped = group_features(X_binned)
         self._gh = np.empty((n, 2))
+        self._go = np.empty(n, dtype=np.uint8)
+        # Position-ordered bins (double buffer), see partition_grouped.
+        self._pos = [np.empty_like(self.X_grouped), np.empty_like(self.X_grouped)]
         self._hist = [np.empty((0, 0, N_BINS, 2)), np.empty((0, 0, N_BINS, 2))]
 
     def _buffer(self, which, n_slots, n_feats):
@@ -212,12 +246,12 @@ class TreeGrower:
         a, b = self.edges_ptr[f], self.edges_ptr[f + 1]
         return self.edges[a + t] if t < b - a else np.inf
 
-    def _level(self, grad, hess, rows, feats, build_start, build_end, build_slot, sib_slot,
+    def _level(self, X_pos, grad, hess, rows, feats, build_start, build_end, build_slot, sib_slot,
                parent_slot, parent_hist, hist, n_slots, node_g, node_h, find_splits):
         nf = feats.shape[0]
         outs = (np.full((n_slots, nf), -np.inf), np.zeros((n_slots, nf), np.uint8),
                 np.zeros((n_slots, nf), np.uint8), np.zeros((n_slots, nf)), np.zeros((n_slots, nf)))
-        level_histograms(self.X_grouped, rows, grad, hess, self._gh, feats, self.n_bins, build_start, build_end,
+        level_histograms(X_pos, rows, grad, hess, self._gh, feats, self.n_bins, build_start, build_end,
                          build_slot, sib_slot, parent_slot, parent_hist, hist, node_g, node_h,
                          self.reg_lambda, self.min_child_weight, find_splits, *outs)
         return outs
@@ -250,7 +284,15 @@ class TreeGrower:
         hs = np.array([H])
         slots = np.array([0], dtype=np.int64)
         cur = self._buffer(0, 1, n_feats)
-        outs = self._level(grad, hess, rows, feats, starts, ends, slots, np.array([-1], dtype=np.int64),
+        n_all = self.X_grouped.shape[1]
+        if rows.shape[0] == n_all:  # increasing and all rows: positions are rows
+            pos = self.X_grouped
+        else:
+            pos = self._pos[0]
+            src, dst = self.X_grouped.view(np.uint64)[:, :, 0], pos.view(np.uint64)[:, :, 0]
+            for g in range(pos.shape[0]):
+                dst[g, : rows.shape[0]] = src[g, rows]
+        outs = self._level(pos, grad, hess, rows, feats, starts, ends, slots, np.array([-1], dtype=np.int64),
                            slots, cur, cur, 1, gs, hs, not oblivious)
         which = 0
         leaf_ids, leaf_g, leaf_h, leaf_n = [], [], [], []
@@ -310,7 +352,12 @@ class TreeGrower:
                 sf, sb, sml, lg, lh, sgain = (a[split_mask] for a in (sf, sb, sml, lg, lh, sgain))
             m = ids.shape[0]
             n_left = np.empty(m, dtype=np.int64)
-            partition(self.X_binned, rows, self._tmp, starts, ends, sf, sb, sml, n_left)
+            move = depth + 1 < self.max_depth
+            nxt_pos = self._pos[1] if pos is self._pos[0] else self._pos[0]
+            partition_grouped(pos, pos.view(np.uint64)[:, :, 0], nxt_pos.view(np.uint64)[:, :, 0], rows, self._tmp,
+                              self._go, starts, ends, sf, sb, sml, n_left, move)
+            if move:
+                pos = nxt_pos
             child_ids = np.arange(n_nodes, n_nodes + 2 * m, dtype=np.int64)
             for k in range(m):
                 nd = ids[k]
@@ -345,7 +392,7 @@ class TreeGrower:
             left_smaller = n_left <= (ends[1::2] - starts[1::2])
             built = np.where(left_smaller, 0, 1) + 2 * np.arange(m)
             sib = np.where(left_smaller, 1, 0) + 2 * np.arange(m)
-            outs = self._level(grad, hess, rows, feats, starts[built], ends[built], built, sib,
+            outs = self._level(pos, grad, hess, rows, feats, starts[built], ends[built], built, sib,
                                parent_slots, cur, nxt, 2 * m, gs, hs, not oblivious)
             cur = nxt
             which = 1 - which

@@ -10,6 +10,8 @@ import numba
 import numpy as np
 from numba import njit
 
+from .tree import NODE_DTYPE
+
 MISSING_BIN = 255
 
 
@@ -33,36 +35,64 @@ def add_tree_binned(nodes, X_binned, mult, out):
 ROW_CHUNK = 64
 
 
+def flat_trees(trees):
+    """The arguments of :func:`predict_raw` for a list of node record arrays.
+
+    Returns ``(feature, threshold, missing_left, children, value, tree_ptr,
+    tree_depth)``. A leaf becomes its own child (``children = (self, self)``,
+    feature 0), so a walk of ``tree_depth`` steps needs no leaf test.
+    """
+    nodes = np.concatenate(trees) if trees else np.zeros(1, dtype=NODE_DTYPE)
+    ptr = np.zeros(len(trees) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([t.shape[0] for t in trees])
+    depth = np.array([int(t["depth"].max()) for t in trees] or [0], dtype=np.int64)
+    local = np.concatenate([np.arange(t.shape[0]) for t in trees]) if trees else np.zeros(1, dtype=np.int64)
+    leaf = nodes["left"] < 0
+    left = np.where(leaf, local, nodes["left"])
+    right = np.where(leaf, local, nodes["right"])
+    children = np.ascontiguousarray(np.column_stack([left, right]).ravel().astype(np.int64))
+    feature = np.ascontiguousarray(np.where(leaf, 0, nodes["feature"]).astype(np.int64))
+    return (feature, np.ascontiguousarray(nodes["threshold"]), np.ascontiguousarray(nodes["missing_left"]),
+            children, np.ascontiguousarray(nodes["value"]), ptr, depth)
+
+
 @njit(cache=True, parallel=True)
-def predict_raw(feature, threshold, missing_left, children, value, tree_ptr, n_trees, X, scale, out, row0):
+def predict_raw(feature, threshold, missing_left, children, value, tree_ptr, tree_depth, n_trees, X, scale, out,
+                row0):
     """``out[row0 + i] = scale * sum_t value_t(x_i)`` over the first ``n_trees`` trees.
 
     The node fields of all trees come as contiguous arrays (a structure of
     arrays: a node visit reads 4-8 bytes per field, not a 56-byte record;
     ``children[2 * node + go_right]`` picks the child without a branch);
-    tree ``t`` starts at ``tree_ptr[t]`` and its child indices are relative
-    to that start. ``X`` is a C-ordered float32 or float64 block of rows
-    (float32 values compare exactly as their float64 casts, as in binning).
-    Parallel over chunks of :data:`ROW_CHUNK` rows, tree-major inside a
-    chunk; each row sums its trees in order, so results do not depend on the
-    thread count.
+    tree ``t`` starts at ``tree_ptr[t]``, has depth ``tree_depth[t]``, and its
+    child indices are relative to that start; a leaf is its own child (see
+    :func:`flat_trees`), so every row takes exactly ``tree_depth[t]`` steps. ``X`` is a C-ordered float32 or
+    float64 block of rows (float32 values compare exactly as their float64
+    casts, as in binning). Parallel over chunks of :data:`ROW_CHUNK` rows;
+    inside a chunk, tree by tree, all rows descend one level at a time
+    (lockstep), so the CPU overlaps the independent walks of different rows
+    instead of waiting on one row's chain of dependent loads. Each row sums
+    its trees in order, so results do not depend on the thread count.
     """
     n = X.shape[0]
     n_chunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
     for c in numba.prange(n_chunks):
         a = c * ROW_CHUNK
-        b = min(n, a + ROW_CHUNK)
-        for i in range(a, b):
-            out[row0 + i] = 0.0
+        m = min(n, a + ROW_CHUNK) - a
+        nd = np.empty(ROW_CHUNK, dtype=np.int64)
+        acc = np.zeros(ROW_CHUNK)
         for t in range(n_trees):
             off = tree_ptr[t]
-            for i in range(a, b):
-                node = off
-                while children[2 * node] >= 0:
-                    x = X[i, feature[node]]
+            for k in range(m):
+                nd[k] = off
+            for _ in range(tree_depth[t]):
+                for k in range(m):
+                    node = nd[k]
+                    x = X[a + k, feature[node]]
                     # NaN fails every comparison: it takes the missing_left side.
                     go_right = not (x <= threshold[node]) and not (x != x and missing_left[node] != 0)
-                    node = off + children[2 * node + go_right]
-                out[row0 + i] += value[node]
-        for i in range(a, b):
-            out[row0 + i] *= scale
+                    nd[k] = off + children[2 * node + go_right]
+            for k in range(m):
+                acc[k] += value[nd[k]]
+        for k in range(m):
+            out[row0 + a + k] = acc[k] * scale
