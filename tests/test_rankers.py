@@ -247,6 +247,18 @@ def test_eval_set_from_dataframe_and_eval_metric(data):
     assert res["validation_1"]["mrr@5"][-1] == pytest.approx(model.score(dft, yt), rel=1e-6)
 
 
+def test_eval_set_does_not_change_the_training_objective(data):
+    """ERR's Chapelle scale 2^{r_max} comes from the training labels, not the
+    eval set's, so adding an eval set cannot change the model."""
+    X, y, qid, Xt, yt, qt = data
+    params = dict(metric="err@10", err_mapping="chapelle", n_permutations=2)
+    plain = _ranker("yetirank", **params).fit(X, y, qid=qid)
+    low = yt.copy()
+    low[low > 1] = 1  # an eval set with a smaller maximum label
+    with_eval = _ranker("yetirank", **params).fit(X, y, qid=qid, eval_set=[(Xt, low)], eval_qid=[qt])
+    np.testing.assert_array_equal(plain.predict(Xt), with_eval.predict(Xt))
+
+
 # -- persistence -------------------------------------------------------------------------
 @pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
 def test_pickle_round_trip(data, backend, tmp_path):
