@@ -2,7 +2,10 @@
 
 Rows of the (subsampled) training set live in one int32 array that is
 partitioned in place at every split, so each node owns a contiguous segment
-(as in LightGBM and pygbm). One level costs a handful of kernel calls,
+(as in LightGBM and pygbm); the bins, in groups of 8 features
+(:func:`group_features`), move with their rows (:func:`partition_grouped`), so
+a node's bins are contiguous too and histograms stream them forwards at every
+depth. One level costs a handful of kernel calls,
 whatever the number of nodes: gather gradients in row order, build the
 histograms of the smaller children, subtract for their siblings, find the
 best splits, partition.

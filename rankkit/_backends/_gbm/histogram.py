@@ -4,14 +4,17 @@
 node's rows whose feature falls in bin ``b`` (256 bins; bin 255 holds missing
 values), in float64.
 
-Determinism: the grower runs one ``prange`` task per (node, feature)
-histogram and each task adds its rows in their stored order, so no partial
+Determinism: the grower (:func:`.grower.level_histograms`, the fused
+production kernel; :func:`build_one` is its one-feature form) runs one
+``prange`` task per (node, group of 8 features) and each task adds its rows
+in their stored order, so no partial
 sums are ever combined and results are bit-identical for any thread count.
 
 Sibling subtraction (Ke et al. 2017, LightGBM; XGBoost ``hist``): only the
 child with fewer rows is built from rows; the other is ``parent - built``.
 Rows of a node are kept in increasing order (stable partition), so the
-gathers ``grad[rows[i]]`` and ``X_binned[rows[i], f]`` walk memory forwards.
+gather ``grad[rows[i]]`` walks memory forwards; the grower's bins are kept in
+position order, so they are read sequentially.
 """
 
 from numba import njit

@@ -32,7 +32,7 @@ def add_tree_binned(nodes, X_binned, mult, out):
 
 
 #: Rows walked together through each tree: the tree stays in L1 cache.
-ROW_CHUNK = 64
+ROW_CHUNK = 32
 
 
 def flat_trees(trees):
@@ -90,7 +90,8 @@ def predict_raw(feature, threshold, missing_left, children, value, tree_ptr, tre
                     node = nd[k]
                     x = X[a + k, feature[node]]
                     # NaN fails every comparison: it takes the missing_left side.
-                    go_right = not (x <= threshold[node]) and not (x != x and missing_left[node] != 0)
+                    # Non-short-circuit operators: no branch.
+                    go_right = np.int64(x > threshold[node]) | (np.int64(x != x) & np.int64(missing_left[node] == 0))
                     nd[k] = off + children[2 * node + go_right]
             for k in range(m):
                 acc[k] += value[nd[k]]
