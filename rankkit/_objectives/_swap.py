@@ -66,6 +66,8 @@ import math
 from numba import njit
 
 from .._metrics._common import DCG, ERR, EXPDCG, MAP, MRR, NDCG, discount, err_probability, gain, is_relevant
+from .._metrics._kernels import _WORST as WORST_ORDER
+from .._metrics._kernels import _sort_query as stable_sort
 
 #: Internal metric id used only by tests: every pair's difference is 1, which
 #: turns LambdaMART into RankNet (Burges et al. 2005).
@@ -75,84 +77,17 @@ PAIRWISE = 6
 NO_CUTOFF = 2**62
 
 
-@njit(cache=True, inline="always")
-def _before(i, j, key, lab):
-    """True if row ``i`` is ranked above row ``j``: higher key first; equal keys
-    put the less relevant row first (the ``worst`` tie rule), then input order."""
-    if key[i] != key[j]:
-        return key[i] > key[j]
-    if lab[i] != lab[j]:
-        return lab[i] < lab[j]
-    return i < j
-
-
 @njit(cache=True)
 def sort_query(key, lab, lo, hi, order, buf):
     """Write into ``order[lo:hi]`` the rows ``lo..hi-1`` sorted by ``key``
-    descending, ties by ``lab`` ascending, then by row (``worst`` rule).
+    descending, ties by ``lab`` ascending (the ``worst`` rule), then by row.
 
-    Bottom-up merge sort: insertion-sorted runs of 16, then merges through
-    ``buf[lo:hi]``. O(n log n), no allocation, deterministic.
+    The metrics' own stable merge sort (one implementation for metrics and
+    objectives): O(n log n), no allocation, deterministic.
     """
-    n = hi - lo
-    for p in range(n):
-        order[lo + p] = lo + p
-    run = 16
-    for s in range(0, n, run):
-        e = min(s + run, n)
-        for p in range(s + 1, e):
-            v = order[lo + p]
-            q = p - 1
-            while q >= s and _before(v, order[lo + q], key, lab):
-                order[lo + q + 1] = order[lo + q]
-                q -= 1
-            order[lo + q + 1] = v
-    width = run
-    src_is_order = True
-    while width < n:
-        for s in range(0, n, 2 * width):
-            m = min(s + width, n)
-            e = min(s + 2 * width, n)
-            i, j, t = s, m, s
-            if src_is_order:
-                while i < m and j < e:
-                    if _before(order[lo + j], order[lo + i], key, lab):
-                        buf[lo + t] = order[lo + j]
-                        j += 1
-                    else:
-                        buf[lo + t] = order[lo + i]
-                        i += 1
-                    t += 1
-                while i < m:
-                    buf[lo + t] = order[lo + i]
-                    i += 1
-                    t += 1
-                while j < e:
-                    buf[lo + t] = order[lo + j]
-                    j += 1
-                    t += 1
-            else:
-                while i < m and j < e:
-                    if _before(buf[lo + j], buf[lo + i], key, lab):
-                        order[lo + t] = buf[lo + j]
-                        j += 1
-                    else:
-                        order[lo + t] = buf[lo + i]
-                        i += 1
-                    t += 1
-                while i < m:
-                    order[lo + t] = buf[lo + i]
-                    i += 1
-                    t += 1
-                while j < e:
-                    order[lo + t] = buf[lo + j]
-                    j += 1
-                    t += 1
-        src_is_order = not src_is_order
-        width *= 2
-    if not src_is_order:
-        for p in range(n):
-            order[lo + p] = buf[lo + p]
+    for p in range(lo, hi):
+        order[p] = p
+    stable_sort(order, buf, lo, hi, key, lab, WORST_ORDER)
 
 
 @njit(cache=True)
