@@ -100,4 +100,4 @@ def test_bad_input(kwargs, match):
 
 
 def test_hessian_floor_is_positive():
-    assert 0 < HESSIAN_FLOOR < 1e-6
+    assert 0 < HESSIAN_FLOOR <= 1e-6

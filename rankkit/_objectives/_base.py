@@ -26,8 +26,11 @@ from .._validation import check_labels, check_sample_weight, check_scores
 
 #: Smallest hessian handed to a booster. Pairwise objectives give exactly zero
 #: curvature to documents that take part in no pair (all labels equal); boosters
-#: divide by sums of hessians, so they receive this floor instead.
-HESSIAN_FLOOR = 1e-9
+#: divide by sums of hessians, so they receive this floor instead. It is small
+#: next to any ``min_child_weight`` in use, and not smaller: XGBoost's ``hist``
+#: builder grew the same LambdaMART trees on MQ2008 about 1.4x slower with a
+#: floor of 1e-9 or 1e-7 than with 1e-6 (XGBoost's own ``kRtEps``).
+HESSIAN_FLOOR = 1e-6
 
 
 class RankingObjective:
