@@ -4,7 +4,8 @@ Kernels never touch a global RNG: every random number is a pure function of
 ``(seed, stream, index)``, so results do not depend on how ``prange`` splits
 queries over threads. ``seed`` is a 64-bit int drawn once per call from the
 caller's ``random_state``; ``stream`` is usually the query index (times the
-sample/permutation number), ``index`` the document.
+sample/permutation number), ``index`` the document's place in its query
+sorted by score (``rankkit._objectives._swap.noise_ranks``).
 """
 
 import numpy as np

@@ -16,6 +16,17 @@ def worst_order(scores, labels):
     return sorted(range(len(scores)), key=lambda i: (-scores[i], labels[i], i))
 
 
+def noise_ranks(y, z, group_ptr):
+    """Each row's place in its query's ``worst_order``: the counter random
+    objectives draw that document's noise at."""
+    rank = np.empty(len(y), dtype=np.int64)
+    for q in range(len(group_ptr) - 1):
+        lo, hi = group_ptr[q], group_ptr[q + 1]
+        for p, i in enumerate(worst_order(list(z[lo:hi]), list(y[lo:hi]))):
+            rank[lo + i] = p
+    return rank
+
+
 def metric_value(metric, labels, k=None, *, exp_gain=True, threshold=0.0, err_scale=-1.0, decay=0.85):
     """Metric of a ranking given as the list of labels in shown order.
 

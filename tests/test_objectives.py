@@ -21,10 +21,13 @@ from rankkit._objectives._swap import (
     err_advance,
     err_delta,
     metric_scale,
+    noise_ranks,
     swap_delta,
     swap_prepare,
 )
 from rankkit._objectives.lambdamart import LambdaMART, lambdamart_gradients
+from rankkit._objectives.sglb import SGLB
+from rankkit._objectives.stochastic_rank import StochasticRank
 from rankkit._objectives.xendcg import XENDCG, xendcg_gammas
 from rankkit._objectives.yetirank import NOISES, YetiRank, yeti_noisy_scores
 
@@ -193,6 +196,7 @@ def yeti_reference(obj, y, z, ptr, seed):
     g = np.zeros(y.shape[0])
     h = np.zeros(y.shape[0])
     noisy = np.empty(y.shape[0])
+    rank = ref.noise_ranks(y, z, ptr)
     k = obj.k
     metric = obj.metric
     if "@" in metric:
@@ -201,7 +205,7 @@ def yeti_reference(obj, y, z, ptr, seed):
         lo, hi = ptr[q], ptr[q + 1]
         rounds = []
         for p in range(obj.n_permutations):
-            yeti_noisy_scores(z, ptr, obj.n_permutations, NOISES[obj.noise], float(obj.noise_scale), np.uint64(seed), q, p, noisy)
+            yeti_noisy_scores(z, rank, ptr, obj.n_permutations, NOISES[obj.noise], float(obj.noise_scale), np.uint64(seed), q, p, noisy)
             rounds.append(noisy[lo:hi].copy())
         W = ref.yeti_weights(list(y[lo:hi]), rounds, metric, k, num_neighbors=obj.num_neighbors, decay=obj.decay, **ref_kw)
         g[lo:hi], h[lo:hi] = ref.pairwise_logistic_grad(W, z[lo:hi])
@@ -246,7 +250,7 @@ def test_yetirank_noise_distribution():
     draws = {"logistic": [], "gaussian": []}
     for name in draws:
         for p in range(20):
-            yeti_noisy_scores(z, ptr, 20, NOISES[name], 1.5, np.uint64(99), 0, p, out)
+            yeti_noisy_scores(z, np.arange(2000), ptr, 20, NOISES[name], 1.5, np.uint64(99), 0, p, out)
             draws[name].append(out.copy())
     lg, gs = np.concatenate(draws["logistic"]), np.concatenate(draws["gaussian"])
     se = 1.0 / math.sqrt(lg.size)
@@ -262,12 +266,13 @@ def test_yetirank_gradient_is_derivative_of_weighted_pair_loss():
     seed = 77
     g, _ = obj.gradient_hessian(y, z, group_ptr=ptr, seed=seed)
     eps = 1e-6
+    rank = ref.noise_ranks(y, z, ptr)
     for q in range(len(ptr) - 1):
         lo, hi = ptr[q], ptr[q + 1]
         noisy = np.empty(y.shape[0])
         rounds = []
         for p in range(3):
-            yeti_noisy_scores(z, ptr, 3, NOISES["logistic"], 1.0, np.uint64(seed), q, p, noisy)
+            yeti_noisy_scores(z, rank, ptr, 3, NOISES["logistic"], 1.0, np.uint64(seed), q, p, noisy)
             rounds.append(noisy[lo:hi].copy())
         W = ref.yeti_weights(list(y[lo:hi]), rounds, "ndcg", num_neighbors=2)
         for i in range(hi - lo):
@@ -297,7 +302,7 @@ def test_xendcg_matches_reference_and_finite_differences():
     eps = 1e-6
     for q in range(len(ptr) - 1):
         lo, hi = ptr[q], ptr[q + 1]
-        xendcg_gammas(ptr, np.uint64(seed), q, gamma)
+        xendcg_gammas(y, z, ptr, np.uint64(seed), q, gamma, np.empty((3, len(y)), dtype=np.int64))
         gm = gamma[lo:hi]
         assert np.all((gm > 0) & (gm < 1))
         if hi - lo == 1:
@@ -402,6 +407,63 @@ def test_permutation_within_queries(name):
     for rows in classes.values():
         np.testing.assert_allclose(np.sort(g_back[rows]), np.sort(g[rows]), rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(np.sort(h_back[rows]), np.sort(h[rows]), rtol=1e-12, atol=1e-15)
+
+
+RANDOM = {
+    "yetirank": lambda: YetiRank(),
+    "yetiloss-err-gaussian": lambda: YetiRank("err", err_mapping="chapelle", noise="gaussian", num_neighbors=-1),
+    "xendcg": lambda: XENDCG(),
+    "stochasticrank-ndcg@3": lambda: StochasticRank("ndcg@3", n_estimations=2),
+    "stochasticrank-map": lambda: StochasticRank("map"),
+    "sglb-lambdamart": lambda: SGLB(LambdaMART(), diffusion_temperature=50.0),
+}
+
+
+def test_noise_ranks_match_reference():
+    y, z, ptr = make_queries(12)
+    iwork = np.empty((2, len(y)), dtype=np.int64)
+    rank = np.full(len(y), -1, dtype=np.int64)
+    for q in range(len(ptr) - 1):
+        noise_ranks(z, y, ptr[q], ptr[q + 1], iwork[0], iwork[1], rank)
+    np.testing.assert_array_equal(rank, ref.noise_ranks(y, z, ptr))
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM))
+def test_random_objectives_permute_with_rows_within_queries(name):
+    """Noise is keyed by a document's place in the query sorted by score, not
+    by its row: with the same seed, permuting the rows of each query permutes
+    the gradients exactly (up to rows with equal score and label, which the
+    objective cannot tell apart: multisets within such a class)."""
+    y, z, ptr = make_queries(13)
+    rng = np.random.default_rng(2)
+    perm = np.concatenate([lo + rng.permutation(hi - lo) for lo, hi in zip(ptr[:-1], ptr[1:])])
+    g, h = RANDOM[name]().gradient_hessian(y, z, group_ptr=ptr, seed=5)
+    gp, hp = RANDOM[name]().gradient_hessian(y[perm], z[perm], group_ptr=ptr, seed=5)
+    g_back, h_back = np.empty_like(gp), np.empty_like(hp)
+    g_back[perm], h_back[perm] = gp, hp
+    qid = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    classes = {}
+    for i in range(y.shape[0]):
+        classes.setdefault((qid[i], z[i], y[i]), []).append(i)
+    assert max(len(c) for c in classes.values()) > 1
+    for rows in classes.values():
+        np.testing.assert_allclose(np.sort(g_back[rows]), np.sort(g[rows]), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(np.sort(h_back[rows]), np.sort(h[rows]), rtol=1e-12, atol=1e-15)
+    # The draws are live: another seed gives other gradients.
+    assert not np.array_equal(g, RANDOM[name]().gradient_hessian(y, z, group_ptr=ptr, seed=6)[0])
+
+
+def test_stochastic_rank_noise_is_keyed_by_reference_ranks():
+    from rankkit._random import key, normal
+
+    y, z, ptr = make_queries(14)
+    eps = StochasticRank(n_estimations=2).sampled_noise(y, z, ptr, 9)
+    rank = ref.noise_ranks(y, z, ptr)
+    for q in range(len(ptr) - 1):
+        for e in range(2):
+            kq = np.uint64(key(np.int64(9), q * 2 + e))
+            for i in range(ptr[q], ptr[q + 1]):
+                assert eps[e, i] == normal(kq, rank[i])
 
 
 @pytest.mark.parametrize("name", sorted(OBJECTIVES))

@@ -64,7 +64,7 @@ def test_independent_of_the_wrapped_objective_noise():
     g_sr, _ = sr.gradient_hessian(y, raw, group_ptr=ptr, seed=42)
     g, h = sglb.gradient_hessian(y, raw, group_ptr=ptr, seed=42)
     noise = g - g_sr
-    eps = sr.sampled_noise(len(y), ptr, 42)[0]
+    eps = sr.sampled_noise(y, raw, ptr, 42)[0]
     assert abs(np.corrcoef(noise, eps)[0, 1]) <= 5 / math.sqrt(len(y))
     assert abs(noise.std() / sglb.noise_scale - 1) <= 5 / math.sqrt(2 * len(y))
     np.testing.assert_array_equal(h, 1.0)

@@ -60,7 +60,7 @@ def test_kernel_matches_reference(metric, k, sfa):
     obj = StochasticRank(metric, k, sigma=0.7, mu=mu, sfa=sfa, n_estimations=2, **okw)
     seed = 12345
     grad, hess = _kernel(obj, y, raw, ptr, seed)
-    eps = obj.sampled_noise(len(y), ptr, seed)
+    eps = obj.sampled_noise(y, raw, ptr, seed)
     ref = ccs_reference(y, raw, ptr, eps, metric, k, sigma=0.7, mu=mu, sfa=sfa, **rkw)
     np.testing.assert_allclose(grad, ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(hess, 1.0)
@@ -89,7 +89,7 @@ def test_err_with_probability_labels_matches_reference():
     raw = rng.normal(size=ptr[-1])
     obj = StochasticRank("err@4", sfa=False, n_estimations=3)
     grad, _ = _kernel(obj, y, raw, ptr, 99)
-    ref = ccs_reference(y, raw, ptr, obj.sampled_noise(len(y), ptr, 99), "err", 4, sfa=False)
+    ref = ccs_reference(y, raw, ptr, obj.sampled_noise(y, raw, ptr, 99), "err", 4, sfa=False)
     np.testing.assert_allclose(grad, ref, rtol=1e-10, atol=1e-12)
 
 
@@ -102,7 +102,7 @@ def test_long_query_matches_reference():
     for metric, k in [("ndcg", 5), ("mrr", None), ("map", 10)]:
         obj = StochasticRank(metric, k, sfa=True)
         grad, _ = _kernel(obj, y, raw, ptr, 4)
-        ref = ccs_reference(y, raw, ptr, obj.sampled_noise(len(y), ptr, 4), metric, k)
+        ref = ccs_reference(y, raw, ptr, obj.sampled_noise(y, raw, ptr, 4), metric, k)
         np.testing.assert_allclose(grad, ref, rtol=1e-10, atol=1e-12)
 
 
@@ -111,11 +111,11 @@ def test_noise_helper_is_the_kernel_noise():
     y, raw, ptr = _tricky_data(1)
     obj = StochasticRank("ndcg@3", n_estimations=3)
     g1, _ = _kernel(obj, y, raw, ptr, 2024)
-    g2, _ = _kernel(obj, y, raw, ptr, 2024, eps=obj.sampled_noise(len(y), ptr, 2024))
+    g2, _ = _kernel(obj, y, raw, ptr, 2024, eps=obj.sampled_noise(y, raw, ptr, 2024))
     np.testing.assert_array_equal(g1, g2)
     g3, _ = _kernel(obj, y, raw, ptr, 2025)
     assert not np.array_equal(g1, g3)
-    eps = obj.sampled_noise(200_000, _ptr([200_000]), 7)[0]
+    eps = obj.sampled_noise(np.zeros(200_000), np.zeros(200_000), _ptr([200_000]), 7)[0]
     assert abs(eps.mean()) < 5 / math.sqrt(2e5) and abs(eps.std() - 1) < 5 / math.sqrt(4e5)
 
 
@@ -285,19 +285,30 @@ def test_permutation_within_query_given_the_same_noise_is_exact():
         np.testing.assert_allclose(gp, g[perm], rtol=1e-12, atol=1e-15)
 
 
-def test_permutation_within_query_in_expectation():
-    """Noise is keyed by position in the query, so a permutation draws other noise; the
-    mean over 20k samples permutes with the rows (5 standard errors)."""
+def test_permutation_within_query_is_exact():
+    """Each document's noise is keyed by its place in the query sorted by score, so
+    permuting the rows of a query permutes the estimate exactly. Rows with equal
+    score and label are interchangeable: within such a class, compare multisets."""
     rng = np.random.default_rng(6)
-    y = np.array([2.0, 0.0, 1.0, 0.0, 3.0])
-    raw = rng.normal(size=5)
-    perm = np.array([3, 0, 4, 1, 2])
-    obj = StochasticRank("ndcg@3", sfa=False)
-    g = _ccs_samples(obj, y, raw, 20_000, 1)
-    gp = _ccs_samples(obj, y[perm], raw[perm], 20_000, 2)
-    se = np.sqrt(g.var(0, ddof=1)[perm] / len(g) + gp.var(0, ddof=1) / len(gp))
-    assert np.all(np.abs(gp.mean(0) - g.mean(0)[perm]) <= 5 * se)
-    assert not np.array_equal(gp[0], g[0][perm])  # single draws do differ
+    ptr = _ptr([5, 9, 1, 12])
+    y = rng.integers(0, 3, ptr[-1]).astype(float)
+    raw = rng.integers(0, 5, ptr[-1]) * 0.5  # tied scores
+    perm = np.concatenate([lo + rng.permutation(hi - lo) for lo, hi in zip(ptr[:-1], ptr[1:])])
+    qid = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    classes = {}
+    for i in range(len(y)):
+        classes.setdefault((qid[i], raw[i], y[i]), []).append(i)
+    assert max(len(c) for c in classes.values()) > 1
+    for metric in METRICS:
+        okw, _ = _metric_kwargs(metric, y)
+        obj = StochasticRank(metric, 4, n_estimations=2, **okw)
+        g, _ = _kernel(obj, y, raw, ptr, 31)
+        gp, _ = _kernel(obj, y[perm], raw[perm], ptr, 31)
+        back = np.empty_like(gp)
+        back[perm] = gp
+        for rows in classes.values():
+            np.testing.assert_allclose(np.sort(back[rows]), np.sort(g[rows]), rtol=1e-12, atol=1e-15)
+        assert not np.array_equal(g, _kernel(obj, y, raw, ptr, 32)[0])  # the noise is live
 
 
 def test_thread_count_does_not_change_results():

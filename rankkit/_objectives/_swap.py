@@ -58,7 +58,8 @@ pair loops only need ``a < k``.
 
 The module also holds the sort every pairwise kernel needs: rows of a query by
 score descending with ties broken by the ``worst`` rule (less relevant first,
-then input order), in place on index scratch, without allocating.
+then input order), in place on index scratch, without allocating; and
+:func:`noise_ranks`, the per-document counters of the random objectives.
 """
 
 import math
@@ -88,6 +89,22 @@ def sort_query(key, lab, lo, hi, order, buf):
     for p in range(lo, hi):
         order[p] = p
     stable_sort(order, buf, lo, hi, key, lab, WORST_ORDER)
+
+
+@njit(cache=True)
+def noise_ranks(raw, lab, lo, hi, order, buf, rank):
+    """``rank[i]``: 0-based place of row ``i`` (``lo <= i < hi``) in the
+    query sorted by :func:`sort_query`; ``order``/``buf`` are sort scratch.
+
+    Random objectives key each document's draws by this rank rather than by
+    its row, so permuting the rows of a query moves every draw with its
+    document: the result is permuted exactly, not just in distribution. Rows
+    with equal score and label, the only ones the order cannot tell apart,
+    are interchangeable for the objective anyway.
+    """
+    sort_query(raw, lab, lo, hi, order, buf)
+    for p in range(lo, hi):
+        rank[order[p]] = p - lo
 
 
 @njit(cache=True)

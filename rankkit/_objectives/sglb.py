@@ -18,25 +18,32 @@ from numba import njit
 
 from .._random import key, mix64, normal
 from ._base import RankingObjective
+from ._swap import noise_ranks
 
 # Salt of the noise key: the wrapped objective draws from (seed, query * K + sample),
 # the Langevin noise from a key derived from (seed ^ salt), so the two never share draws.
 _NOISE_SALT = np.uint64(0x5C1B_6A7E_D1F0_5E9D)
 
-_BLOCK = 4096
-
 
 @njit(cache=True, parallel=True)
-def add_gaussian_noise(grad, scale, seed):
-    """``grad[i] += scale * normal(key(mix64(seed ^ salt), 0), i)`` for every row.
+def add_gaussian_noise(grad, y, raw, group_ptr, scale, seed, iwork):
+    """``grad[i] += scale * normal(key(mix64(seed ^ salt), q), rank[i])``.
 
-    Counter-based, so the draw of row ``i`` does not depend on the thread count.
+    ``q`` is the query of row ``i`` and ``rank`` comes from
+    :func:`~._swap.noise_ranks` (the row's place in its query sorted by
+    ``raw``), so the draw of a document depends neither on the thread count
+    nor on the order of the rows within its query. ``iwork``: (3, n) int64
+    scratch.
     """
-    k = key(mix64(np.uint64(seed) ^ _NOISE_SALT), 0)
-    n = grad.shape[0]
-    for b in numba.prange((n + _BLOCK - 1) // _BLOCK):
-        for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
-            grad[i] += scale * normal(k, i)
+    base = mix64(np.uint64(seed) ^ _NOISE_SALT)
+    rank = iwork[2]
+    for q in numba.prange(group_ptr.shape[0] - 1):
+        lo = group_ptr[q]
+        hi = group_ptr[q + 1]
+        noise_ranks(raw, y, lo, hi, iwork[0], iwork[1], rank)
+        k = key(base, q)
+        for i in range(lo, hi):
+            grad[i] += scale * normal(k, rank[i])
 
 
 def _positive(v):
@@ -129,7 +136,9 @@ class SGLB(RankingObjective):
 
     def _gradient_hessian_sorted(self, y, raw, group_ptr, seed):
         grad, hess = self.objective._gradient_hessian_sorted(y, raw, group_ptr, seed)
-        add_gaussian_noise(grad, self.noise_scale, np.int64(seed))
+        n = y.shape[0]
+        add_gaussian_noise(grad, y, raw, np.ascontiguousarray(group_ptr, dtype=np.int64),
+                           self.noise_scale, np.int64(seed), np.empty((3, n), dtype=np.int64))
         return grad, hess
 
     def _compute(self, y, raw, group_ptr, seed, grad, hess):

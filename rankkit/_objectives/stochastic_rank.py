@@ -57,6 +57,7 @@ from .._metrics._common import (
 from .._random import key, normal
 from .._validation import check_k, check_labels
 from ._base import RankingObjective
+from ._swap import WORST_ORDER, noise_ranks, stable_sort
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -129,26 +130,30 @@ def _sort_desc(keys, idx, kbuf, ibuf, n):
 
 
 @njit(cache=True, parallel=True)
-def draw_noise(seed, group_ptr, n_estimations, eps):
+def draw_noise(seed, y, raw, group_ptr, n_estimations, eps, iwork):
     """Fill ``eps[e, i]`` with the N(0, 1) draw the CCS kernel uses.
 
-    Document at 0-based position ``i`` of query ``q`` in sample ``e`` gets
-    ``normal(key(seed, q * n_estimations + e), i)``: a pure function of
-    (seed, query, sample, position), hence identical for any thread count.
+    Row ``i`` of query ``q`` in sample ``e`` gets
+    ``normal(key(seed, q * n_estimations + e), rank[i])`` with ``rank`` from
+    :func:`~._swap.noise_ranks` (its place in the query sorted by ``raw``):
+    a pure function of (seed, query, sample, document), identical for any
+    thread count, and permuted with the rows. ``iwork``: (3, n) int64 scratch.
     """
+    rank = iwork[2]
     for q in numba.prange(group_ptr.shape[0] - 1):
         a = group_ptr[q]
-        n = group_ptr[q + 1] - a
+        b = group_ptr[q + 1]
+        noise_ranks(raw, y, a, b, iwork[0], iwork[1], rank)
         for e in range(n_estimations):
             kq = key(seed, q * n_estimations + e)
-            for i in range(n):
-                eps[e, a + i] = normal(kq, i)
+            for i in range(a, b):
+                eps[e, i] = normal(kq, rank[i])
 
 
 @njit(cache=True)
 def _ccs_query(
     y, raw, a, n, q, metric, kk, sigma, mu, n_est, exp_gain, threshold, err_scale,
-    seed, eps_in, use_eps, dd, xs, sh, s, keys, order, kbuf, ibuf, pos, pre, acc,
+    seed, eps_in, use_eps, dd, xs, sh, s, keys, order, kbuf, ibuf, pos, rank, pre, acc,
 ):
     """CCS estimate of ``dE[M]/dz`` (metric, not loss) for one query into ``acc[:n]``.
 
@@ -208,10 +213,18 @@ def _ccs_query(
         norm = 1.0 / min(n_rel, kk)
     n_pos = min(kk, n - 1)  # swap slots p = 0 .. n_pos-1 can change the metric
     inv_sigma = 1.0 / sigma
+    if not use_eps:
+        # Noise counters as in draw_noise: each document's place in the query
+        # sorted by raw score, so the draws follow the documents, not the rows.
+        for i in range(n):
+            order[i] = a + i
+        stable_sort(order, ibuf, 0, n, raw, y, WORST_ORDER)
+        for p in range(n):
+            rank[order[p] - a] = p
     for e in range(n_est):
         kq = key(seed, q * n_est + e)
         for i in range(n):
-            eps = eps_in[e, a + i] if use_eps else normal(kq, i)
+            eps = eps_in[e, a + i] if use_eps else normal(kq, rank[i])
             s[i] = sh[i] + sigma * eps
             keys[i] = s[i]
             order[i] = i
@@ -300,18 +313,18 @@ def stochastic_rank_kernel(
             dd[p] = 1.0 / (p + 1.0)
     # Scratch per slot, allocated once (no allocation per query).
     fsc = np.empty((n_chunks, 7, max_n + 1))
-    isc = np.empty((n_chunks, 3, max_n + 1), dtype=np.int64)
+    isc = np.empty((n_chunks, 4, max_n + 1), dtype=np.int64)
     for c in numba.prange(n_chunks):
         xs, sh, s, keys = fsc[c, 0], fsc[c, 1], fsc[c, 2], fsc[c, 3]
         kbuf, pre, acc = fsc[c, 4], fsc[c, 5], fsc[c, 6]
-        order, ibuf, pos = isc[c, 0], isc[c, 1], isc[c, 2]
+        order, ibuf, pos, rank = isc[c, 0], isc[c, 1], isc[c, 2], isc[c, 3]
         for q in range(c, n_q, n_chunks):
             a = group_ptr[q]
             n = group_ptr[q + 1] - a
             norm = _ccs_query(
                 y, raw, a, n, q, metric, kk, sigma, mu, n_est, exp_gain, threshold,
                 err_scale, seed, eps_in, use_eps, dd, xs, sh, s, keys, order, kbuf,
-                ibuf, pos, pre, acc,
+                ibuf, pos, rank, pre, acc,
             )
             if norm == 0.0:
                 for i in range(n):
@@ -415,11 +428,10 @@ class StochasticRank(RankingObjective):
 
     Notes
     -----
-    Noise is keyed by (call seed, query index, sample, position in the
-    query), so results do not depend on the thread count. Permuting the rows
-    of a query changes which draw each document gets: the estimate is then a
-    different draw of the same distribution, and its expectation (the
-    gradient of the smoothed loss) permutes with the rows.
+    Noise is keyed by (call seed, query index, sample, the document's place
+    in the query sorted by raw score with ties less relevant first, then row
+    order), so results do not depend on the thread count, and permuting the
+    rows of a query permutes the estimate exactly.
 
     MAP@k is normalised by ``min(#relevant, k)`` (a perfect top-k scores 1).
 
@@ -529,9 +541,13 @@ class StochasticRank(RankingObjective):
         )
         hess[:] = 1.0
 
-    def sampled_noise(self, n_samples, group_ptr, seed):
-        """The ``(n_estimations, n_samples)`` N(0, 1) draws a call with ``seed`` uses."""
+    def sampled_noise(self, y, raw, group_ptr, seed):
+        """The ``(n_estimations, n)`` N(0, 1) draws a call on ``(y, raw)`` with ``seed`` uses."""
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        raw = np.ascontiguousarray(raw, dtype=np.float64)
         group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
-        eps = np.empty((int(self.n_estimations), int(n_samples)), dtype=np.float64)
-        draw_noise(np.int64(seed), group_ptr, int(self.n_estimations), eps)
+        n = y.shape[0]
+        eps = np.empty((int(self.n_estimations), n), dtype=np.float64)
+        draw_noise(np.int64(seed), y, raw, group_ptr, int(self.n_estimations), eps,
+                   np.empty((3, n), dtype=np.int64))
         return eps

@@ -8,31 +8,37 @@ from numba import njit
 
 from .._random import key, uniform
 from ._base import RankingObjective
+from ._swap import noise_ranks
 
 
 @njit(cache=True)
-def xendcg_gammas(group_ptr, seed, q, out):
+def xendcg_gammas(y, raw, group_ptr, seed, q, out, iwork):
     """``gamma_i ~ U(0, 1)`` of query ``q`` into ``out[lo:hi]``, drawn from
-    ``key(seed, q)`` at counter ``i - lo`` (independent of threading)."""
+    ``key(seed, q)`` at counter :func:`~._swap.noise_ranks` ``[i]`` (so a
+    permutation of the rows permutes the draws; independent of threading).
+    ``iwork`` is (3, n) int64 scratch."""
     lo = group_ptr[q]
+    hi = group_ptr[q + 1]
+    rank = iwork[2]
+    noise_ranks(raw, y, lo, hi, iwork[0], iwork[1], rank)
     kk = key(seed, q)
-    for i in range(lo, group_ptr[q + 1]):
-        out[i] = uniform(kk, i - lo)
+    for i in range(lo, hi):
+        out[i] = uniform(kk, rank[i])
 
 
 @njit(cache=True, parallel=True)
-def xendcg_kernel(y, raw, group_ptr, seed, grad, hess, gamma):
+def xendcg_kernel(y, raw, group_ptr, seed, grad, hess, gamma, iwork):
     """``g_i = rho_i - phi_i``, ``h_i = rho_i (1 - rho_i)`` per query, with
     ``rho = softmax(z)`` (max-shifted) and
     ``phi_i = (2^{r_i} - gamma_i) / sum_j (2^{r_j} - gamma_j)``.
-    ``gamma`` is n-sized scratch that receives the draws."""
+    ``gamma`` (n,) receives the draws; ``iwork`` is (3, n) int64 scratch."""
     for q in numba.prange(group_ptr.shape[0] - 1):
         lo = group_ptr[q]
         hi = group_ptr[q + 1]
         if hi - lo < 2:
             # softmax and target are both 1: no gradient.
             continue
-        xendcg_gammas(group_ptr, seed, q, gamma)
+        xendcg_gammas(y, raw, group_ptr, seed, q, gamma, iwork)
         zmax = raw[lo]
         for i in range(lo + 1, hi):
             zmax = max(zmax, raw[i])
@@ -67,9 +73,11 @@ class XENDCG(RankingObjective):
     Parameters
     ----------
     random_state : int, Generator or None
-        Seeds the per-call :math:`\gamma`; the draw of document ``i`` of query
-        ``q`` is a function of ``(seed, q, i)``, so results do not depend on
-        the thread count.
+        Seeds the per-call :math:`\gamma`. The draw of a document is a
+        function of the seed, its query's index and its place in the query
+        sorted by score (ties: less relevant first, then row order): results
+        do not depend on the thread count, and permuting the rows of a query
+        permutes the gradients.
 
     Notes
     -----
@@ -100,5 +108,6 @@ class XENDCG(RankingObjective):
         self.random_state = random_state
 
     def _compute(self, y, raw, group_ptr, seed, grad, hess):
-        gamma = np.empty(y.shape[0])
-        xendcg_kernel(y, raw, group_ptr, np.uint64(seed), grad, hess, gamma)
+        n = y.shape[0]
+        xendcg_kernel(y, raw, group_ptr, np.uint64(seed), grad, hess, np.empty(n),
+                      np.empty((3, n), dtype=np.int64))

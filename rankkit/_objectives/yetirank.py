@@ -20,6 +20,7 @@ from ._swap import (
     err_advance,
     err_delta,
     metric_scale,
+    noise_ranks,
     pair_rho,
     sort_query,
     swap_delta,
@@ -42,15 +43,16 @@ def _noise(kind, scale, k, index):
 
 
 @njit(cache=True)
-def yeti_noisy_scores(raw, group_ptr, n_permutations, noise, noise_scale, seed, q, perm, out):
+def yeti_noisy_scores(raw, rank, group_ptr, n_permutations, noise, noise_scale, seed, q, perm, out):
     """Scores of query ``q`` in permutation ``perm``: ``raw + eps`` into
-    ``out[lo:hi]``. ``eps`` of document ``i`` (0-based within its query) is
-    drawn from ``key(seed, q * n_permutations + perm)`` at counter ``i``, so it
-    does not depend on how queries are spread over threads."""
+    ``out[lo:hi]``. ``eps`` of row ``i`` is drawn from
+    ``key(seed, q * n_permutations + perm)`` at counter ``rank[i]``
+    (:func:`~._swap.noise_ranks`), so it follows the document when rows are
+    permuted and does not depend on how queries are spread over threads."""
     lo = group_ptr[q]
     kk = key(seed, q * n_permutations + perm)
     for i in range(lo, group_ptr[q + 1]):
-        out[i] = raw[i] + _noise(noise, noise_scale, kk, i - lo)
+        out[i] = raw[i] + _noise(noise, noise_scale, kk, rank[i])
 
 
 @njit(cache=True, parallel=True)
@@ -68,10 +70,10 @@ def yetirank_kernel(
     with ``rho = 1/(1 + exp(z_win - z_lose))`` of the noise-free scores. No
     pair matrix: O(n) memory, ``O(P (n log n + n d))`` time per query.
 
-    Scratch indexed like ``y``: ``iwork`` (2, n) int64, ``work`` (7, n)
+    Scratch indexed like ``y``: ``iwork`` (3, n) int64, ``work`` (7, n)
     float64; ``dtab`` the discount table (length >= the longest query).
     """
-    order, buf = iwork[0], iwork[1]
+    order, buf, rank = iwork[0], iwork[1], iwork[2]
     val, disc, aux1, aux2, dval = work[0], work[1], work[2], work[3], work[4]
     noisy, ez = work[5], work[6]
     n_queries = group_ptr.shape[0] - 1
@@ -96,8 +98,10 @@ def yetirank_kernel(
             ez[i] = math.exp(raw[i] - z_max)
         reach = n - 1 if num_neighbors < 0 else min(num_neighbors, n - 1)
         a_end = n - 1 if mode == CLASSIC else min(n - 1, k)
+        if noise != 0:
+            noise_ranks(raw, y, lo, hi, order, buf, rank)
         for perm in range(n_permutations):
-            yeti_noisy_scores(raw, group_ptr, n_permutations, noise, noise_scale, seed, q, perm, noisy)
+            yeti_noisy_scores(raw, rank, group_ptr, n_permutations, noise, noise_scale, seed, q, perm, noisy)
             sort_query(noisy, y, lo, hi, order, buf)
             first, second = n, n
             if mode != CLASSIC:
@@ -183,8 +187,10 @@ class YetiRank(RankingObjective):
         Metric parameters, as in :class:`~rankkit._objectives.lambdamart.LambdaMART`.
     random_state : int, Generator or None
         Seeds the per-call noise; a fixed value gives identical gradients
-        whatever the number of threads (noise of document ``i`` of query ``q``
-        in round ``p`` is a function of ``(seed, q * P + p, i)``).
+        whatever the number of threads. The noise of a document of query ``q``
+        in round ``p`` is a function of ``(seed, q * P + p)`` and of its place
+        in the query sorted by score (ties: less relevant first, then row
+        order), so permuting the rows of a query permutes the gradients.
 
     Notes
     -----
@@ -205,10 +211,6 @@ class YetiRank(RankingObjective):
       rankkit uses the exact swap difference of every metric.
     * CatBoost stores an n x n weight matrix per query; rankkit folds each
       round into the gradients directly.
-    * Because the noise is keyed by a document's row within its query,
-      permuting rows within a query permutes which document receives which
-      noise draw: gradients are permutation-equivariant in distribution, and
-      exactly with ``noise="none"``.
 
     References
     ----------
@@ -298,5 +300,5 @@ class YetiRank(RankingObjective):
             y, raw, group_ptr, self._mode, self._k, int(self.n_permutations), NOISES[self.noise],
             float(self.noise_scale), int(self.num_neighbors), float(self.decay), self._exp_gain,
             float(self.relevance_threshold), self._err_scale, np.uint64(seed), grad, hess,
-            np.empty((2, n), dtype=np.int64), np.empty((7, n)), dtab,
+            np.empty((3, n), dtype=np.int64), np.empty((7, n)), dtab,
         )
