@@ -29,6 +29,7 @@ and a DataFrame with the query column works with no set-up at all.
 from __future__ import annotations
 
 import sys
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -378,6 +379,16 @@ class BaseRanker(BaseEstimator):
         self.booster_ = getattr(backend, "booster_", None)
         self.objective_ = objective
         self.n_iterations_ = n_done
+        if not np.any(backend.feature_importances("split")):
+            warnings.warn(
+                f"{type(self).__name__} grew no split in {n_done} trees: the model is a constant. "
+                f"Either no split gained anything or every split left a child with a hessian sum "
+                f"below min_child_weight={self.min_child_weight}. Pairwise and list-wise objectives "
+                "have small hessians (LambdaMART's are normalised per query): on small data, lower "
+                "min_child_weight (e.g. 1e-3).",
+                UserWarning,
+                stacklevel=3,  # the caller of fit, above scikit-learn's fit wrapper
+            )
         return self
 
     def _prepare_evals(self, eval_set, eval_qid, objective):

@@ -3,6 +3,7 @@ early stopping, persistence and bad input, on every backend available."""
 
 import importlib
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,7 @@ import rankkit._estimators as est
 from rankkit._backends import BACKENDS
 from rankkit._metrics._api import evaluate_sorted
 from rankkit._groups import make_groups
-from rankkit.datasets import make_ranking
+from rankkit.datasets import make_ranking, make_stochasticrank_toy
 
 
 def _available(module):
@@ -357,3 +358,18 @@ def test_invalid_hyper_parameters(data):
 
 def test_all_backends_registered():
     assert set(BACKENDS) >= {"xgboost", "numba"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_warns_when_no_tree_splits(backend):
+    """The StochasticRank paper's toy: LambdaMART's per-query-normalised hessians
+    stay below min_child_weight=1, so no tree splits; the user is told why."""
+    X, y, qid = make_stochasticrank_toy()
+    params = dict(n_estimators=5, max_depth=3, backend=backend, random_state=0)
+    with pytest.warns(UserWarning, match=r"grew no split in 5 trees.*min_child_weight=1.0"):
+        model = est.LambdaMARTRanker(**params).fit(X, y, qid=qid)
+    assert np.ptp(model.predict(X)) == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = est.LambdaMARTRanker(**params, min_child_weight=0.0).fit(X, y, qid=qid)
+    assert np.ptp(model.predict(X)) > 0.0
