@@ -145,6 +145,21 @@ def test_lambdamart_matches_reference(metric, k, truncation, normalize):
     np.testing.assert_allclose(h, np.maximum(h_ref, HESSIAN_FLOOR), rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.parametrize("metric", METRICS)
+def test_lambdamart_scores_far_below_the_top(metric):
+    """exp(sigma (z - z_max)) underflows to 0 for both documents of a pair far
+    below the top score: rho then comes from the exact logistic."""
+    y = np.array([0.0, 2.0, 1.0, 3.0, 0.0, 2.0])
+    z = np.array([0.0, -800.0, -801.0, -1500.0, -0.5, -2000.0])
+    ptr = np.array([0, 6], dtype=np.int64)
+    obj_kw, ref_kw = metric_kw(metric)
+    g, h = LambdaMART(metric, normalize=False, **obj_kw).gradient_hessian(y, z, group_ptr=ptr)
+    g_ref, h_ref = ref.lambdamart(y, z, ptr, metric, None, normalize=False, **ref_kw)
+    assert np.all(np.isfinite(g)) and np.abs(g).max() > 0
+    np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(h, np.maximum(h_ref, HESSIAN_FLOOR), rtol=1e-10, atol=1e-13)
+
+
 def test_lambdamart_err_probabilities_and_linear_gain_and_threshold():
     y, z, ptr = make_queries(2)
     yp = y / 3.0

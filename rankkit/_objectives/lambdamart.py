@@ -7,7 +7,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from .._metrics._common import ERR
+from .._metrics._common import DCG, ERR, EXPDCG, NDCG
 from .._validation import check_labels
 from ._base import RankingObjective
 from ._swap import (
@@ -27,6 +27,49 @@ from ._swap import (
 #: Base ``b`` of ExpDCG (``sum_i b^{i-1} r``) when LambdaMART optimises it:
 #: the metrics' default decay.
 EXPDCG_DECAY = 0.85
+
+
+@njit(cache=True)
+def _dcg_family_pairs(lo, n, a_end, sigma, scale, raw, order, val, disc, ez_p, g_p, h_p):
+    """The pair loop of :func:`lambdamart_kernel` for NDCG, DCG and ExpDCG.
+
+    Their swap difference ``|(v_b - v_a)(d_a - d_b)| scale`` is 0 for equal
+    labels and ``v`` rises with the label, so the loop needs no branch on the
+    labels: the winner is chosen by a select and equal-label pairs add exact
+    zeros. Same sums in the same order as the general loop, about twice as
+    fast. Returns the query's ``S`` (sum of ``2 lambda``).
+    """
+    sum_lambda = 0.0
+    s2 = sigma * sigma
+    for a in range(a_end):
+        va = val[lo + a]
+        da = disc[lo + a]
+        ea = ez_p[lo + a]
+        ga = 0.0
+        ha = 0.0
+        for b in range(a + 1, n):
+            vb = val[lo + b]
+            d = abs((vb - va) * (da - disc[lo + b])) * scale
+            eb = ez_p[lo + b]
+            a_wins = va > vb
+            den = ea + eb
+            if den > 1e-250:
+                rho = (eb if a_wins else ea) / den
+            else:  # both exp underflowed: the exact form
+                za = raw[order[lo + a]]
+                zb = raw[order[lo + b]]
+                rho = logistic_rho(sigma * (za - zb) if a_wins else sigma * (zb - za))
+            lam = sigma * d * rho
+            signed = lam if a_wins else -lam
+            ga -= signed
+            g_p[lo + b] += signed
+            h = s2 * d * rho * (1.0 - rho)
+            ha += h
+            h_p[lo + b] += h
+            sum_lambda += 2.0 * lam
+        g_p[lo + a] += ga
+        h_p[lo + a] += ha
+    return sum_lambda
 
 
 @njit(cache=True, parallel=True)
@@ -77,6 +120,9 @@ def lambdamart_kernel(
         # Pairs with both positions at or beyond k leave a metric@k unchanged.
         a_end = min(n - 1, trunc, k)
         sum_lambda = 0.0
+        if metric == NDCG or metric == DCG or metric == EXPDCG:
+            sum_lambda = _dcg_family_pairs(lo, n, a_end, sigma, scale, raw, order, val, disc, ez_p, g_p, h_p)
+            a_end = 0  # done: skip the general loop
         pi_a = 1.0
         for a in range(a_end):
             ra = lab_p[lo + a]
