@@ -29,7 +29,7 @@ from .._validation import check_labels, check_sample_weight, check_scores
 #: divide by sums of hessians, so they receive this floor instead. It is small
 #: next to any ``min_child_weight`` in use, and not smaller: XGBoost's ``hist``
 #: builder grew the same LambdaMART trees on MQ2008 about 1.4x slower with a
-#: floor of 1e-9 or 1e-7 than with 1e-6 (XGBoost's own ``kRtEps``).
+#: floor of 1e-9 or 1e-7 than with 1e-6 (the value of XGBoost's ``kRtEps``).
 HESSIAN_FLOOR = 1e-6
 
 

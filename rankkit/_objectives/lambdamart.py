@@ -36,8 +36,9 @@ def _dcg_family_pairs(lo, n, a_end, sigma, scale, raw, order, val, disc, ez_p, g
     Their swap difference ``|(v_b - v_a)(d_a - d_b)| scale`` is 0 for equal
     labels and ``v`` rises with the label, so the loop needs no branch on the
     labels: the winner is chosen by a select and equal-label pairs add exact
-    zeros. Same sums in the same order as the general loop, about twice as
-    fast. Returns the query's ``S`` (sum of ``2 lambda``).
+    zeros. Same sums in the same order as the general loop (plus exact
+    zeros), 1.4-1.7x faster on 1M documents. Returns the query's ``S`` (sum
+    of ``2 lambda``).
     """
     sum_lambda = 0.0
     s2 = sigma * sigma

@@ -98,7 +98,7 @@ def yetirank_kernel(
             ez[i] = math.exp(raw[i] - z_max)
         reach = n - 1 if num_neighbors < 0 else min(num_neighbors, n - 1)
         a_end = n - 1 if mode == CLASSIC else min(n - 1, k)
-        if noise != 0:
+        if noise != 0:  # without noise the counters are never read
             noise_ranks(raw, y, lo, hi, order, buf, rank)
         for perm in range(n_permutations):
             yeti_noisy_scores(raw, rank, group_ptr, n_permutations, noise, noise_scale, seed, q, perm, noisy)
