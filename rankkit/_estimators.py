@@ -123,7 +123,7 @@ class BaseRanker(BaseEstimator):
         tags.estimator_type = "ranker"
         tags.target_tags.required = True
         tags.input_tags.sparse = True
-        tags.input_tags.allow_nan = self.backend == "xgboost"
+        tags.input_tags.allow_nan = True  # both backends learn where missing values go
         return tags
 
     # -- query ids -----------------------------------------------------------
@@ -152,14 +152,15 @@ class BaseRanker(BaseEstimator):
         )
 
     def _validate_X(self, X, *, reset):
-        allow_nan = self.backend == "xgboost"
+        # NaN is a missing value (every backend learns a default direction per
+        # split); infinite values are an error.
         return validate_data(
             self,
             X,
             reset=reset,
             accept_sparse=("csr", "csc"),
             dtype=(np.float64, np.float32),
-            ensure_all_finite="allow-nan" if allow_nan else True,
+            ensure_all_finite="allow-nan",
         )
 
     def _prepare(self, X, y, qid, *, reset, where="X", qid_name="qid", sample_weight=None):

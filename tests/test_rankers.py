@@ -373,3 +373,26 @@ def test_warns_when_no_tree_splits(backend):
         warnings.simplefilter("error")
         model = est.LambdaMARTRanker(**params, min_child_weight=0.0).fit(X, y, qid=qid)
     assert np.ptp(model.predict(X)) > 0.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_missing_feature_values(data, backend):
+    """NaN features are missing values on every backend (each split learns where
+    they go); an informative feature with holes still ranks; infinity is an error."""
+    X, y, qid, Xt, yt, qt = data
+    rng = np.random.default_rng(0)
+    Xm, Xtm = X.copy(), Xt.copy()
+    Xm[rng.random(Xm.shape) < 0.2] = np.nan
+    Xtm[rng.random(Xtm.shape) < 0.2] = np.nan
+    model = _ranker("queryrmse", backend).fit(Xm, y, qid=qid)
+    pred = model.predict(Xtm)
+    assert np.all(np.isfinite(pred))
+    rand = np.random.default_rng(1).random(len(yt))
+    assert _mean_ndcg10(yt, pred, qt) > _mean_ndcg10(yt, rand, qt) + 0.05
+    # A row whose features are all missing gets one score: the all-NaN path.
+    all_missing = model.predict(np.full((2, X.shape[1]), np.nan))
+    assert np.isfinite(all_missing).all() and all_missing[0] == all_missing[1]
+    Xinf = X.copy()
+    Xinf[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        _ranker("queryrmse", backend).fit(Xinf, y, qid=qid)
