@@ -233,6 +233,36 @@ def test_partition_is_stable_and_correct():
         np.testing.assert_array_equal(rows[480:], before[480:])
 
 
+def test_raw_predictor_at_thresholds_and_missing():
+    """Rows exactly at a split threshold go left, one ulp above go right, NaN
+    follows the node's learned side (both sides occur), float32 and float64."""
+    rng = np.random.default_rng(11)
+    n, F = 400, 4
+    X = rng.normal(size=(n, F))
+    X[rng.random((n, F)) < 0.3] = np.nan
+    trees = [grow(X, rng.normal(size=n) + 3.0 * np.isnan(X[:, j]), np.ones(n), max_depth=4, reg_lambda=1.0,
+                  min_child_weight=0.0)[0] for j in range(F)]
+    internal = np.concatenate([t["missing_left"][t["left"] >= 0] for t in trees])
+    assert 0 < internal.sum() < internal.size
+    # Thresholds moved onto float32 values (still valid trees), so that test rows
+    # can sit exactly on them in float32 and float64 alike.
+    candidates = [[np.nan] for _ in range(F)]
+    for t in trees:
+        finite = (t["left"] >= 0) & np.isfinite(t["threshold"])  # inf: "all values left"
+        t["threshold"][finite] = t["threshold"][finite].astype(np.float32)
+        for f, thr in zip(t["feature"][finite], t["threshold"][finite].astype(np.float32)):
+            candidates[f] += [float(thr), float(np.nextafter(thr, np.float32(np.inf))),
+                              float(np.nextafter(thr, np.float32(-np.inf)))]
+    Xt = np.array([[rng.choice(candidates[f]) for f in range(F)] for _ in range(2000)])
+    fields = flat_trees(trees)
+    expected = [sum(ref.ref_predict_tree(t, x) for t in trees) for x in Xt]
+    assert np.isin(Xt, np.concatenate([t["threshold"] for t in trees])).any()  # rows on thresholds
+    for Xc in (Xt, Xt.astype(np.float32)):  # every value is exact in float32
+        out = np.zeros(len(Xc))
+        predict_raw(*fields, len(trees), np.ascontiguousarray(Xc), 1.0, out, 0)
+        np.testing.assert_allclose(out, expected, rtol=1e-14)
+
+
 def test_predictors_match_reference_traversal():
     rng = np.random.default_rng(5)
     n, F = 400, 5
@@ -243,11 +273,14 @@ def test_predictors_match_reference_traversal():
     # An unbalanced tree: leaves at several depths (a leaf is its own child in flat_trees).
     trees.append(grow(X, rng.normal(size=n), np.ones(n), max_depth=5, reg_lambda=1.0, min_child_weight=60.0)[0])
     assert len(set(trees[-1]["depth"][trees[-1]["left"] < 0])) > 1
-    out = np.zeros(n)
+    internal = np.concatenate([t["missing_left"][t["left"] >= 0] for t in trees])
+    assert 0 < internal.sum() < internal.size  # missing values go left at some nodes, right at others
     fields = flat_trees(trees)
-    predict_raw(*fields, len(trees), np.ascontiguousarray(X), 0.5, out, 0)
     expected = [0.5 * sum(ref.ref_predict_tree(t, x) for t in trees) for x in X]
-    np.testing.assert_allclose(out, expected, rtol=1e-14)
+    for Xc in (X, X.astype(np.float32)):  # integer values: exact in float32, ties at the thresholds
+        out = np.zeros(n)
+        predict_raw(*fields, len(trees), np.ascontiguousarray(Xc), 0.5, out, 0)
+        np.testing.assert_allclose(out, expected, rtol=1e-14)
     Xb = binned(X)[0]
     acc = np.zeros(n)
     for t in trees:

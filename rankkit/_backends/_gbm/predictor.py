@@ -38,9 +38,18 @@ ROW_CHUNK = 32
 def flat_trees(trees):
     """The arguments of :func:`predict_raw` for a list of node record arrays.
 
-    Returns ``(feature, threshold, missing_left, children, value, tree_ptr,
-    tree_depth)``. A leaf becomes its own child (``children = (self, self)``,
-    feature 0), so a walk of ``tree_depth`` steps needs no leaf test.
+    Returns ``(feature, sign, cut, children, value, tree_ptr, tree_depth)``.
+    A node sends row ``x`` to ``children[2 node + (sign x > cut)]``, which
+    folds the missing-value rule into one comparison (NaN compares false):
+
+    * missing values go left: ``sign = 1``, ``cut = threshold``, children
+      ``(left, right)``: ``x > threshold`` goes right, NaN left;
+    * missing values go right: ``sign = -1``, ``cut = -next_up(threshold)``,
+      children ``(right, left)``: ``-x > -next_up(threshold)`` is
+      ``x <= threshold`` (floats are discrete), so it goes left, NaN right.
+
+    A leaf becomes its own child (``children = (self, self)``, feature 0), so
+    a walk of ``tree_depth`` steps needs no leaf test.
     """
     nodes = np.concatenate(trees) if trees else np.zeros(1, dtype=NODE_DTYPE)
     ptr = np.zeros(len(trees) + 1, dtype=np.int64)
@@ -50,20 +59,26 @@ def flat_trees(trees):
     leaf = nodes["left"] < 0
     left = np.where(leaf, local, nodes["left"])
     right = np.where(leaf, local, nodes["right"])
-    children = np.ascontiguousarray(np.column_stack([left, right]).ravel().astype(np.int64))
+    nan_right = ~leaf & (nodes["missing_left"] == 0)
+    first = np.where(nan_right, right, left)
+    second = np.where(nan_right, left, right)
+    children = np.ascontiguousarray(np.column_stack([first, second]).ravel().astype(np.int64))
     feature = np.ascontiguousarray(np.where(leaf, 0, nodes["feature"]).astype(np.int64))
-    return (feature, np.ascontiguousarray(nodes["threshold"]), np.ascontiguousarray(nodes["missing_left"]),
-            children, np.ascontiguousarray(nodes["value"]), ptr, depth)
+    threshold = nodes["threshold"].astype(np.float64)
+    sign = np.where(nan_right, -1.0, 1.0)
+    cut = np.where(nan_right, -np.nextafter(threshold, np.inf), threshold)
+    return (feature, np.ascontiguousarray(sign), np.ascontiguousarray(cut), children,
+            np.ascontiguousarray(nodes["value"]), ptr, depth)
 
 
 @njit(cache=True, parallel=True)
-def predict_raw(feature, threshold, missing_left, children, value, tree_ptr, tree_depth, n_trees, X, scale, out,
-                row0):
+def predict_raw(feature, sign, cut, children, value, tree_ptr, tree_depth, n_trees, X, scale, out, row0):
     """``out[row0 + i] = scale * sum_t value_t(x_i)`` over the first ``n_trees`` trees.
 
     The node fields of all trees come as contiguous arrays (a structure of
     arrays: a node visit reads 4-8 bytes per field, not a 56-byte record;
-    ``children[2 * node + go_right]`` picks the child without a branch);
+    ``children[2 * node + (sign * x > cut)]`` picks the child, missing values
+    included, with one comparison and no branch);
     tree ``t`` starts at ``tree_ptr[t]``, has depth ``tree_depth[t]``, and its
     child indices are relative to that start; a leaf is its own child (see
     :func:`flat_trees`), so every row takes exactly ``tree_depth[t]`` steps. ``X`` is a C-ordered float32 or
@@ -88,11 +103,10 @@ def predict_raw(feature, threshold, missing_left, children, value, tree_ptr, tre
             for _ in range(tree_depth[t]):
                 for k in range(m):
                     node = nd[k]
-                    x = X[a + k, feature[node]]
-                    # NaN fails every comparison: it takes the missing_left side.
-                    # Non-short-circuit operators: no branch.
-                    go_right = np.int64(x > threshold[node]) | (np.int64(x != x) & np.int64(missing_left[node] == 0))
-                    nd[k] = off + children[2 * node + go_right]
+                    # NaN compares false: it takes children[2 node], the
+                    # missing-value side (see flat_trees). No branch.
+                    second = np.int64(sign[node] * X[a + k, feature[node]] > cut[node])
+                    nd[k] = off + children[2 * node + second]
             for k in range(m):
                 acc[k] += value[nd[k]]
         for k in range(m):
