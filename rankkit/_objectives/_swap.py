@@ -64,6 +64,8 @@ then input order), in place on index scratch, without allocating; and
 
 import math
 
+import numpy as np
+
 from numba import njit
 
 from .._metrics._common import DCG, ERR, EXPDCG, MAP, MRR, NDCG, discount, err_probability, gain, is_relevant
@@ -138,6 +140,15 @@ def discount_table(out):
     computed once per position, not once per position, query and round)."""
     for p in range(out.shape[0]):
         out[p] = discount(p)
+
+
+def discount_table_for(group_ptr):
+    """The discount table of a call: ``discount(p)`` for every position of
+    the longest query."""
+    sizes = np.diff(group_ptr)
+    out = np.empty(int(sizes.max()) if sizes.size else 0)
+    discount_table(out)
+    return out
 
 
 @njit(cache=True)

@@ -13,7 +13,7 @@ from ._base import RankingObjective
 from ._swap import (
     check_metric_labels,
     check_metric_options,
-    discount_table,
+    discount_table_for,
     doc_values,
     err_advance,
     err_delta,
@@ -36,9 +36,9 @@ def _dcg_family_pairs(lo, n, a_end, sigma, scale, raw, order, val, disc, ez_p, g
     Their swap difference ``|(v_b - v_a)(d_a - d_b)| scale`` is 0 for equal
     labels and ``v`` rises with the label, so the loop needs no branch on the
     labels: the winner is chosen by a select and equal-label pairs add exact
-    zeros. Same sums in the same order as the general loop (plus exact
-    zeros), 1.4-1.7x faster on 1M documents. Returns the query's ``S`` (sum
-    of ``2 lambda``).
+    zeros. Same sums in the same order as :func:`_metric_pairs` would give
+    (plus exact zeros), 1.3-1.7x faster on 1M documents. Returns the query's
+    ``S`` (sum of ``2 lambda``).
     """
     sum_lambda = 0.0
     s2 = sigma * sigma
@@ -70,6 +70,65 @@ def _dcg_family_pairs(lo, n, a_end, sigma, scale, raw, order, val, disc, ez_p, g
             sum_lambda += 2.0 * lam
         g_p[lo + a] += ga
         h_p[lo + a] += ha
+    return sum_lambda
+
+
+@njit(cache=True)
+def _metric_pairs(metric, lo, n, a_end, sigma, scale, raw, order, val, disc, aux1, aux2, first, second,
+                  lab_p, ez_p, g_p, h_p):
+    """The pair loop of :func:`lambdamart_kernel` for ERR, MRR and MAP (any
+    metric of :func:`~._swap.swap_delta`): pairs with equal labels or a zero
+    swap difference are skipped. Returns the query's ``S`` (sum of ``2 lambda``).
+    """
+    sum_lambda = 0.0
+    pi_a = 1.0
+    for a in range(a_end):
+        ra = lab_p[lo + a]
+        ea = ez_p[lo + a]
+        ga = 0.0
+        ha = 0.0
+        s_ab = 0.0
+        q_ab = 1.0
+        for b in range(a + 1, n):
+            rb = lab_p[lo + b]
+            if ra != rb:
+                if metric == ERR:
+                    d = err_delta(a, b, lo, val, disc, pi_a, s_ab, q_ab)
+                else:
+                    d = swap_delta(metric, a, b, lo, val, disc, aux1, aux2, first, second, scale)
+                if d > 0.0:
+                    eb = ez_p[lo + b]
+                    # rho = e_lose / (e_win + e_lose): no exp per pair; the
+                    # exact form only when both e underflow.
+                    den = ea + eb
+                    if den <= 1e-250:
+                        den = -1.0
+                    if ra > rb:
+                        if den > 0.0:
+                            rho = eb / den
+                        else:
+                            rho = logistic_rho(sigma * (raw[order[lo + a]] - raw[order[lo + b]]))
+                        lam = sigma * d * rho
+                        ga -= lam
+                        g_p[lo + b] += lam
+                    else:
+                        if den > 0.0:
+                            rho = ea / den
+                        else:
+                            rho = logistic_rho(sigma * (raw[order[lo + b]] - raw[order[lo + a]]))
+                        lam = sigma * d * rho
+                        ga += lam
+                        g_p[lo + b] -= lam
+                    h = sigma * sigma * d * rho * (1.0 - rho)
+                    ha += h
+                    h_p[lo + b] += h
+                    sum_lambda += 2.0 * lam
+            if metric == ERR:
+                s_ab, q_ab = err_advance(b, lo, val, disc, s_ab, q_ab)
+        g_p[lo + a] += ga
+        h_p[lo + a] += ha
+        if metric == ERR:
+            pi_a *= 1.0 - val[lo + a]
     return sum_lambda
 
 
@@ -120,58 +179,13 @@ def lambdamart_kernel(
             h_p[p] = 0.0
         # Pairs with both positions at or beyond k leave a metric@k unchanged.
         a_end = min(n - 1, trunc, k)
-        sum_lambda = 0.0
         if metric == NDCG or metric == DCG or metric == EXPDCG:
             sum_lambda = _dcg_family_pairs(lo, n, a_end, sigma, scale, raw, order, val, disc, ez_p, g_p, h_p)
-            a_end = 0  # done: skip the general loop
-        pi_a = 1.0
-        for a in range(a_end):
-            ra = lab_p[lo + a]
-            ea = ez_p[lo + a]
-            ga = 0.0
-            ha = 0.0
-            s_ab = 0.0
-            q_ab = 1.0
-            for b in range(a + 1, n):
-                rb = lab_p[lo + b]
-                if ra != rb:
-                    if metric == ERR:
-                        d = err_delta(a, b, lo, val, disc, pi_a, s_ab, q_ab)
-                    else:
-                        d = swap_delta(metric, a, b, lo, val, disc, aux1, aux2, first, second, scale)
-                    if d > 0.0:
-                        eb = ez_p[lo + b]
-                        # rho = e_lose / (e_win + e_lose): no exp per pair; the
-                        # exact form only when both e underflow.
-                        den = ea + eb
-                        if den <= 1e-250:
-                            den = -1.0
-                        if ra > rb:
-                            if den > 0.0:
-                                rho = eb / den
-                            else:
-                                rho = logistic_rho(sigma * (raw[order[lo + a]] - raw[order[lo + b]]))
-                            lam = sigma * d * rho
-                            ga -= lam
-                            g_p[lo + b] += lam
-                        else:
-                            if den > 0.0:
-                                rho = ea / den
-                            else:
-                                rho = logistic_rho(sigma * (raw[order[lo + b]] - raw[order[lo + a]]))
-                            lam = sigma * d * rho
-                            ga += lam
-                            g_p[lo + b] -= lam
-                        h = sigma * sigma * d * rho * (1.0 - rho)
-                        ha += h
-                        h_p[lo + b] += h
-                        sum_lambda += 2.0 * lam
-                if metric == ERR:
-                    s_ab, q_ab = err_advance(b, lo, val, disc, s_ab, q_ab)
-            g_p[lo + a] += ga
-            h_p[lo + a] += ha
-            if metric == ERR:
-                pi_a *= 1.0 - val[lo + a]
+        else:
+            sum_lambda = _metric_pairs(
+                metric, lo, n, a_end, sigma, scale, raw, order, val, disc, aux1, aux2, first, second,
+                lab_p, ez_p, g_p, h_p,
+            )
         f = 1.0
         if normalize and sum_lambda > 0.0:
             f = math.log2(1.0 + sum_lambda) / sum_lambda
@@ -185,13 +199,10 @@ def lambdamart_gradients(y, raw, group_ptr, metric_id, k, trunc, sigma, normaliz
                          err_scale, decay, grad, hess):
     """Allocate the O(n) scratch once and run :func:`lambdamart_kernel`."""
     n = y.shape[0]
-    sizes = np.diff(group_ptr)
-    dtab = np.empty(int(sizes.max()) if sizes.size else 0)
-    discount_table(dtab)
     lambdamart_kernel(
         y, raw, group_ptr, metric_id, k, trunc, float(sigma), bool(normalize), bool(exp_gain),
         float(threshold), float(err_scale), float(decay), grad, hess,
-        np.empty((2, n), dtype=np.int64), np.empty((9, n)), dtab,
+        np.empty((2, n), dtype=np.int64), np.empty((9, n)), discount_table_for(group_ptr),
     )
 
 

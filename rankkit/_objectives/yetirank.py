@@ -15,7 +15,7 @@ from ._swap import (
     NO_CUTOFF,
     check_metric_labels,
     check_metric_options,
-    discount_table,
+    discount_table_for,
     doc_values,
     err_advance,
     err_delta,
@@ -293,12 +293,9 @@ class YetiRank(RankingObjective):
 
     def _compute(self, y, raw, group_ptr, seed, grad, hess):
         n = y.shape[0]
-        sizes = np.diff(group_ptr)
-        dtab = np.empty(int(sizes.max()) if sizes.size else 0)
-        discount_table(dtab)
         yetirank_kernel(
             y, raw, group_ptr, self._mode, self._k, int(self.n_permutations), NOISES[self.noise],
             float(self.noise_scale), int(self.num_neighbors), float(self.decay), self._exp_gain,
             float(self.relevance_threshold), self._err_scale, np.uint64(seed), grad, hess,
-            np.empty((3, n), dtype=np.int64), np.empty((7, n)), dtab,
+            np.empty((3, n), dtype=np.int64), np.empty((7, n)), discount_table_for(group_ptr),
         )
