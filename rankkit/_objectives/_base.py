@@ -28,8 +28,9 @@ from .._validation import check_labels, check_sample_weight, check_scores
 #: curvature to documents that take part in no pair (all labels equal); boosters
 #: divide by sums of hessians, so they receive this floor instead. It is small
 #: next to any ``min_child_weight`` in use, and not smaller: XGBoost's ``hist``
-#: builder grew the same LambdaMART trees on MQ2008 about 1.4x slower with a
-#: floor of 1e-9 or 1e-7 than with 1e-6 (the value of XGBoost's ``kRtEps``).
+#: builder grew the same LambdaMART trees on MQ2008 1.4-1.6x slower with a
+#: floor of 1e-9 than with 1e-6 (the value of XGBoost's ``kRtEps``;
+#: ``benchmarks/bench_hessian_floor.py``).
 HESSIAN_FLOOR = 1e-6
 
 
