@@ -5,9 +5,10 @@ OpenMP pool (the system libgomp) and XGBoost's (its own bundled libgomp) are
 two separate runtimes; by default each keeps its worker threads spinning for
 milliseconds after a parallel region ends. On a machine with as many threads
 as cores, numba's spinning workers then steal the cores XGBoost is building
-trees on: on MQ2008 (100 trees, 2 cores) ``LambdaMARTRanker`` took 2.4 s,
-against 0.9-1.3 s with numba's pool started passive (XGBoost's own pool is left
-as it is, since a passive XGBoost is slower).
+trees on, and a LambdaMART fit on MQ2008 took many times longer than with
+numba's pool passive (measurements and commands: ``benchmarks/README.md``,
+"an OpenMP spin-wait problem"). XGBoost's own pool is left as it is, since a
+passive XGBoost is slower.
 
 libgomp reads ``OMP_WAIT_POLICY`` once, when it is loaded; numba loads it when
 its threads are first launched. So we launch them now, with the variable set

@@ -37,7 +37,8 @@ def _dcg_family_pairs(lo, n, a_end, sigma, scale, raw, order, val, disc, ez_p, g
     labels and ``v`` rises with the label, so the loop needs no branch on the
     labels: the winner is chosen by a select and equal-label pairs add exact
     zeros. Same sums in the same order as :func:`_metric_pairs` would give
-    (plus exact zeros), 1.3-1.7x faster on 1M documents. Returns the query's
+    (plus exact zeros), 1.3-1.7x faster on 1M documents
+    (``benchmarks/bench_gradients.py``). Returns the query's
     ``S`` (sum of ``2 lambda``).
     """
     sum_lambda = 0.0
