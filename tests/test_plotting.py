@@ -26,7 +26,8 @@ from rankkit.metrics import dcg_score, err_score, map_score, mrr_score, ndcg_sco
 from rankkit.plotting import plot_importance, plot_metric, plot_query_comparison  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-FAST = dict(n_estimators=25, max_depth=3, random_state=0)
+# One thread: small data, and the model does not depend on the thread count.
+FAST = dict(n_estimators=25, max_depth=3, random_state=0, n_jobs=1)
 
 
 @pytest.fixture(autouse=True)
@@ -89,9 +90,9 @@ def test_docstring_examples_run():
 # -- plot_metric ------------------------------------------------------------------------------------
 def test_plot_metric_early_stopped_ranker(data, tmp_path):
     (X, y, qid), (Xv, yv, qv), (Xt, yt, qt) = data
-    ranker = LambdaMARTRanker(n_estimators=200, learning_rate=0.8, max_depth=4, eval_metric="ndcg@10", random_state=0).fit(
-        X, y, qid=qid, eval_set=[(Xt, yt), (Xv, yv)], eval_qid=[qt, qv], early_stopping_rounds=5
-    )
+    ranker = LambdaMARTRanker(
+        n_estimators=200, learning_rate=0.8, max_depth=4, eval_metric="ndcg@10", random_state=0, n_jobs=1
+    ).fit(X, y, qid=qid, eval_set=[(Xt, yt), (Xv, yv)], eval_qid=[qt, qv], early_stopping_rounds=5)
     assert ranker.n_iterations_ < 200  # it stopped early
     ax = plot_metric(ranker)
     curves = _curves(ax)
@@ -114,7 +115,7 @@ def test_best_iteration_marked_when_the_model_was_cut_back(data):
     # Early stopping did not end training (patience longer than the run) but the
     # model still keeps the best iteration: that is marked too.
     (X, y, qid), (Xv, yv, qv), _ = data
-    ranker = LambdaMARTRanker(n_estimators=20, learning_rate=0.8, max_depth=4, random_state=0).fit(
+    ranker = LambdaMARTRanker(n_estimators=20, learning_rate=0.8, max_depth=4, random_state=0, n_jobs=1).fit(
         X, y, qid=qid, eval_set=[(Xv, yv)], eval_qid=[qv], early_stopping_rounds=100
     )
     assert ranker.n_iterations_ == 20 and ranker.best_iteration_ < 19  # precondition of this test
@@ -211,7 +212,7 @@ def _dominant_feature_frame(n_queries=40, docs=25, seed=0):
 @pytest.mark.parametrize("importance_type", ["gain", "split"])
 def test_plot_importance_bars(backend, importance_type, tmp_path):
     frame, y = _dominant_feature_frame()
-    ranker = QueryRMSERanker(n_estimators=30, max_depth=3, backend=backend, random_state=0).fit(frame, y)
+    ranker = QueryRMSERanker(n_estimators=30, max_depth=3, backend=backend, random_state=0, n_jobs=1).fit(frame, y)
     importance = ranker.backend_.feature_importances(importance_type)
     names = list(ranker.feature_names_in_)
     assert "qid" not in names and importance[names.index("constant")] == 0
@@ -277,7 +278,7 @@ METRIC_FUNCTIONS = {
 @pytest.fixture(scope="module")
 def two_rankings():
     """Labels, query ids and two score vectors that agree exactly on a third of the queries."""
-    y, qid, = make_ranking(n_queries=60, max_docs=25, random_state=1)[1:]
+    y, qid = make_ranking(n_queries=60, max_docs=25, random_state=1)[1:]
     rng = np.random.default_rng(1)
     scores_a = np.round(y + rng.normal(scale=1.5, size=y.size))  # rounded: many tied scores
     scores_b = np.round(y + rng.normal(scale=1.0, size=y.size))
@@ -327,7 +328,8 @@ def test_query_comparison_counts_match_metrics(two_rankings, metric, tmp_path):
 def test_query_comparison_mean_is_difference_of_scores(two_rankings):
     y, qid, a, b = two_rankings
     ax = plot_query_comparison(y, a, b, qid=qid, metric="ndcg@10")
-    expected = ndcg_score(y, b, qid=qid, k=10, empty="exclude") - ndcg_score(y, a, qid=qid, k=10, empty="exclude")
+    mean_a, mean_b = (ndcg_score(y, s, qid=qid, k=10, empty="exclude") for s in (a, b))
+    expected = mean_b - mean_a
     (mean_line,) = [line for line in ax.get_lines() if line.get_label().startswith("mean")]
     assert mean_line.get_ydata()[0] == pytest.approx(expected, abs=1e-12)
 
