@@ -199,7 +199,7 @@ def plot_metric(
     if best_iteration is not None:
         label = f"best iteration {best_iteration}"
         best_score = getattr(fitted, "best_score_", None)
-        if fitted is not None and best_score is not None:
+        if best_score is not None and best_iteration == fitted.best_iteration_:
             label += f" ({best_score:.4f})"
         ax.axvline(best_iteration, color="0.35", linestyle="--", linewidth=1.0, label=label)
     ax.legend(loc="best")

@@ -131,6 +131,9 @@ def test_best_iteration_options(data):
     assert _marker(ax) == [] and len(_curves(ax)) == 1
     (marker,) = _marker(plot_metric(ranker, best_iteration=ranker.best_iteration_))
     assert marker.get_xdata()[0] == ranker.best_iteration_
+    assert marker.get_label() == f"best iteration {ranker.best_iteration_} ({ranker.best_score_:.4f})"
+    (other,) = _marker(plot_metric(ranker, best_iteration=3))
+    assert other.get_xdata()[0] == 3 and other.get_label() == "best iteration 3"  # not the best score
     with pytest.raises(TypeError, match="best_iteration"):
         plot_metric(ranker, best_iteration=True)
 
