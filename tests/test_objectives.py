@@ -11,20 +11,17 @@ import numba
 import numpy as np
 import pytest
 
-from rankkit._metrics._common import METRIC_IDS
+from rankkit._metrics._common import METRIC_IDS, discount_table, doc_values, inverse_normaliser
 from rankkit._objectives._base import HESSIAN_FLOOR
 from rankkit._objectives._swap import (
     NO_CUTOFF,
     PAIRWISE,
-    discount_table,
-    doc_values,
     err_advance,
     err_delta,
-    metric_scale,
-    noise_ranks,
     swap_delta,
     swap_prepare,
 )
+from rankkit._random import noise_ranks
 from rankkit._objectives.lambdamart import LambdaMART, lambdamart_gradients
 from rankkit._objectives.sglb import SGLB
 from rankkit._objectives.stochastic_rank import StochasticRank
@@ -77,7 +74,7 @@ def kernel_swaps(metric, labels, k, *, exp_gain=True, threshold=0.0, err_scale=-
     discount_table(dtab)
     mid = METRIC_IDS[metric]
     kk = NO_CUTOFF if k is None else k
-    scale = metric_scale(mid, y, 0, n, kk, exp_gain, threshold, order, buf)
+    scale = inverse_normaliser(mid, y, 0, n, kk, exp_gain, threshold, order, buf, np.empty(n))
     order[:] = np.arange(n)
     doc_values(mid, y, 0, n, exp_gain, threshold, err_scale, dval)
     first, second = swap_prepare(mid, dval, order, 0, n, kk, decay, dtab, val, disc, aux1, aux2)
@@ -566,28 +563,38 @@ def test_as_lightgbm_objective(name):
     "make,match",
     [
         (lambda: LambdaMART("foo"), "Unknown metric"),
-        (lambda: LambdaMART("ndcg", k=0), "k must be a positive int"),
+        (lambda: LambdaMART("ndcg", k=0), r"'k' parameter of LambdaMART must be an int in the range \[1, inf\)"),
         (lambda: LambdaMART("ndcg@0"), "k must be a positive int"),
         (lambda: LambdaMART("ndcg@5", k=3), "k=5 but k=3"),
-        (lambda: LambdaMART(sigma=0.0), "sigma must be a positive"),
-        (lambda: LambdaMART(truncation=0), "truncation must be a positive int"),
-        (lambda: LambdaMART(gain="log"), "gain must be"),
-        (lambda: LambdaMART("err", err_mapping="linear"), "err_mapping must be"),
+        (lambda: LambdaMART(sigma=0.0), r"'sigma' parameter of LambdaMART must be a float in the range \(0.0, inf\)"),
+        (lambda: LambdaMART(truncation=0), r"'truncation' parameter of LambdaMART must be an int in the range \[1"),
+        (lambda: LambdaMART(gain="log"), "'gain' parameter of LambdaMART must be a str among"),
+        (lambda: LambdaMART("err", err_mapping="linear"), "'err_mapping' parameter of LambdaMART must be"),
         (lambda: LambdaMART("err", err_max_label=3), "only with err_mapping='chapelle'"),
         (lambda: YetiRank("nope"), "Unknown metric"),
         (lambda: YetiRank(k=3), "k applies to YetiLoss"),
-        (lambda: YetiRank(n_permutations=0), "n_permutations must be an int >= 1"),
-        (lambda: YetiRank(noise="uniform"), "noise must be one of"),
-        (lambda: YetiRank(noise_scale=-1.0), "noise_scale must be"),
-        (lambda: YetiRank(num_neighbors=0), "num_neighbors must be"),
-        (lambda: YetiRank(num_neighbors=-2), "num_neighbors must be"),
-        (lambda: YetiRank(decay=1.0), r"decay must lie in the open interval \(0, 1\)"),
-        (lambda: YetiRank(decay=0.0), r"decay must lie in the open interval \(0, 1\)"),
+        (lambda: YetiRank(n_permutations=0), r"'n_permutations' parameter of YetiRank must be an int in the range \[1"),
+        (lambda: YetiRank(noise="uniform"), "'noise' parameter of YetiRank must be a str among"),
+        (lambda: YetiRank(noise_scale=-1.0), r"'noise_scale' parameter of YetiRank must be a float in the range \[0.0"),
+        (lambda: YetiRank(num_neighbors=0), "'num_neighbors' parameter of YetiRank must be"),
+        (lambda: YetiRank(num_neighbors=-2), "'num_neighbors' parameter of YetiRank must be"),
+        (lambda: YetiRank(decay=0.0), r"'decay' parameter of YetiRank must be a float in the range \(0.0, 1.0\]"),
+        (lambda: YetiRank(decay=1.5), r"'decay' parameter of YetiRank must be a float in the range \(0.0, 1.0\]"),
     ],
 )
 def test_bad_parameters(make, match):
     with pytest.raises((ValueError, TypeError), match=match):
         make().gradient_hessian([0, 1], [0.0, 0.0], qid=[1, 1])
+
+
+def test_decay_range_is_the_metrics():
+    """YetiRank's decay and ExpDCG's share one range, (0, 1]: b = 1 (no
+    position decay) is a valid base for both."""
+    from rankkit.metrics import expdcg_score
+
+    g, _ = YetiRank(decay=1.0, noise="none").gradient_hessian([0, 2, 1], [0.0, 0.5, 1.0], qid=[1, 1, 1])
+    assert np.any(g != 0)
+    assert expdcg_score([0, 2, 1], [0.0, 0.5, 1.0], qid=[1, 1, 1], decay=1.0) == 3.0
 
 
 @pytest.mark.parametrize("obj", [LambdaMART(), YetiRank(), XENDCG()])

@@ -13,7 +13,16 @@ import warnings
 import numpy as np
 
 from rankkit._groups import make_groups
-from rankkit._metrics._common import METRIC_IDS, TIES, chapelle_scale, parse_metric
+from rankkit._metrics._common import (
+    DECAY_RANGE,
+    DEFAULT_DECAY,
+    ERR_MAPPINGS,
+    GAINS,
+    METRIC_IDS,
+    TIES,
+    err_scale,
+    parse_metric,
+)
 from rankkit._metrics._kernels import evaluate_kernel
 from rankkit._validation import check_k, check_labels, check_same_length, check_scores
 
@@ -29,10 +38,6 @@ __all__ = [
     "expdcg_score",
 ]
 
-_GAINS = ("exp", "linear")
-_ERR_MAPPINGS = (None, "chapelle")
-
-
 def _check_ties(ties):
     if not isinstance(ties, str) or ties not in TIES:
         raise ValueError(f"ties must be one of {sorted(TIES)}, got {ties!r}.")
@@ -40,7 +45,7 @@ def _check_ties(ties):
 
 
 def _check_gain(gain):
-    if gain not in _GAINS:
+    if gain not in GAINS:
         raise ValueError(f"gain must be 'exp' (2^r - 1) or 'linear' (r), got {gain!r}.")
     return gain == "exp"
 
@@ -65,38 +70,24 @@ def _check_threshold(relevance_threshold):
 
 
 def _check_decay(decay):
-    if isinstance(decay, bool) or not isinstance(decay, numbers.Real) or not 0.0 < decay <= 1.0:
-        raise ValueError(f"decay must be a number in (0, 1], got {decay!r}.")
+    if isinstance(decay, bool) or not DECAY_RANGE.is_satisfied_by(decay):
+        raise ValueError(f"decay must be {DECAY_RANGE}, got {decay!r}.")
     return float(decay)
 
 
 def _err_scale(y, err_mapping, err_max_label):
-    """``err_scale`` for the kernels: ``0`` = labels are probabilities, else ``2^{r_max}``."""
-    if err_mapping not in _ERR_MAPPINGS:
+    """``err_scale`` for the kernels (:func:`~rankkit._metrics._common.err_scale`)."""
+    if err_mapping not in ERR_MAPPINGS:
         raise ValueError(
             f"err_mapping must be None (labels are probabilities in [0, 1]) or 'chapelle' "
             f"((2^r - 1) / 2^r_max for graded labels), got {err_mapping!r}."
         )
-    if err_mapping is None:
-        if err_max_label is not None:
+    if err_max_label is not None:
+        if err_mapping is None:
             raise ValueError("err_max_label is only used with err_mapping='chapelle'; pass both or neither.")
-        if y.size and y.max() > 1.0:
-            raise ValueError(
-                f"ERR with err_mapping=None needs labels that are probabilities in [0, 1], but the "
-                f"largest label is {y.max():g}; pass err_mapping='chapelle' to map graded labels "
-                "with (2^r - 1) / 2^r_max."
-            )
-        return 0.0
-    if err_max_label is None:
-        return chapelle_scale(y)
-    if isinstance(err_max_label, bool) or not isinstance(err_max_label, numbers.Real):
-        raise TypeError(f"err_max_label must be a number or None, got {err_max_label!r}.")
-    if y.size and y.max() > err_max_label:
-        raise ValueError(
-            f"err_max_label={err_max_label:g} is below the largest label {y.max():g}; pass "
-            "err_max_label >= max(y_true) or None (use max(y_true))."
-        )
-    return float(2.0**err_max_label)
+        if isinstance(err_max_label, bool) or not isinstance(err_max_label, numbers.Real):
+            raise TypeError(f"err_max_label must be a number or None, got {err_max_label!r}.")
+    return err_scale(y, err_mapping, err_max_label, name="y_true")
 
 
 def evaluate_sorted(
@@ -112,7 +103,7 @@ def evaluate_sorted(
     relevance_threshold=0.0,
     err_mapping=None,
     err_max_label=None,
-    decay=0.85,
+    decay=DEFAULT_DECAY,
 ):
     """Per-query metric values on query-sorted, validated arrays.
 
@@ -384,7 +375,7 @@ def map_score(
     )
 
 
-def expdcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, decay=0.85):
+def expdcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, decay=DEFAULT_DECAY):
     """Exponentially discounted gain, the metric YetiRank optimises (Gulin et al., 2011).
 
     ``ExpDCG@k = sum_{i <= k} decay^{i - 1} r_{s_i}``; not normalised.

@@ -16,9 +16,8 @@ import numba
 import numpy as np
 from numba import njit
 
-from .._random import key, mix64, normal
+from .._random import key, mix64, noise_ranks, normal
 from ._base import RankingObjective
-from ._swap import noise_ranks
 
 # Salt of the noise key: the wrapped objective draws from (seed, query * K + sample),
 # the Langevin noise from a key derived from (seed ^ salt), so the two never share draws.
@@ -30,7 +29,7 @@ def add_gaussian_noise(grad, y, raw, group_ptr, scale, seed, iwork):
     """``grad[i] += scale * normal(key(mix64(seed ^ salt), q), rank[i])``.
 
     ``q`` is the query of row ``i`` and ``rank`` comes from
-    :func:`~._swap.noise_ranks` (the row's place in its query sorted by
+    :func:`~rankkit._random.noise_ranks` (the row's place in its query sorted by
     ``raw``), so the draw of a document depends neither on the thread count
     nor on the order of the rows within its query. ``iwork``: (3, n) int64
     scratch.
