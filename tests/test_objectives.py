@@ -23,7 +23,7 @@ from rankkit._objectives._swap import (
 )
 from rankkit._random import noise_ranks
 from rankkit._objectives.lambdamart import LambdaMART, lambdamart_gradients
-from rankkit._objectives.sglb import SGLB
+from rankkit._sglb import SGLB
 from rankkit._objectives.stochastic_rank import StochasticRank
 from rankkit._objectives.xendcg import XENDCG, xendcg_gammas
 from rankkit._objectives.yetirank import NOISES, YetiRank, yeti_noisy_scores

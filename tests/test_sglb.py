@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rankkit._objectives.query_rmse import QueryRMSE
-from rankkit._objectives.sglb import SGLB
+from rankkit._sglb import SGLB, RunningScale, fold_scales, shrink_factor, shrink_schedule
 from rankkit._objectives.stochastic_rank import StochasticRank
 
 
@@ -137,3 +137,47 @@ def test_bad_objective_and_inner_validation():
         SGLB(StochasticRank(sigma=-1.0)).gradient_hessian([1, 0], [0.0, 0.0], qid=[0, 0])
     with pytest.raises(ValueError, match="err_mapping"):
         SGLB(StochasticRank("err")).gradient_hessian([3, 0], [0.0, 0.0], qid=[0, 0])
+
+
+# -- the schedule and the shrinkage bookkeeping ------------------------------------
+def test_shrink_schedule_follows_catboost():
+    # CatBoost: no shrinkage at iteration 0, then 1 - gamma * eta or 1 - gamma / t.
+    s = shrink_schedule(0.2, "constant", 0.5)
+    assert s(0) is None and s(1) == pytest.approx(0.9) and s(7) == pytest.approx(0.9)
+    s = shrink_schedule(0.2, "decreasing", 0.5)
+    assert s(0) is None and s(1) == pytest.approx(0.8) and s(4) == pytest.approx(0.95)
+    assert shrink_schedule(0.0, "constant", 0.5) is None
+    with pytest.raises(ValueError, match="model_shrink_rate"):
+        shrink_schedule(20.0, "constant", 0.2)  # 20 * 0.2 >= 1
+    with pytest.raises(ValueError, match="model_shrink_rate"):
+        shrink_schedule(1.0, "decreasing", 0.2)
+
+
+def test_shrink_factor_reads_the_schedule():
+    assert shrink_factor(None, 3) == 1.0
+    assert shrink_factor(lambda t: None, 0) == 1.0
+    assert shrink_factor(lambda t: 0.25, 0) == 0.25
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="shrink"):
+            shrink_factor(lambda t: bad, 2)
+
+
+def test_fold_scales_and_running_scale_describe_the_same_model():
+    """F_T = sum_t (prod_{t<s<T} c_s) f_t, by folding and by a running scale."""
+    rng = np.random.default_rng(0)
+    c = rng.uniform(0.5, 1.0, 9)
+    f = rng.normal(size=(9, 4))  # tree outputs on 4 rows
+    naive = np.zeros(4)
+    for t in range(9):
+        naive = c[t] * naive + f[t]
+    np.testing.assert_allclose(fold_scales(c) @ f, naive, rtol=1e-13)
+    scale, stored = RunningScale(), []
+    for t in range(9):
+        assert scale.shrink(c[t]) is None
+        stored.append(f[t] / scale.value)
+    np.testing.assert_allclose(scale.value * np.sum(stored, axis=0), naive, rtol=1e-13)
+    # Below 1e-150 the running scale asks to be folded into the stored trees.
+    tiny = RunningScale()
+    assert tiny.shrink(1e-100) is None
+    fold = tiny.shrink(1e-100)
+    assert fold == pytest.approx(1e-200) and tiny.value == 1.0

@@ -61,7 +61,7 @@ import math
 
 from numba import njit
 
-from .._metrics._common import DCG, ERR, EXPDCG, MAP, MRR, NDCG
+from .._metrics._common import DCG, ERR, EXPDCG, MAP, MRR, NDCG, doc_values, inverse_normaliser
 
 #: Internal metric id used only by tests: every pair's difference is 1, which
 #: turns LambdaMART into RankNet (Burges et al. 2005).
@@ -69,6 +69,19 @@ PAIRWISE = 6
 
 #: ``k`` value used by kernels for "no cut-off".
 NO_CUTOFF = 2**62
+
+
+@njit(cache=True)
+def query_setup(metric, y, lo, hi, k, exp_gain, threshold, err_scale, order, buf, val, dval):
+    """What a query's swap differences need before any ranking: the factor of
+    :func:`swap_delta` (``inverse_normaliser``: 1 / IDCG@k, 1 / min(R, k) or
+    1; 0 means the query gets no gradient) and, unless it is 0, the
+    per-document values in ``dval[lo:hi]`` (``doc_values``). ``order``,
+    ``buf`` and ``val`` serve as scratch."""
+    scale = inverse_normaliser(metric, y, lo, hi, k, exp_gain, threshold, order, buf, val)
+    if scale != 0.0:
+        doc_values(metric, y, lo, hi, exp_gain, threshold, err_scale, dval)
+    return scale
 
 
 @njit(cache=True)

@@ -8,19 +8,9 @@ import numpy as np
 from numba import njit
 from sklearn.utils._param_validation import Interval
 
-from .._metrics._common import (
-    DCG,
-    DEFAULT_DECAY,
-    ERR,
-    EXPDCG,
-    NDCG,
-    discount_table_for,
-    doc_values,
-    inverse_normaliser,
-    worst_order,
-)
+from .._metrics._common import DCG, DEFAULT_DECAY, ERR, EXPDCG, NDCG, discount_table_for, worst_order
 from ._base import MetricObjective
-from ._swap import err_advance, err_delta, logistic_rho, swap_delta, swap_prepare
+from ._swap import err_advance, err_delta, logistic_rho, query_setup, swap_delta, swap_prepare
 
 #: Base ``b`` of ExpDCG (``sum_i b^{i-1} r``) when LambdaMART optimises it:
 #: the metrics' default decay.
@@ -162,11 +152,10 @@ def lambdamart_kernel(
         n = hi - lo
         if n < 2:
             continue
-        scale = inverse_normaliser(metric, y, lo, hi, k, exp_gain, threshold, order, buf, val)
+        scale = query_setup(metric, y, lo, hi, k, exp_gain, threshold, err_scale, order, buf, val, dval)
         if scale == 0.0:
             continue
         worst_order(raw, y, lo, hi, order, buf)
-        doc_values(metric, y, lo, hi, exp_gain, threshold, err_scale, dval)
         first, second = swap_prepare(metric, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2)
         # Position-ordered copies keep the pair loop on contiguous memory.
         z_max = raw[order[lo]]

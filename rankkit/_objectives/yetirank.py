@@ -8,18 +8,10 @@ import numpy as np
 from numba import njit
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
-from .._metrics._common import (
-    DECAY_RANGE,
-    DEFAULT_DECAY,
-    ERR,
-    discount_table_for,
-    doc_values,
-    inverse_normaliser,
-    worst_order,
-)
+from .._metrics._common import DECAY_RANGE, DEFAULT_DECAY, ERR, discount_table_for, worst_order
 from .._random import key, logistic, noise_ranks, normal
 from ._base import MetricObjective
-from ._swap import NO_CUTOFF, err_advance, err_delta, pair_rho, swap_delta, swap_prepare
+from ._swap import NO_CUTOFF, err_advance, err_delta, pair_rho, query_setup, swap_delta, swap_prepare
 
 #: ``mode`` value of the kernel for YetiRank's classic weights.
 CLASSIC = -1
@@ -80,10 +72,9 @@ def yetirank_kernel(
             continue
         scale = 1.0
         if mode != CLASSIC:
-            scale = inverse_normaliser(mode, y, lo, hi, k, exp_gain, threshold, order, buf, val)
+            scale = query_setup(mode, y, lo, hi, k, exp_gain, threshold, err_scale, order, buf, val, dval)
             if scale == 0.0:
                 continue
-            doc_values(mode, y, lo, hi, exp_gain, threshold, err_scale, dval)
         # rho needs only the noise-free scores: exp once per document.
         z_max = raw[lo]
         for i in range(lo + 1, hi):
