@@ -13,10 +13,11 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ._backends import BACKENDS
 from ._sglb import PARAMETER_CONSTRAINTS as SGLB_CONSTRAINTS
+from ._validation import Interval
 
 
 class Param(NamedTuple):

@@ -47,10 +47,11 @@ from numbers import Real
 import numba
 import numpy as np
 from numba import njit
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ._objectives._base import RankingObjective
 from ._random import key, mix64, noise_ranks, normal
+from ._validation import Interval
 
 #: Constraints of the SGLB parameters (the rankers declare them from here).
 PARAMETER_CONSTRAINTS = {

@@ -8,8 +8,20 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import Interval as _SklearnInterval
 
-__all__ = ["check_labels", "check_scores", "check_k", "check_same_length", "check_sample_weight"]
+__all__ = [
+    "Interval", "check_labels", "check_scores", "check_k", "check_same_length", "check_sample_weight",
+]
+
+
+class Interval(_SklearnInterval):
+    """scikit-learn's ``Interval`` constraint, except that ``True`` and
+    ``False`` are not numbers here: ``k=True`` or ``sigma=False`` is a mistake
+    to report, not a count of 1 or a scale of 0."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
 
 
 def _vector(a, name, what):

@@ -13,10 +13,11 @@ from numbers import Integral, Real
 
 import numba
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
+from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
 
 from .._random import seed_from
 from .._sglb import RunningScale, shrink_factor
+from .._validation import Interval
 from ._base import Backend
 from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms

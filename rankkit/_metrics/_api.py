@@ -61,7 +61,7 @@ def _check_threshold(relevance_threshold):
 
 
 def _check_decay(decay):
-    if isinstance(decay, bool) or not DECAY_RANGE.is_satisfied_by(decay):
+    if not DECAY_RANGE.is_satisfied_by(decay):
         raise ValueError(f"decay must be {DECAY_RANGE}, got {decay!r}.")
     return float(decay)
 

@@ -29,7 +29,9 @@ from numbers import Integral, Real
 
 import numpy as np
 from numba import njit
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
+
+from rankkit._validation import Interval
 
 # Metric ids passed to kernels (plain ints: no Python objects cross kernels).
 NDCG, DCG, ERR, MRR, MAP, EXPDCG = 0, 1, 2, 3, 4, 5

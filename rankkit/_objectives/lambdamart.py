@@ -6,9 +6,9 @@ from numbers import Integral, Real
 import numba
 import numpy as np
 from numba import njit
-from sklearn.utils._param_validation import Interval
 
 from .._metrics._common import DCG, DEFAULT_DECAY, ERR, EXPDCG, NDCG, discount_table_for, worst_order
+from .._validation import Interval
 from ._base import MetricObjective
 from ._swap import err_advance, err_delta, logistic_rho, query_setup, swap_delta, swap_prepare
 

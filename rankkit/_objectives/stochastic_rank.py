@@ -39,7 +39,6 @@ from numbers import Integral, Real
 import numba
 import numpy as np
 from numba import njit
-from sklearn.utils._param_validation import Interval
 
 from .._metrics._common import (
     DCG,
@@ -54,6 +53,7 @@ from .._metrics._common import (
     stable_sort,
 )
 from .._random import key, noise_ranks, normal
+from .._validation import Interval
 from ._base import MetricObjective
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

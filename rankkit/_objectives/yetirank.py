@@ -6,10 +6,11 @@ from numbers import Integral, Real
 import numba
 import numpy as np
 from numba import njit
-from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils._param_validation import Options, StrOptions
 
 from .._metrics._common import DECAY_RANGE, DEFAULT_DECAY, ERR, discount_table_for, worst_order
 from .._random import key, logistic, noise_ranks, normal
+from .._validation import Interval
 from ._base import MetricObjective
 from ._swap import NO_CUTOFF, err_advance, err_delta, pair_rho, query_setup, swap_delta, swap_prepare
 
