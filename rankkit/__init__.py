@@ -12,6 +12,7 @@ start_numba_threads_passive()
 from ._estimators import (  # noqa: E402
     LambdaMARTRanker,
     QueryRMSERanker,
+    Ranker,
     StochasticRankRanker,
     XENDCGRanker,
     YetiRanker,
@@ -20,6 +21,7 @@ from ._estimators import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "Ranker",
     "StochasticRankRanker",
     "YetiRanker",
     "LambdaMARTRanker",

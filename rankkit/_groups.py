@@ -1,8 +1,8 @@
 """Query ids: validation, factorisation, sorting rows by query, ``group_ptr``.
 
 This is the only module that turns a per-row query id into the contiguous
-layout that kernels work on. Everything else calls :func:`make_groups` (or
-:func:`split_qid_column` for DataFrames) and never re-implements it.
+layout that kernels work on. Everything else calls :func:`make_groups` (and
+:func:`split_qid` for a DataFrame's query column) and never re-implements it.
 
 Layout: kernels see rows sorted so that each query is one contiguous block;
 ``group_ptr`` (``int64``, length ``n_queries + 1``) holds block offsets. Queries
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["QueryGroups", "make_groups", "check_qid", "split_qid_column", "group_ptr_from_sizes"]
+__all__ = ["QueryGroups", "make_groups", "check_qid", "split_qid", "missing_qid_error", "group_ptr_from_sizes"]
 
 
 def _is_dataframe(X):
@@ -148,11 +148,13 @@ def make_groups(qid, n_samples=None, *, name="qid"):
     return QueryGroups(check_qid(qid, n_samples, name=name))
 
 
-def split_qid_column(X, qid=None, qid_col="qid", *, required=True):
-    """Take query ids from ``qid=`` or from a DataFrame's query column.
+def split_qid(X, qid=None, qid_col="qid"):
+    """Query ids from ``qid=`` or from the ``qid_col`` column of a DataFrame ``X``.
 
-    Returns ``(X_without_column, qid)``. Giving both is an error; giving
-    neither is an error when ``required``. Non-DataFrame inputs pass through.
+    Returns ``(X without the query column, qid)``; ``qid`` is None when there
+    is neither (the caller decides whether that is an error:
+    :func:`missing_qid_error`). Giving both is an error. Non-DataFrame inputs
+    pass through.
     """
     if _is_dataframe(X) and qid_col is not None and qid_col in X.columns:
         if qid is not None:
@@ -161,14 +163,21 @@ def split_qid_column(X, qid=None, qid_col="qid", *, required=True):
                 f"Drop the column or pass qid_col=None to use qid=."
             )
         return X.drop(columns=[qid_col]), X[qid_col]
-    if qid is None and required:
-        where = (
-            f"X is a DataFrame without a '{qid_col}' column"
-            if _is_dataframe(X)
-            else "X has no query column"
-        )
-        raise ValueError(
-            f"Missing query ids: {where} and no qid= was given. Pass qid= (one id per row), "
-            f"or a DataFrame with a '{qid_col}' column."
-        )
     return X, qid
+
+
+def missing_qid_error(X, qid_col="qid", *, where="X", qid_name="qid"):
+    """The error for rows without query ids, saying every way to pass them."""
+    column = (
+        f"{where} is a DataFrame without a {qid_col!r} column"
+        if _is_dataframe(X) and qid_col is not None
+        else f"{where} has no query column"
+    )
+    return ValueError(
+        f"Missing query ids: {column} and no {qid_name}= was given. A ranker needs one "
+        f"query id per row: pass {qid_name}=..., or a DataFrame with a "
+        f"{qid_col or 'qid'!r} column (qid_col). Inside GridSearchCV / "
+        "cross_validate, either use such a DataFrame or enable metadata routing "
+        "(sklearn.set_config(enable_metadata_routing=True)) and pass qid= to the "
+        "search's fit."
+    )

@@ -5,11 +5,13 @@ Kernels never touch a global RNG: every random number is a pure function of
 queries over threads. ``seed`` is a 64-bit int drawn once per call from the
 caller's ``random_state``; ``stream`` is usually the query index (times the
 sample/permutation number), ``index`` the document's place in its query
-sorted by score (``rankkit._objectives._swap.noise_ranks``).
+sorted by score (:func:`noise_ranks`).
 """
 
 import numpy as np
 from numba import njit
+
+from ._metrics._common import worst_order
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -52,6 +54,23 @@ def logistic(k, index):
     """Standard logistic: log(u / (1 - u))."""
     u = uniform(k, index)
     return np.log(u / (1.0 - u))
+
+
+@njit(cache=True)
+def noise_ranks(raw, lab, lo, hi, order, buf, rank):
+    """``rank[i]``: 0-based place of row ``i`` (``lo <= i < hi``) in its query
+    in the ``worst`` order (score descending, ties less relevant first, then
+    by row); ``order``/``buf`` are sort scratch.
+
+    Random objectives draw a document's noise at this counter rather than at
+    its row, so permuting the rows of a query moves every draw with its
+    document: the result is permuted exactly, not just in distribution. Rows
+    with equal score and label, the only ones the order cannot tell apart,
+    are interchangeable for the objective anyway.
+    """
+    worst_order(raw, lab, lo, hi, order, buf)
+    for p in range(lo, hi):
+        rank[order[p]] = p - lo
 
 
 def seed_from(random_state):

@@ -8,46 +8,54 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import Interval as _SklearnInterval
 
-__all__ = ["check_labels", "check_scores", "check_k", "check_same_length", "check_sample_weight"]
+__all__ = [
+    "Interval", "check_labels", "check_scores", "check_k", "check_same_length", "check_sample_weight",
+]
 
 
-def check_labels(y, *, name="y_true", allow_negative=False, unit_interval=False):
-    """Float64 1-D labels; NaN/inf always rejected, negatives unless allowed."""
-    y = np.asarray(y)
-    if y.ndim == 2 and 1 in y.shape:
-        y = y.ravel()
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {y.shape}.")
-    if y.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be numeric relevance labels, got dtype {y.dtype}.")
-    y = y.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(y)):
-        raise ValueError(f"{name} contains NaN or infinite values; relevance labels must be finite.")
+class Interval(_SklearnInterval):
+    """scikit-learn's ``Interval`` constraint, except that ``True`` and
+    ``False`` are not numbers here: ``k=True`` or ``sigma=False`` is a mistake
+    to report, not a count of 1 or a scale of 0."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
+def _vector(a, name, what):
+    """``a`` as a 1-D float64 array of finite numbers (``what`` names them in errors)."""
+    a = np.asarray(a)
+    if a.ndim == 2 and 1 in a.shape:
+        a = a.ravel()
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}.")
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric {what}, got dtype {a.dtype}.")
+    a = a.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or infinite values; {what} must be finite.")
+    return a
+
+
+def check_labels(y, *, name="y_true", allow_negative=False):
+    """Float64 1-D labels; NaN/inf always rejected, negatives unless allowed.
+
+    (ERR's labels without a mapping must also be probabilities:
+    :func:`rankkit._metrics._common.err_scale` checks that.)
+    """
+    y = _vector(y, name, "relevance labels")
     if not allow_negative and y.size and y.min() < 0:
         raise ValueError(
             f"{name} contains negative labels (min {y.min():g}); relevance labels must be >= 0."
-        )
-    if unit_interval and y.size and y.max() > 1:
-        raise ValueError(
-            f"{name} has labels above 1 (max {y.max():g}) but probabilities in [0, 1] are needed; "
-            "pass err_mapping='chapelle' to map graded labels, or rescale them."
         )
     return y
 
 
 def check_scores(s, *, name="y_score"):
-    s = np.asarray(s)
-    if s.ndim == 2 and 1 in s.shape:
-        s = s.ravel()
-    if s.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {s.shape}.")
-    if s.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be numeric, got dtype {s.dtype}.")
-    s = s.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(s)):
-        raise ValueError(f"{name} contains NaN or infinite values; scores must be finite.")
-    return s
+    """Float64 1-D finite scores."""
+    return _vector(s, name, "scores")
 
 
 def check_k(k, *, name="k"):

@@ -9,10 +9,10 @@ least :data:`HESSIAN_FLOOR`.
 from ._objectives._base import HESSIAN_FLOOR, RankingObjective
 from ._objectives.lambdamart import LambdaMART
 from ._objectives.query_rmse import QueryRMSE
-from ._objectives.sglb import SGLB
 from ._objectives.stochastic_rank import StochasticRank
 from ._objectives.xendcg import XENDCG
 from ._objectives.yetirank import YetiRank
+from ._sglb import SGLB
 
 #: Every objective by name: the same dict parametrises the tests.
 OBJECTIVES = {

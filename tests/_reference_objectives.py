@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from ._reference_metrics import value_of_order
+
 
 def worst_order(scores, labels):
     """Indices by score descending; ties: less relevant first, then input order."""
@@ -28,50 +30,11 @@ def noise_ranks(y, z, group_ptr):
 
 
 def metric_value(metric, labels, k=None, *, exp_gain=True, threshold=0.0, err_scale=-1.0, decay=0.85):
-    """Metric of a ranking given as the list of labels in shown order.
-
-    Normalised metrics (NDCG, MAP) return 0 when their normaliser is 0.
-    """
-    n = len(labels)
-    kk = n if k is None else min(k, n)
-
-    def g(r):
-        return 2.0**r - 1.0 if exp_gain else r
-
-    if metric in ("dcg", "ndcg"):
-        dcg = sum(g(labels[i]) / math.log2(i + 2) for i in range(kk))
-        if metric == "dcg":
-            return dcg
-        ideal_labels = sorted(labels, reverse=True)
-        ideal = sum(g(ideal_labels[i]) / math.log2(i + 2) for i in range(kk))
-        return dcg / ideal if ideal > 0 else 0.0
-    if metric == "expdcg":
-        return sum(decay**i * labels[i] for i in range(kk))
-    if metric == "err":
-        total, look = 0.0, 1.0
-        for i in range(kk):
-            r = labels[i] if err_scale <= 0 else (2.0 ** labels[i] - 1.0) / err_scale
-            total += look * r / (i + 1)
-            look *= 1.0 - r
-        return total
-    rel = [lab > threshold for lab in labels]
-    if metric == "mrr":
-        for i in range(kk):
-            if rel[i]:
-                return 1.0 / (i + 1)
-        return 0.0
-    if metric == "map":
-        n_rel = sum(rel)
-        denom = min(n_rel, kk if k is not None else n_rel)
-        if denom == 0:
-            return 0.0
-        hits, total = 0, 0.0
-        for i in range(kk):
-            if rel[i]:
-                hits += 1
-                total += hits / (i + 1)
-        return total / denom
-    raise ValueError(metric)
+    """Metric of a ranking given as the list of labels in shown order
+    (:func:`tests._reference_metrics.value_of_order`, the one naive metric);
+    normalised metrics (NDCG, MAP) score 0 when their normaliser is 0."""
+    return value_of_order(metric, labels, k=k, gain_type="exp" if exp_gain else "linear", empty=0.0,
+                          threshold=threshold, err_scale=err_scale, decay=decay)
 
 
 def swap_difference(metric, labels, a, b, k=None, **kw):

@@ -1,62 +1,25 @@
 """Naive, obviously-correct StochasticRank references (the executable spec).
 
 Plain Python/NumPy, no numba: metrics are recomputed from scratch for every
-ranked list, and the CCS sum literally inserts document ``j`` at every
-position of the other documents' sampled order.
+ranked list (the one naive metric of ``tests._reference_metrics``), and the
+CCS sum literally inserts document ``j`` at every position of the other
+documents' sampled order.
 """
 
 import math
 
 import numpy as np
 
-
-def _value(r, metric, exp_gain, err_scale):
-    if metric in ("ndcg", "dcg"):
-        return 2.0**r - 1.0 if exp_gain else r
-    if metric == "err":
-        return r if err_scale <= 0 else (2.0**r - 1.0) / err_scale
-    raise ValueError(metric)
+from ._reference_metrics import value_of_order
 
 
-def metric_of_list(labels, all_labels, metric, k=None, *, exp_gain=True, threshold=0.0, err_scale=0.0):
-    """Metric of ``labels`` listed top first; ``all_labels`` (the query) for NDCG/MAP norms.
-
-    Queries whose normaliser is 0 (no gain, no relevant document) score 0:
-    their value is a constant, so their gradient is zero whatever it is.
-    """
-    n = len(labels)
-    kk = n if k is None else min(k, n)
-    if metric in ("dcg", "ndcg"):
-        dcg = sum(_value(labels[i], metric, exp_gain, 0) / math.log2(i + 2) for i in range(kk))
-        if metric == "dcg":
-            return dcg
-        ideal = sorted(all_labels, reverse=True)
-        idcg = sum(_value(ideal[i], metric, exp_gain, 0) / math.log2(i + 2) for i in range(kk))
-        return dcg / idcg if idcg > 0 else 0.0
-    if metric == "err":
-        total, keep = 0.0, 1.0
-        for i in range(kk):
-            R = _value(labels[i], "err", exp_gain, err_scale)
-            total += keep * R / (i + 1)
-            keep *= 1.0 - R
-        return total
-    rel = [1 if r > threshold else 0 for r in labels]
-    if metric == "mrr":
-        for i in range(kk):
-            if rel[i]:
-                return 1.0 / (i + 1)
-        return 0.0
-    if metric == "map":
-        n_rel = sum(1 for r in all_labels if r > threshold)
-        if n_rel == 0:
-            return 0.0
-        hits, total = 0, 0.0
-        for i in range(kk):
-            if rel[i]:
-                hits += 1
-                total += hits / (i + 1)
-        return total / min(n_rel, kk if k is not None else n_rel)
-    raise ValueError(metric)
+def metric_of_list(labels, metric, k=None, *, exp_gain=True, threshold=0.0, err_scale=0.0):
+    """Metric of a query's documents listed top first (the one naive metric,
+    :func:`tests._reference_metrics.value_of_order`). Queries whose normaliser
+    is 0 (no gain, no relevant document) score 0: their value is a constant,
+    so their gradient is zero whatever it is."""
+    return value_of_order(metric, list(labels), k=k, gain_type="exp" if exp_gain else "linear", empty=0.0,
+                          threshold=threshold, err_scale=err_scale)
 
 
 def _phi(u):
@@ -98,8 +61,8 @@ def ccs_reference(y, raw, group_ptr, eps, metric, k=None, *, sigma=1.0, mu=0.0, 
                     up = others[:p] + [j] + others[p:]
                     down = others[: p + 1] + [j] + others[p + 1:]
                     kw = dict(exp_gain=exp_gain, threshold=threshold, err_scale=err_scale)
-                    diff = metric_of_list([r[i] for i in up], r, metric, k, **kw) - metric_of_list(
-                        [r[i] for i in down], r, metric, k, **kw
+                    diff = metric_of_list([r[i] for i in up], metric, k, **kw) - metric_of_list(
+                        [r[i] for i in down], metric, k, **kw
                     )
                     g[j] -= diff * _phi((s[others[p]] - shifted[j]) / sigma) / sigma / n_est
         if sfa and n > 0:
@@ -109,35 +72,12 @@ def ccs_reference(y, raw, group_ptr, eps, metric, k=None, *, sigma=1.0, mu=0.0, 
 
 
 def metric_batch(labels, order, metric, k=None, *, exp_gain=True, threshold=0.0, err_scale=0.0):
-    """Vectorised metric of many rankings of one query: ``order`` is (N, n) top first."""
+    """:func:`metric_of_list` of many rankings of one query: ``order`` is (N, n), top first.
+
+    Short queries have few distinct orders, so each is evaluated once.
+    """
     labels = np.asarray(labels, dtype=float)
-    lab = labels[order]
-    n = labels.shape[0]
-    kk = n if k is None else min(k, n)
-    lab = lab[:, :kk]
-    pos = np.arange(kk)
-    if metric in ("dcg", "ndcg"):
-        G = 2.0**lab - 1.0 if exp_gain else lab
-        dcg = (G / np.log2(pos + 2)).sum(axis=1)
-        if metric == "dcg":
-            return dcg
-        ideal = np.sort(labels)[::-1][:kk]
-        Gi = 2.0**ideal - 1.0 if exp_gain else ideal
-        idcg = (Gi / np.log2(pos + 2)).sum()
-        return dcg / idcg if idcg > 0 else np.zeros(len(order))
-    if metric == "err":
-        R = lab if err_scale <= 0 else (2.0**lab - 1.0) / err_scale
-        keep = np.cumprod(np.hstack([np.ones((len(R), 1)), 1.0 - R[:, :-1]]), axis=1)
-        return (keep * R / (pos + 1)).sum(axis=1)
-    rel = (lab > threshold).astype(float)
-    if metric == "mrr":
-        first = np.argmax(rel, axis=1)
-        has = rel.max(axis=1) > 0
-        return np.where(has, 1.0 / (first + 1), 0.0)
-    if metric == "map":
-        n_rel = int((labels > threshold).sum())
-        if n_rel == 0:
-            return np.zeros(len(order))
-        prec = np.cumsum(rel, axis=1) / (pos + 1)
-        return (prec * rel).sum(axis=1) / min(n_rel, kk if k is not None else n_rel)
-    raise ValueError(metric)
+    unique, inverse = np.unique(np.asarray(order), axis=0, return_inverse=True)
+    kw = dict(exp_gain=exp_gain, threshold=threshold, err_scale=err_scale)
+    values = np.array([metric_of_list(labels[o], metric, k, **kw) for o in unique])
+    return values[inverse.ravel()]

@@ -16,11 +16,11 @@ other line of the ranker is the one users get.
 import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from sklearn.utils.validation import _num_samples
 
 import rankkit._estimators as est
 
 RANKER_CLASSES = [
+    est.Ranker,
     est.QueryRMSERanker,
     est.LambdaMARTRanker,
     est.StochasticRankRanker,
@@ -83,11 +83,11 @@ RANKING_SEMANTICS = {
 def _one_query_class(cls):
     """``cls`` with "no qid means one query of all rows" (test-only policy)."""
 
-    def _resolve_qid(self, qid, X, was_dataframe, *, where="X", qid_name="qid"):
-        return np.zeros(_num_samples(X), dtype=np.int64) if qid is None else qid
+    def _default_qid(self, X, n_rows, *, where, qid_name):
+        return np.zeros(n_rows, dtype=np.int64)
 
     name = f"OneQuery{cls.__name__}"
-    sub = type(name, (cls,), {"_resolve_qid": _resolve_qid, "__module__": __name__, "__doc__": cls.__doc__})
+    sub = type(name, (cls,), {"_default_qid": _default_qid, "__module__": __name__, "__doc__": cls.__doc__})
     # Module-level name, so the checks can pickle instances.
     globals()[name] = sub
     return sub
@@ -120,6 +120,6 @@ def test_one_query_subclass_differs_only_in_qid_policy():
     y = np.arange(10) % 3
     with pytest.raises(ValueError, match="Missing query ids"):
         _small(est.QueryRMSERanker).fit(X, y)
-    sub = _small(ONE_QUERY_CLASSES[0]).fit(X, y)
+    sub = _small(ONE_QUERY_CLASSES[1]).fit(X, y)
     ref = _small(est.QueryRMSERanker).fit(X, y, qid=np.zeros(10))
     np.testing.assert_array_equal(sub.predict(X), ref.predict(X))

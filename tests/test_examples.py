@@ -53,3 +53,21 @@ def test_example_runs(script, tmp_path):
     )
     assert proc.stdout.strip(), f"{script.name} printed nothing"
     assert list(tmp_path.iterdir()) == [], f"{script.name} left files in its working directory"
+
+
+PACKAGE = Path(__file__).resolve().parents[1] / "rankkit"
+# Every module whose docstrings carry examples.
+DOCTEST_MODULES = sorted(
+    ".".join(("rankkit", *p.relative_to(PACKAGE).with_suffix("").parts))
+    for p in PACKAGE.rglob("*.py")
+    if ">>>" in p.read_text()
+)
+
+
+@pytest.mark.parametrize("module", DOCTEST_MODULES)
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0, result

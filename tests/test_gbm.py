@@ -147,7 +147,7 @@ def grow(X, grad, hess, **kw):
     Xb, edges, ptr = binned(X)
     g = TreeGrower(Xb, np.diff(ptr) + 1, edges, ptr, **kw)
     rows = np.arange(X.shape[0], dtype=np.int32)
-    nodes, _ = g.grow(grad, hess, rows, np.arange(X.shape[1], dtype=np.int64))
+    nodes = g.grow(grad, hess, rows, np.arange(X.shape[1], dtype=np.int64))
     return nodes, Xb
 
 

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankkit._groups import group_ptr_from_sizes, make_groups, split_qid_column
+from rankkit._groups import group_ptr_from_sizes, make_groups, missing_qid_error, split_qid
 
 
 def naive_groups(qid):
@@ -77,16 +77,27 @@ def test_group_ptr_from_sizes():
         group_ptr_from_sizes([1, -1])
 
 
-def test_split_qid_column():
+def test_split_qid():
     X = pd.DataFrame({"qid": [1, 1, 2], "f": [0.1, 0.2, 0.3]})
-    X2, qid = split_qid_column(X)
+    X2, qid = split_qid(X)
     assert list(X2.columns) == ["f"]
     assert qid.tolist() == [1, 1, 2]
     with pytest.raises(ValueError, match="given twice"):
-        split_qid_column(X, qid=[1, 1, 2])
-    with pytest.raises(ValueError, match="Missing query ids"):
-        split_qid_column(X[["f"]])
-    with pytest.raises(ValueError, match="Missing query ids"):
-        split_qid_column(np.zeros((3, 1)))
-    X3, qid3 = split_qid_column(np.zeros((3, 1)), qid=[1, 2, 3])
+        split_qid(X, qid=[1, 1, 2])
+    # No query ids at all: (X, None); the caller raises missing_qid_error.
+    X4, qid4 = split_qid(X[["f"]])
+    assert qid4 is None and list(X4.columns) == ["f"]
+    assert split_qid(np.zeros((3, 1)))[1] is None
+    X3, qid3 = split_qid(np.zeros((3, 1)), qid=[1, 2, 3])
     assert qid3 == [1, 2, 3]
+    # qid_col=None: a column called qid is a feature.
+    X5, qid5 = split_qid(X, qid_col=None)
+    assert qid5 is None and list(X5.columns) == ["qid", "f"]
+
+
+def test_missing_qid_error_says_how():
+    msg = str(missing_qid_error(pd.DataFrame({"f": [0.1]}), "query"))
+    assert "Missing query ids: X is a DataFrame without a 'query' column" in msg
+    assert "enable_metadata_routing" in msg
+    msg = str(missing_qid_error(np.zeros((1, 1)), where="eval_set[0]", qid_name="eval_qid[0]"))
+    assert "eval_set[0] has no query column and no eval_qid[0]= was given" in msg

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankkit._metrics._api import METRICS, evaluate_sorted, metric_function
+from rankkit._metrics._common import TIES as TIES_REGISTRY
 from rankkit.metrics import (
     dcg_score,
     err_score,
@@ -20,8 +21,9 @@ from rankkit.metrics import (
 )
 from tests import _reference_metrics as ref
 
-TIES = ["worst", "average", "best", "input"]
-NAMES = ["ndcg", "dcg", "err", "mrr", "map", "expdcg"]
+# The registries parametrise the tests: every tie policy and every metric.
+TIES = list(TIES_REGISTRY)
+NAMES = list(METRICS)
 NORMALISED = ["ndcg", "err", "mrr", "map"]
 
 # Metric parameter sets exercised for each metric (public keyword names).
@@ -33,6 +35,10 @@ PARAMS = {
     "map": [{}, {"relevance_threshold": 1.0, "empty": "exclude"}, {"empty": 0.0}],
     "expdcg": [{}, {"decay": 0.5}],
 }
+
+
+def test_every_metric_has_parameter_sets():
+    assert set(PARAMS) == set(METRICS)
 
 
 def ref_params(name, params, y):

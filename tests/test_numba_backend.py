@@ -57,8 +57,7 @@ def test_training_loss_matches_xgboost_hist():
 @pytest.mark.parametrize("policy", ["depthwise", "oblivious"])
 def test_same_trees_for_any_thread_count(policy):
     X, y = regression_data(n=4000, F=10)
-    kw = dict(subsample=0.7, colsample_bytree=0.6, random_state=3,
-              backend_params={"grow_policy": policy, "leaf_noise_temperature": 1e4})
+    kw = dict(subsample=0.7, colsample_bytree=0.6, random_state=3, backend_params={"grow_policy": policy})
     old = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
@@ -153,20 +152,6 @@ def test_oblivious_trees_are_symmetric_and_learn():
     assert np.mean((b.predict(X) - y) ** 2) < 0.3 * np.mean(y ** 2)
 
 
-def test_leaf_noise_has_the_langevin_scale():
-    # Constant feature: every tree is one leaf holding only noise (gradients are 0).
-    n, lr, T = 400, 0.1, 1e3
-    X = np.zeros((n, 1))
-    vals = []
-    backend(n_estimators=300, learning_rate=lr, reg_lambda=0.0, backend_params={"leaf_noise_temperature": T}).fit(
-        X, lambda raw, t: (np.zeros(n), np.ones(n)),
-        callback=lambda t, raw, ev: vals.append(raw[0]))
-    steps = np.diff(np.concatenate([[0.0], vals]))
-    expected = lr * np.sqrt(2 * n / (lr * T)) / n
-    assert abs(steps.mean()) < 4 * expected / np.sqrt(300)
-    assert 0.8 * expected < steps.std() < 1.2 * expected
-
-
 def test_feature_importances():
     X, y = regression_data(n=2000)
     b = backend().fit(X, squared_error(y))
@@ -199,6 +184,7 @@ def test_queryrmse_on_mq2008(shared_data):
     ("max_bin", 300, "max_bin"), ("max_depth", 0, "max_depth"), ("subsample", 0.0, "subsample"),
     ("learning_rate", -1, "learning_rate"), ("colsample_bytree", 2.0, "colsample_bytree"),
     ("n_jobs", 0, "n_jobs"), ("backend_params", {"grow": "x"}, "valid keys"),
+    ("backend_params", {"leaf_noise_temperature": 1e3}, "valid keys"),  # SGLB noise is langevin=True
     ("backend_params", {"grow_policy": "lossguide"}, "grow_policy"),
 ])
 def test_bad_parameters_are_named(param, value, match):

@@ -11,29 +11,28 @@ import numba
 import numpy as np
 import pytest
 
-from rankkit._metrics._common import METRIC_IDS
-from rankkit._objectives._base import HESSIAN_FLOOR
+from rankkit._metrics._common import METRIC_IDS, discount_table, doc_values, inverse_normaliser
+from rankkit._objectives._base import HESSIAN_FLOOR, MetricObjective
 from rankkit._objectives._swap import (
     NO_CUTOFF,
     PAIRWISE,
-    discount_table,
-    doc_values,
     err_advance,
     err_delta,
-    metric_scale,
-    noise_ranks,
     swap_delta,
     swap_prepare,
 )
+from rankkit._random import noise_ranks
 from rankkit._objectives.lambdamart import LambdaMART, lambdamart_gradients
-from rankkit._objectives.sglb import SGLB
+from rankkit._sglb import SGLB
+from rankkit.objectives import OBJECTIVES
 from rankkit._objectives.stochastic_rank import StochasticRank
-from rankkit._objectives.xendcg import XENDCG, xendcg_gammas
+from rankkit._objectives.xendcg import XENDCG
 from rankkit._objectives.yetirank import NOISES, YetiRank, yeti_noisy_scores
 
 from . import _reference_objectives as ref
+from . import _reference_random as ref_random
 
-METRICS = ["ndcg", "dcg", "err", "mrr", "map", "expdcg"]
+METRICS = list(METRIC_IDS)
 
 
 def make_queries(seed, n_queries=14, max_size=9, n_levels=4, score_levels=3):
@@ -77,7 +76,7 @@ def kernel_swaps(metric, labels, k, *, exp_gain=True, threshold=0.0, err_scale=-
     discount_table(dtab)
     mid = METRIC_IDS[metric]
     kk = NO_CUTOFF if k is None else k
-    scale = metric_scale(mid, y, 0, n, kk, exp_gain, threshold, order, buf)
+    scale = inverse_normaliser(mid, y, 0, n, kk, exp_gain, threshold, order, buf, np.empty(n))
     order[:] = np.arange(n)
     doc_values(mid, y, 0, n, exp_gain, threshold, err_scale, dval)
     first, second = swap_prepare(mid, dval, order, 0, n, kk, decay, dtab, val, disc, aux1, aux2)
@@ -204,25 +203,29 @@ def test_lambdamart_with_unit_delta_is_ranknet():
 # -- YetiRank / YetiLoss ----------------------------------------------------
 
 
+def yeti_noisy_rounds(obj, y, z, ptr, seed):
+    """``rounds[p][i]``: the noisy score of row ``i`` in round ``p``, noise
+    drawn by the independent generator of ``tests._reference_random``."""
+    return [z + np.array(ref_random.yetirank_noise(y, z, ptr, seed, obj.n_permutations, p, obj.noise,
+                                                   float(obj.noise_scale)))
+            for p in range(obj.n_permutations)]
+
+
 def yeti_reference(obj, y, z, ptr, seed):
-    """Reference gradients given the kernel's own noise (read back through
-    ``yeti_noisy_scores``) and a naive full pair-weight matrix."""
+    """Reference gradients: independently drawn noise and a naive full
+    pair-weight matrix."""
     _, ref_kw = metric_kw(obj.metric.split("@")[0])
     g = np.zeros(y.shape[0])
     h = np.zeros(y.shape[0])
-    noisy = np.empty(y.shape[0])
-    rank = ref.noise_ranks(y, z, ptr)
     k = obj.k
     metric = obj.metric
     if "@" in metric:
         metric, k = metric.split("@")[0], int(metric.split("@")[1])
+    rounds = yeti_noisy_rounds(obj, y, z, ptr, seed)
     for q in range(len(ptr) - 1):
         lo, hi = ptr[q], ptr[q + 1]
-        rounds = []
-        for p in range(obj.n_permutations):
-            yeti_noisy_scores(z, rank, ptr, obj.n_permutations, NOISES[obj.noise], float(obj.noise_scale), np.uint64(seed), q, p, noisy)
-            rounds.append(noisy[lo:hi].copy())
-        W = ref.yeti_weights(list(y[lo:hi]), rounds, metric, k, num_neighbors=obj.num_neighbors, decay=obj.decay, **ref_kw)
+        W = ref.yeti_weights(list(y[lo:hi]), [r[lo:hi] for r in rounds], metric, k,
+                             num_neighbors=obj.num_neighbors, decay=obj.decay, **ref_kw)
         g[lo:hi], h[lo:hi] = ref.pairwise_logistic_grad(W, z[lo:hi])
     return g, h, W
 
@@ -281,15 +284,10 @@ def test_yetirank_gradient_is_derivative_of_weighted_pair_loss():
     seed = 77
     g, _ = obj.gradient_hessian(y, z, group_ptr=ptr, seed=seed)
     eps = 1e-6
-    rank = ref.noise_ranks(y, z, ptr)
+    rounds = yeti_noisy_rounds(obj, y, z, ptr, seed)
     for q in range(len(ptr) - 1):
         lo, hi = ptr[q], ptr[q + 1]
-        noisy = np.empty(y.shape[0])
-        rounds = []
-        for p in range(3):
-            yeti_noisy_scores(z, rank, ptr, 3, NOISES["logistic"], 1.0, np.uint64(seed), q, p, noisy)
-            rounds.append(noisy[lo:hi].copy())
-        W = ref.yeti_weights(list(y[lo:hi]), rounds, "ndcg", num_neighbors=2)
+        W = ref.yeti_weights(list(y[lo:hi]), [r[lo:hi] for r in rounds], "ndcg", num_neighbors=2)
         for i in range(hi - lo):
             zp, zm = z[lo:hi].copy(), z[lo:hi].copy()
             zp[i] += eps
@@ -313,11 +311,10 @@ def test_xendcg_matches_reference_and_finite_differences():
     y, z, ptr = make_queries(7)
     seed = 2024
     g, h = XENDCG().gradient_hessian(y, z, group_ptr=ptr, seed=seed)
-    gamma = np.empty(y.shape[0])
+    gamma = np.array(ref_random.xendcg_gammas(y, z, ptr, seed))
     eps = 1e-6
     for q in range(len(ptr) - 1):
         lo, hi = ptr[q], ptr[q + 1]
-        xendcg_gammas(y, z, ptr, np.uint64(seed), q, gamma, np.empty((3, len(y)), dtype=np.int64))
         gm = gamma[lo:hi]
         assert np.all((gm > 0) & (gm < 1))
         if hi - lo == 1:
@@ -356,43 +353,77 @@ def test_xendcg_gamma_expectation():
 
 
 # -- invariants shared by every objective -----------------------------------
-
-OBJECTIVES = {
-    "lambdamart-ndcg": lambda: LambdaMART("ndcg", truncation=4),
-    "lambdamart-err": lambda: LambdaMART("err", err_mapping="chapelle", normalize=False),
-    "lambdamart-map@3": lambda: LambdaMART("map@3"),
-    "lambdamart-mrr": lambda: LambdaMART("mrr"),
-    "yetirank": lambda: YetiRank(random_state=3),
-    "yetiloss-ndcg": lambda: YetiRank("ndcg", num_neighbors=2, random_state=3),
-    "yetiloss-err": lambda: YetiRank("err", err_mapping="chapelle", num_neighbors=-1, random_state=3),
-    "xendcg": lambda: XENDCG(random_state=3),
+# The registry rankkit.objectives.OBJECTIVES parametrises these tests: every
+# registered objective runs with each of its settings here (one without any
+# fails test_every_registered_objective_is_tested).
+SETTINGS = {
+    "lambdamart": {
+        "ndcg": dict(metric="ndcg", truncation=4),
+        "err": dict(metric="err", err_mapping="chapelle", normalize=False),
+        "err-normalized": dict(metric="err", err_mapping="chapelle"),
+        "map": dict(metric="map"),
+        "map@3": dict(metric="map@3"),
+        "mrr": dict(metric="mrr"),
+        "expdcg": dict(metric="expdcg", normalize=False),
+    },
+    "yetirank": {
+        "classic": dict(),
+        "ndcg": dict(metric="ndcg", num_neighbors=2),
+        "err": dict(metric="err", err_mapping="chapelle", num_neighbors=-1),
+        "err-gaussian": dict(metric="err", err_mapping="chapelle", noise="gaussian", num_neighbors=-1),
+        "classic-no-noise": dict(noise="none", num_neighbors=2),
+        "mrr-no-noise": dict(metric="mrr", noise="none", num_neighbors=-1),
+    },
+    "xendcg": {"default": dict()},
+    "stochastic_rank": {"ndcg@3": dict(metric="ndcg@3", n_estimations=2), "map": dict(metric="map")},
+    "query_rmse": {"default": dict()},
 }
-DETERMINISTIC = {
-    "lambdamart-ndcg": lambda: LambdaMART("ndcg", truncation=4),
-    "lambdamart-expdcg": lambda: LambdaMART("expdcg", normalize=False),
-    "lambdamart-err": lambda: LambdaMART("err", err_mapping="chapelle"),
-    "lambdamart-map": lambda: LambdaMART("map"),
-    "yetirank-no-noise": lambda: YetiRank(noise="none", num_neighbors=2),
-    "yetiloss-mrr-no-noise": lambda: YetiRank("mrr", noise="none", num_neighbors=-1),
-}
+CASES = {f"{name}-{label}": (name, kw) for name in OBJECTIVES for label, kw in SETTINGS.get(name, {}).items()}
 
 
-@pytest.mark.parametrize("name", sorted(OBJECTIVES))
-def test_sum_to_zero_and_hessian_floor(name):
+def make(case, random_state=3):
+    """The objective of ``case``; random ones seeded by ``random_state``."""
+    name, kw = CASES[case]
+    cls = OBJECTIVES[name]
+    if "random_state" in cls._get_param_names():
+        kw = {**kw, "random_state": random_state}
+    return cls(**kw)
+
+
+def is_random(case):
+    obj = make(case)
+    return "random_state" in obj.get_params() and getattr(obj, "noise", "") != "none"
+
+
+RANDOM = sorted(c for c in CASES if is_random(c))
+DETERMINISTIC = sorted(c for c in CASES if not is_random(c))
+# Objectives of a metric give no gradient to a query whose labels are all
+# equal; XE-NDCG and QueryRMSE still fit its scores.
+METRIC_CASES = sorted(c for c in CASES if isinstance(make(c), MetricObjective))
+
+
+def test_every_registered_objective_is_tested():
+    assert set(SETTINGS) == set(OBJECTIVES)
+    assert RANDOM and DETERMINISTIC and METRIC_CASES
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sum_to_zero_and_hessian_floor(case):
     y, z, ptr = make_queries(8)
-    g, h = OBJECTIVES[name]().gradient_hessian(y, z, group_ptr=ptr, seed=11)
+    g, h = make(case).gradient_hessian(y, z, group_ptr=ptr, seed=11)
     for q in range(len(ptr) - 1):
         assert abs(g[ptr[q] : ptr[q + 1]].sum()) < 1e-12
     assert np.all(h >= HESSIAN_FLOOR)
     assert np.any(g != 0)
 
 
-@pytest.mark.parametrize("name", sorted(n for n in OBJECTIVES if n != "xendcg"))
-def test_equal_labels_give_zero_gradient(name):
+@pytest.mark.parametrize("case", METRIC_CASES)
+def test_equal_labels_give_zero_gradient(case):
     z = np.random.default_rng(0).normal(size=12)
+    obj = make(case)
     for label in (0.0, 1.0):
-        g, h = OBJECTIVES[name]().gradient_hessian(np.full(12, label), z, qid=np.repeat([1, 2], 6), seed=4)
-        assert np.all(g == 0) and np.all(h == HESSIAN_FLOOR)
+        g, h = obj.gradient_hessian(np.full(12, label), z, qid=np.repeat([1, 2], 6), seed=4)
+        assert np.all(g == 0) and np.all(h == (HESSIAN_FLOOR if obj.uses_hessian else 1.0))
 
 
 def test_xendcg_equal_labels_equal_scores_zero_in_expectation():
@@ -404,16 +435,16 @@ def test_xendcg_equal_labels_equal_scores_zero_in_expectation():
     assert np.all(np.abs(per_doc.mean(axis=0)) < 5 * per_doc.std(axis=0) / math.sqrt(calls))
 
 
-@pytest.mark.parametrize("name", sorted(DETERMINISTIC))
-def test_permutation_within_queries(name):
+@pytest.mark.parametrize("case", DETERMINISTIC)
+def test_permutation_within_queries(case):
     """Permuting rows permutes the gradients. Rows with the same query, score
     and label are interchangeable but take the tied positions in input order,
     so within such a class only the multiset of values is compared."""
     y, z, ptr = make_queries(9)
     qid = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
     perm = np.random.default_rng(1).permutation(y.shape[0])
-    g, h = DETERMINISTIC[name]().gradient_hessian(y, z, qid=qid)
-    gp, hp = DETERMINISTIC[name]().gradient_hessian(y[perm], z[perm], qid=qid[perm])
+    g, h = make(case).gradient_hessian(y, z, qid=qid)
+    gp, hp = make(case).gradient_hessian(y[perm], z[perm], qid=qid[perm])
     g_back, h_back = np.empty_like(gp), np.empty_like(hp)
     g_back[perm], h_back[perm] = gp, hp
     classes = {}
@@ -424,12 +455,9 @@ def test_permutation_within_queries(name):
         np.testing.assert_allclose(np.sort(h_back[rows]), np.sort(h[rows]), rtol=1e-12, atol=1e-15)
 
 
-RANDOM = {
-    "yetirank": lambda: YetiRank(),
-    "yetiloss-err-gaussian": lambda: YetiRank("err", err_mapping="chapelle", noise="gaussian", num_neighbors=-1),
-    "xendcg": lambda: XENDCG(),
-    "stochasticrank-ndcg@3": lambda: StochasticRank("ndcg@3", n_estimations=2),
-    "stochasticrank-map": lambda: StochasticRank("map"),
+# The random objectives, and SGLB's noise around a deterministic one.
+RANDOM_OBJECTIVES = {
+    **{case: (lambda case=case: make(case, random_state=None)) for case in RANDOM},
     "sglb-lambdamart": lambda: SGLB(LambdaMART(), diffusion_temperature=50.0),
 }
 
@@ -443,7 +471,7 @@ def test_noise_ranks_match_reference():
     np.testing.assert_array_equal(rank, ref.noise_ranks(y, z, ptr))
 
 
-@pytest.mark.parametrize("name", sorted(RANDOM))
+@pytest.mark.parametrize("name", sorted(RANDOM_OBJECTIVES))
 def test_random_objectives_permute_with_rows_within_queries(name):
     """Noise is keyed by a document's place in the query sorted by score, not
     by its row: with the same seed, permuting the rows of each query permutes
@@ -452,8 +480,8 @@ def test_random_objectives_permute_with_rows_within_queries(name):
     y, z, ptr = make_queries(13)
     rng = np.random.default_rng(2)
     perm = np.concatenate([lo + rng.permutation(hi - lo) for lo, hi in zip(ptr[:-1], ptr[1:])])
-    g, h = RANDOM[name]().gradient_hessian(y, z, group_ptr=ptr, seed=5)
-    gp, hp = RANDOM[name]().gradient_hessian(y[perm], z[perm], group_ptr=ptr, seed=5)
+    g, h = RANDOM_OBJECTIVES[name]().gradient_hessian(y, z, group_ptr=ptr, seed=5)
+    gp, hp = RANDOM_OBJECTIVES[name]().gradient_hessian(y[perm], z[perm], group_ptr=ptr, seed=5)
     g_back, h_back = np.empty_like(gp), np.empty_like(hp)
     g_back[perm], h_back[perm] = gp, hp
     qid = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
@@ -465,45 +493,62 @@ def test_random_objectives_permute_with_rows_within_queries(name):
         np.testing.assert_allclose(np.sort(g_back[rows]), np.sort(g[rows]), rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(np.sort(h_back[rows]), np.sort(h[rows]), rtol=1e-12, atol=1e-15)
     # The draws are live: another seed gives other gradients.
-    assert not np.array_equal(g, RANDOM[name]().gradient_hessian(y, z, group_ptr=ptr, seed=6)[0])
+    assert not np.array_equal(g, RANDOM_OBJECTIVES[name]().gradient_hessian(y, z, group_ptr=ptr, seed=6)[0])
 
 
-def test_stochastic_rank_noise_is_keyed_by_reference_ranks():
-    from rankkit._random import key, normal
+def test_generator_matches_the_independent_reference():
+    """rankkit._random against the re-implementation in tests._reference_random."""
+    from rankkit._random import key, logistic, mix64, normal, uniform
 
+    for seed in (0, 1, 9, 2**62 + 12345):
+        assert int(mix64(np.uint64(seed))) == ref_random.mix64(seed)
+        for stream in (0, 3, 1000):
+            k = np.uint64(key(np.uint64(seed), stream))
+            assert int(k) == ref_random.key(seed, stream)
+            for i in (0, 1, 17):
+                assert uniform(k, i) == ref_random.uniform(int(k), i)
+                assert normal(k, i) == pytest.approx(ref_random.normal(int(k), i), rel=1e-14, abs=1e-15)
+                assert logistic(k, i) == pytest.approx(ref_random.logistic(int(k), i), rel=1e-14, abs=1e-15)
+
+
+def test_stochastic_rank_noise_is_keyed_as_documented():
     y, z, ptr = make_queries(14)
     eps = StochasticRank(n_estimations=2).sampled_noise(y, z, ptr, 9)
-    rank = ref.noise_ranks(y, z, ptr)
-    for q in range(len(ptr) - 1):
-        for e in range(2):
-            kq = np.uint64(key(np.int64(9), q * 2 + e))
-            for i in range(ptr[q], ptr[q + 1]):
-                assert eps[e, i] == normal(kq, rank[i])
+    np.testing.assert_allclose(eps, ref_random.stochastic_rank_noise(y, z, ptr, 9, 2), rtol=1e-14, atol=1e-15)
 
 
-@pytest.mark.parametrize("name", sorted(OBJECTIVES))
-def test_same_result_for_one_or_two_threads(name):
+def test_sglb_noise_is_keyed_as_documented():
+    y, z, ptr = make_queries(15)
+    inner = LambdaMART()
+    obj = SGLB(inner, learning_rate=0.5, diffusion_temperature=8.0)  # noise scale 1/sqrt(2)
+    noise = obj.gradient_hessian(y, z, group_ptr=ptr, seed=21)[0] - inner.gradient_hessian(y, z, group_ptr=ptr)[0]
+    want = obj.noise_scale * np.array(ref_random.sglb_noise(y, z, ptr, 21))
+    np.testing.assert_allclose(noise, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_same_result_for_one_or_two_threads(case):
     y, z, ptr = make_queries(10, n_queries=200)
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        g1, h1 = OBJECTIVES[name]().gradient_hessian(y, z, group_ptr=ptr)
+        g1, h1 = make(case).gradient_hessian(y, z, group_ptr=ptr)
         numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-        g2, h2 = OBJECTIVES[name]().gradient_hessian(y, z, group_ptr=ptr)
+        g2, h2 = make(case).gradient_hessian(y, z, group_ptr=ptr)
     finally:
         numba.set_num_threads(before)
     np.testing.assert_array_equal(g1, g2)
     np.testing.assert_array_equal(h1, h2)
 
 
-@pytest.mark.parametrize("name", ["yetirank", "xendcg"])
-def test_fresh_noise_each_call_reproducible_by_seed(name):
+@pytest.mark.parametrize("case", RANDOM)
+def test_fresh_noise_each_call_reproducible_by_seed(case):
     y, z, ptr = make_queries(11)
-    a = OBJECTIVES[name]()
+    a = make(case)
     g1, _ = a.gradient_hessian(y, z, group_ptr=ptr)
     g2, _ = a.gradient_hessian(y, z, group_ptr=ptr)
     assert not np.array_equal(g1, g2)
-    b = OBJECTIVES[name]()
+    b = make(case)
     np.testing.assert_array_equal(b.gradient_hessian(y, z, group_ptr=ptr)[0], g1)
 
 
@@ -527,32 +572,39 @@ def mean_ndcg(y, score, qid, k=10):
     return float(np.mean(vals))
 
 
-ENGINE_OBJECTIVES = {
-    "lambdamart": lambda: LambdaMART("ndcg@10", truncation=10),
-    "yetiloss": lambda: YetiRank("ndcg", random_state=0),
-    "xendcg": lambda: XENDCG(random_state=0),
+# One setting of every registered objective, as an engine's custom objective.
+ENGINE_SETTINGS = {
+    "lambdamart": dict(metric="ndcg@10", truncation=10),
+    "yetirank": dict(metric="ndcg", random_state=0),
+    "xendcg": dict(random_state=0),
+    "stochastic_rank": dict(metric="ndcg@10", random_state=0),
+    "query_rmse": dict(),
 }
 
 
-@pytest.mark.parametrize("name", sorted(ENGINE_OBJECTIVES))
+def test_every_registered_objective_runs_in_the_engines():
+    assert set(ENGINE_SETTINGS) == set(OBJECTIVES)
+
+
+@pytest.mark.parametrize("name", sorted(ENGINE_SETTINGS))
 def test_as_xgboost_objective(name):
     xgb = pytest.importorskip("xgboost")
     X, y, qid = synthetic()
     dtrain = xgb.DMatrix(X, y, qid=qid)
     params = {"base_score": 0.0, "max_depth": 3, "eta": 0.3, "nthread": 1, "tree_method": "hist"}
-    booster = xgb.train(params, dtrain, num_boost_round=15, obj=ENGINE_OBJECTIVES[name]())
+    booster = xgb.train(params, dtrain, num_boost_round=15, obj=OBJECTIVES[name](**ENGINE_SETTINGS[name]))
     before = mean_ndcg(y, np.zeros(y.shape[0]), qid)
     after = mean_ndcg(y, booster.predict(dtrain, output_margin=True), qid)
     assert after > before + 0.15, (before, after)
 
 
-@pytest.mark.parametrize("name", sorted(ENGINE_OBJECTIVES))
+@pytest.mark.parametrize("name", sorted(ENGINE_SETTINGS))
 def test_as_lightgbm_objective(name):
     lgb = pytest.importorskip("lightgbm")
     X, y, qid = synthetic(1)
     ds = lgb.Dataset(X, y, group=np.bincount(qid))
-    params = {"objective": ENGINE_OBJECTIVES[name](), "verbose": -1, "num_leaves": 8, "learning_rate": 0.3,
-              "num_threads": 1, "min_data_in_leaf": 5}
+    params = {"objective": OBJECTIVES[name](**ENGINE_SETTINGS[name]), "verbose": -1, "num_leaves": 8,
+              "learning_rate": 0.3, "num_threads": 1, "min_data_in_leaf": 5}
     booster = lgb.train(params, ds, num_boost_round=15)
     before = mean_ndcg(y, np.zeros(y.shape[0]), qid)
     after = mean_ndcg(y, booster.predict(X, raw_score=True), qid)
@@ -566,28 +618,38 @@ def test_as_lightgbm_objective(name):
     "make,match",
     [
         (lambda: LambdaMART("foo"), "Unknown metric"),
-        (lambda: LambdaMART("ndcg", k=0), "k must be a positive int"),
+        (lambda: LambdaMART("ndcg", k=0), r"'k' parameter of LambdaMART must be an int in the range \[1, inf\)"),
         (lambda: LambdaMART("ndcg@0"), "k must be a positive int"),
         (lambda: LambdaMART("ndcg@5", k=3), "k=5 but k=3"),
-        (lambda: LambdaMART(sigma=0.0), "sigma must be a positive"),
-        (lambda: LambdaMART(truncation=0), "truncation must be a positive int"),
-        (lambda: LambdaMART(gain="log"), "gain must be"),
-        (lambda: LambdaMART("err", err_mapping="linear"), "err_mapping must be"),
+        (lambda: LambdaMART(sigma=0.0), r"'sigma' parameter of LambdaMART must be a float in the range \(0.0, inf\)"),
+        (lambda: LambdaMART(truncation=0), r"'truncation' parameter of LambdaMART must be an int in the range \[1"),
+        (lambda: LambdaMART(gain="log"), "'gain' parameter of LambdaMART must be a str among"),
+        (lambda: LambdaMART("err", err_mapping="linear"), "'err_mapping' parameter of LambdaMART must be"),
         (lambda: LambdaMART("err", err_max_label=3), "only with err_mapping='chapelle'"),
         (lambda: YetiRank("nope"), "Unknown metric"),
         (lambda: YetiRank(k=3), "k applies to YetiLoss"),
-        (lambda: YetiRank(n_permutations=0), "n_permutations must be an int >= 1"),
-        (lambda: YetiRank(noise="uniform"), "noise must be one of"),
-        (lambda: YetiRank(noise_scale=-1.0), "noise_scale must be"),
-        (lambda: YetiRank(num_neighbors=0), "num_neighbors must be"),
-        (lambda: YetiRank(num_neighbors=-2), "num_neighbors must be"),
-        (lambda: YetiRank(decay=1.0), r"decay must lie in the open interval \(0, 1\)"),
-        (lambda: YetiRank(decay=0.0), r"decay must lie in the open interval \(0, 1\)"),
+        (lambda: YetiRank(n_permutations=0), r"'n_permutations' parameter of YetiRank must be an int in the range \[1"),
+        (lambda: YetiRank(noise="uniform"), "'noise' parameter of YetiRank must be a str among"),
+        (lambda: YetiRank(noise_scale=-1.0), r"'noise_scale' parameter of YetiRank must be a float in the range \[0.0"),
+        (lambda: YetiRank(num_neighbors=0), "'num_neighbors' parameter of YetiRank must be"),
+        (lambda: YetiRank(num_neighbors=-2), "'num_neighbors' parameter of YetiRank must be"),
+        (lambda: YetiRank(decay=0.0), r"'decay' parameter of YetiRank must be a float in the range \(0.0, 1.0\]"),
+        (lambda: YetiRank(decay=1.5), r"'decay' parameter of YetiRank must be a float in the range \(0.0, 1.0\]"),
     ],
 )
 def test_bad_parameters(make, match):
     with pytest.raises((ValueError, TypeError), match=match):
         make().gradient_hessian([0, 1], [0.0, 0.0], qid=[1, 1])
+
+
+def test_decay_range_is_the_metrics():
+    """YetiRank's decay and ExpDCG's share one range, (0, 1]: b = 1 (no
+    position decay) is a valid base for both."""
+    from rankkit.metrics import expdcg_score
+
+    g, _ = YetiRank(decay=1.0, noise="none").gradient_hessian([0, 2, 1], [0.0, 0.5, 1.0], qid=[1, 1, 1])
+    assert np.any(g != 0)
+    assert expdcg_score([0, 2, 1], [0.0, 0.5, 1.0], qid=[1, 1, 1], decay=1.0) == 3.0
 
 
 @pytest.mark.parametrize("obj", [LambdaMART(), YetiRank(), XENDCG()])

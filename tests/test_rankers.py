@@ -26,7 +26,8 @@ def _available(module):
     return True
 
 
-BACKENDS_UNDER_TEST = ["xgboost"] + (["numba"] if _available("rankkit._backends.numba") else [])
+# The registry parametrises the tests: every backend whose engine is installed.
+BACKENDS_UNDER_TEST = [name for name, path in BACKENDS.items() if _available(path.partition(":")[0])]
 
 # name -> (class, objective params); small but representative settings.
 RANKERS = {
@@ -78,13 +79,17 @@ def test_learns(data, name, backend):
         assert model.score(Xt, yt, qid=qt) == pytest.approx(learned, rel=1e-12)
 
 
-@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
-def test_same_checks_on_both_backends(data, backend):
-    # The same hyper-parameters mean the same thing on every backend: both models
-    # reach a comparable held-out NDCG (different tree growers, so not equal models).
+@pytest.mark.parametrize("backend", [b for b in BACKENDS_UNDER_TEST if b != "xgboost"])
+def test_same_parameters_same_quality_as_xgboost(data, backend):
+    # The same hyper-parameters mean the same thing on every backend: each model
+    # reaches a held-out NDCG comparable with XGBoost's (different tree growers,
+    # so not equal models), and both learned (far above random order).
     X, y, qid, Xt, yt, qt = data
-    scores = {b: _ranker("lambdamart", b).fit(X, y, qid=qid).score(Xt, yt, qid=qt) for b in BACKENDS_UNDER_TEST}
+    scores = {b: _ranker("lambdamart", b).fit(X, y, qid=qid).score(Xt, yt, qid=qt) for b in ("xgboost", backend)}
     assert abs(scores[backend] - scores["xgboost"]) < 0.08, scores
+    rng = np.random.RandomState(1)
+    random_ndcg = np.mean([_mean_ndcg10(yt, rng.rand(len(yt)), qt) for _ in range(5)])
+    assert min(scores.values()) > random_ndcg + 0.1, (scores, random_ndcg)
 
 
 # -- query handling --------------------------------------------------------------
@@ -172,8 +177,9 @@ def test_gridsearch_with_dataframe_query_column(data):
     df = pd.DataFrame(X).rename(columns=str)
     df["qid"] = qid
     search = _search().fit(df, y)
-    assert search.best_params_["max_depth"] in (1, 4)
-    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores)) and scores[0] != scores[1]
+    assert search.best_params_ == search.cv_results_["params"][int(np.argmax(scores))]
     # The refit model is a ranker trained on every row.
     assert search.best_estimator_.n_features_in_ == X.shape[1]
 
@@ -246,6 +252,42 @@ def test_eval_set_from_dataframe_and_eval_metric(data):
     assert set(res) == {"validation_0", "validation_1"}
     assert len(res["validation_1"]["mrr@5"]) == BOOST["n_estimators"]
     assert res["validation_1"]["mrr@5"][-1] == pytest.approx(model.score(dft, yt), rel=1e-6)
+
+
+def test_score_and_early_stopping_use_the_objectives_metric(data):
+    """YetiLoss for ExpDCG with decay 0.5 is scored, and stopped, on ExpDCG with
+    decay 0.5: the objective's metric settings are the metric's."""
+    from rankkit.metrics import expdcg_score
+
+    X, y, qid, Xt, yt, qt = data
+    model = _ranker("yetiloss", metric="expdcg", decay=0.5).fit(X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt])
+    pred = model.predict(Xt)
+    want = expdcg_score(yt, pred, qid=qt, decay=0.5)
+    assert model.score(Xt, yt, qid=qt) == pytest.approx(want, rel=1e-12)
+    assert model.evals_result_["validation_0"]["expdcg"][-1] == pytest.approx(want, rel=1e-12)
+    assert abs(want - expdcg_score(yt, pred, qid=qt, decay=0.85)) > 0.1  # the decay matters here
+
+
+@pytest.mark.parametrize("name", ["yetiloss", "lambdamart", "stochasticrank"])
+def test_score_does_not_change_the_fitted_objective(data, name):
+    """The objective keeps no state from labels: ERR's 2^r_max comes from the
+    labels of each call, so scoring on labels with another maximum cannot
+    change the fitted objective's gradients (16 vs 2 for labels up to 4 vs 1)."""
+    X, y, qid, Xt, yt, qt = data
+    assert y.max() == 4
+    model = _ranker(name, metric="err@10", err_mapping="chapelle").fit(X, y, qid=qid)
+    groups = make_groups(qid, len(y))
+    ys, ptr = np.ascontiguousarray(groups.sort(y.astype(float))), groups.group_ptr
+    raw = np.random.default_rng(0).normal(size=len(y))
+    before = model.objective_._gradient_hessian_sorted(ys, raw, ptr, 7)
+    state = dict(vars(model.objective_))
+    model.score(Xt, np.minimum(yt, 1), qid=qt)
+    after = model.objective_._gradient_hessian_sorted(ys, raw, ptr, 7)
+    np.testing.assert_array_equal(before[0], after[0])
+    np.testing.assert_array_equal(before[1], after[1])
+    assert vars(model.objective_) == state
+    # Nothing but its parameters: no label-dependent attribute at all.
+    assert set(vars(model.objective_)) == set(model.objective_.get_params(deep=False))
 
 
 def test_eval_set_does_not_change_the_training_objective(data):

@@ -6,11 +6,11 @@ import numba
 import numpy as np
 import pytest
 
-from rankkit._objectives.stochastic_rank import StochasticRank
+from rankkit._objectives.stochastic_rank import SUPPORTED_METRICS, StochasticRank
 
 from ._reference_stochastic_rank import ccs_reference, metric_batch, sfa_reference
 
-METRICS = ["ndcg", "dcg", "err", "mrr", "map"]
+METRICS = list(SUPPORTED_METRICS)
 
 
 def _ptr(sizes):

@@ -142,16 +142,6 @@ def test_langevin_noise_changes_gradients(data):
     assert np.max(np.abs(noisy - plain)) > 1e-3
 
 
-def test_shrink_schedule_follows_catboost():
-    # CatBoost: no shrinkage at iteration 0, then 1 - gamma * eta or 1 - gamma / t.
-    r = est.QueryRMSERanker(model_shrink_rate=0.2, learning_rate=0.5)
-    s = r._shrink_schedule()
-    assert s(0) is None and s(1) == pytest.approx(0.9) and s(7) == pytest.approx(0.9)
-    s = r.set_params(model_shrink_mode="decreasing")._shrink_schedule()
-    assert s(0) is None and s(1) == pytest.approx(0.8) and s(4) == pytest.approx(0.95)
-    assert r.set_params(model_shrink_rate=0.0)._shrink_schedule() is None
-
-
 def test_common_params_map_to_xgboost_names():
     b = _backend(n_jobs=2, subsample=0.5, colsample_bytree=0.7, reg_lambda=3.0, max_bin=32,
                  backend_params={"max_depth": 2, "grow_policy": "lossguide"})

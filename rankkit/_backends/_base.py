@@ -9,8 +9,10 @@ be saved.
 
 Iteration ``t`` (0-based) of :meth:`Backend.fit`:
 
-1. ``factor = shrink(t)`` (``None``: no shrinkage); the whole model, and so
-   every tracked raw score, is multiplied by ``factor`` (SGLB step 1);
+1. ``factor = shrink(t)`` (``None``: no shrinkage; read it with
+   :func:`rankkit._sglb.shrink_factor`); the whole model, and so every tracked
+   raw score, is multiplied by ``factor`` (SGLB step 1, :mod:`rankkit._sglb`,
+   which also holds the bookkeeping helpers);
 2. ``grad, hess = grad_fn(raw_train, t)`` (SGLB noise is added inside);
 3. a tree is grown on ``grad, hess`` (gradient leaves when the ranker says the
    objective has no useful hessian: the ranker then passes ``hess = 1``),
@@ -24,38 +26,46 @@ trees in place).
 
 from __future__ import annotations
 
-COMMON_PARAMS = (
-    "n_estimators",
-    "learning_rate",
-    "max_depth",
-    "min_child_weight",
-    "reg_lambda",
-    "subsample",
-    "colsample_bytree",
-    "max_bin",
-    "n_jobs",
-    "random_state",
-)
+from sklearn.utils._param_validation import validate_parameter_constraints
+
+from .._params import BACKEND_SETTINGS, BOOSTING_PARAMS
 
 
 class Backend:
-    """Base class; see the module docstring for the training loop."""
+    """Base class; see the module docstring for the training loop.
+
+    ``Backend(**settings)`` takes the boosting settings declared in
+    :data:`rankkit._params.BOOSTING_PARAMS` (``n_estimators``,
+    ``learning_rate``, ..., ``backend_params``; :data:`~rankkit._params.BACKEND_SETTINGS`
+    names them) as keywords and stores each as an attribute of the same name;
+    a missing one takes its declared default. Subclasses add engine-specific
+    limits in ``_engine_constraints`` and call :meth:`_check_settings` in ``fit``.
+    """
 
     name = None
 
-    def __init__(self, *, n_estimators, learning_rate, max_depth, min_child_weight, reg_lambda,
-                 subsample, colsample_bytree, max_bin, n_jobs, random_state, backend_params=None):
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.min_child_weight = min_child_weight
-        self.reg_lambda = reg_lambda
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.max_bin = max_bin
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.backend_params = dict(backend_params or {})
+    #: Constraints this engine adds to the common ones (scikit-learn format).
+    _engine_constraints: dict = {}
+
+    def __init__(self, **settings):
+        unknown = sorted(set(settings) - set(BACKEND_SETTINGS))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} got unknown settings {unknown}; valid settings are "
+                f"{list(BACKEND_SETTINGS)}."
+            )
+        for name in BACKEND_SETTINGS:
+            setattr(self, name, settings.get(name, BOOSTING_PARAMS[name].default))
+        self.backend_params = dict(self.backend_params or {})
+
+    def _check_settings(self):
+        """Every setting against its declared constraints, then the engine's own."""
+        settings = {name: getattr(self, name) for name in BACKEND_SETTINGS}
+        caller = type(self).__name__
+        validate_parameter_constraints(
+            {name: BOOSTING_PARAMS[name].constraints for name in BACKEND_SETTINGS}, settings, caller_name=caller
+        )
+        validate_parameter_constraints(self._engine_constraints, settings, caller_name=caller)
 
     def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None):
         """Train; see the module docstring. Returns self."""

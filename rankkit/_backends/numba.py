@@ -9,27 +9,30 @@ keeps the model (:class:`~rankkit._backends._gbm.booster.TreeEnsemble`).
 from __future__ import annotations
 
 import contextlib
-import numbers
+from numbers import Integral, Real
 
 import numba
 import numpy as np
+from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
 
 from .._random import seed_from
+from .._sglb import RunningScale, shrink_factor
+from .._validation import Interval
 from ._base import Backend
 from ._gbm.binning import fit_bin_edges, transform
-from ._gbm.booster import TreeEnsemble, leaf_normals, sample_uniforms
+from ._gbm.booster import TreeEnsemble, sample_uniforms
 from ._gbm.grower import TreeGrower
 from ._gbm.predictor import add_tree_binned
 
-#: Accepted ``backend_params`` and their defaults.
+#: Accepted ``backend_params``: default and constraints.
 BACKEND_PARAMS = {
-    "grow_policy": "depthwise",
-    "min_split_gain": 0.0,
-    "leaf_noise_temperature": None,
+    "grow_policy": ("depthwise", [StrOptions({"depthwise", "oblivious"})]),
+    "min_split_gain": (0.0, [Interval(Real, 0, None, closed="left")]),
 }
 
-# Renormalise stored leaves when the running SGLB scale falls below this.
-_MIN_SCALE = 1e-150
+# Random streams of iteration t: 3 t (row subsample) and 3 t + 1 (columns);
+# three per iteration, so that subsampled models stay what they were.
+_STREAMS = 3
 
 
 @contextlib.contextmanager
@@ -73,9 +76,9 @@ class NumbaBackend(Backend):
     one for NaN; Chen & Guestrin 2016, Ke et al. 2017) from the gradients and
     hessians of any rankkit objective. Leaf values are Newton steps
     ``-G / (H + reg_lambda)`` times ``learning_rate``; gradient leaves follow
-    when the ranker passes ``hess = 1``. SGLB shrinkage (Ustimenko &
-    Prokhorenkova 2021) scales the whole model in O(1) through a running
-    scale, so the saved model predicts exactly the scores used in training.
+    when the ranker passes ``hess = 1``. SGLB shrinkage scales the whole
+    model in O(1) through a running scale (:class:`rankkit._sglb.RunningScale`),
+    so the saved model predicts exactly the scores used in training.
 
     ``backend_params``:
 
@@ -85,14 +88,8 @@ class NumbaBackend(Backend):
         trees (one split per level).
     min_split_gain : float >= 0, default 0
         Minimum loss reduction of a split (XGBoost's ``gamma``).
-    leaf_noise_temperature : float > 0 or None, default None
-        CatBoost-style Langevin noise on leaves: the gradient sum ``G`` of a
-        leaf with ``n`` rows gets ``sqrt(2 n / (learning_rate * T)) * xi``,
-        ``xi ~ N(0, 1)``, before its value is computed -- the distribution of
-        the sum of per-row noise ``sqrt(2 / (learning_rate * T)) * xi_i``.
-        Use either this or the SGLB objective wrapper, not both.
 
-    Random choices (row ``subsample``, ``colsample_bytree``, leaf noise) come
+    Random choices (row ``subsample``, ``colsample_bytree``) come
     from :mod:`rankkit._random` keyed by ``(seed, iteration)``, and every
     kernel sums in a fixed order, so trees are identical for any ``n_jobs``.
     Sparse ``X`` is accepted and densified one block of rows at a time.
@@ -100,47 +97,29 @@ class NumbaBackend(Backend):
 
     name = "numba"
 
+    _engine_constraints = {
+        "max_depth": [Interval(Integral, 1, 30, closed="both")],
+        # Bins are uint8 codes and one code is reserved for missing values.
+        "max_bin": [Interval(Integral, 2, 256, closed="both")],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"), Interval(Integral, 1, None, closed="left"), None],
+    }
+
     # -- validation --------------------------------------------------------
     def _check_params(self):
-        def num(name, value, lo, hi=None, lo_open=False, integral=False):
-            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-            if integral:
-                ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-            if ok:
-                ok = (value > lo if lo_open else value >= lo) and (hi is None or value <= hi)
-            if not ok:
-                rng = f"{'(' if lo_open else '['}{lo}, {hi if hi is not None else 'inf'}]"
-                kind = "an int" if integral else "a number"
-                raise ValueError(f"{name} must be {kind} in {rng}, got {value!r}.")
-
-        num("n_estimators", self.n_estimators, 1, integral=True)
-        num("learning_rate", self.learning_rate, 0, lo_open=True)
-        num("max_depth", self.max_depth, 1, 30, integral=True)
-        num("min_child_weight", self.min_child_weight, 0)
-        num("reg_lambda", self.reg_lambda, 0)
-        num("subsample", self.subsample, 0, 1, lo_open=True)
-        num("colsample_bytree", self.colsample_bytree, 0, 1, lo_open=True)
-        if not (isinstance(self.max_bin, numbers.Integral) and 2 <= self.max_bin <= 256):
-            raise ValueError(
-                f"max_bin must be an int in [2, 256] for backend='numba' (bins are uint8, one "
-                f"code is reserved for missing values), got {self.max_bin!r}."
-            )
-        if self.n_jobs is not None and not (isinstance(self.n_jobs, numbers.Integral) and self.n_jobs != 0):
-            raise ValueError(f"n_jobs must be None, -1 or a positive int, got {self.n_jobs!r}.")
+        """The settings, then ``backend_params`` (:data:`BACKEND_PARAMS`); returns the latter with defaults."""
+        self._check_settings()
         unknown = set(self.backend_params) - set(BACKEND_PARAMS)
         if unknown:
             raise ValueError(
                 f"Unknown backend_params {sorted(unknown)} for backend='numba'; "
                 f"valid keys: {sorted(BACKEND_PARAMS)}."
             )
-        p = {**BACKEND_PARAMS, **self.backend_params}
-        if p["grow_policy"] not in ("depthwise", "oblivious"):
-            raise ValueError(
-                f"backend_params['grow_policy'] must be 'depthwise' or 'oblivious', got {p['grow_policy']!r}."
-            )
-        num("backend_params['min_split_gain']", p["min_split_gain"], 0)
-        if p["leaf_noise_temperature"] is not None:
-            num("backend_params['leaf_noise_temperature']", p["leaf_noise_temperature"], 0, lo_open=True)
+        p = {name: default for name, (default, _) in BACKEND_PARAMS.items()}
+        p.update(self.backend_params)
+        validate_parameter_constraints(
+            {name: constraints for name, (_, constraints) in BACKEND_PARAMS.items()}, p,
+            caller_name="NumbaBackend backend_params",
+        )
         return p
 
     # -- training ----------------------------------------------------------
@@ -154,7 +133,6 @@ class NumbaBackend(Backend):
         eval_X = [_check_X(E, f"eval_X[{i}]", n_features) for i, E in enumerate(eval_X)]
         self.n_features_in_ = n_features
         self.feature_names_in_ = None if feature_names is None else np.asarray(feature_names, dtype=object)
-        lr = float(self.learning_rate)
         max_bins = min(int(self.max_bin), 255)
         with _threads(self.n_jobs):
             edges, edges_ptr = fit_bin_edges(X, max_bins)
@@ -172,24 +150,19 @@ class NumbaBackend(Backend):
             u_rows = np.empty(n) if self.subsample < 1 else None
             n_cols = max(1, int(self.colsample_bytree * n_features))
             u_cols = np.empty(n_features)
-            noise_T = p["leaf_noise_temperature"]
             raw = np.zeros(n)
             raw_evals = [np.zeros(E.shape[0]) for E in Eb]
             ens = TreeEnsemble(n_features)
-            S = 1.0
+            scale = RunningScale()  # F = scale.value * sum(stored trees)
             for t in range(int(self.n_estimators)):
-                factor = shrink(t) if shrink is not None else None
-                if factor is not None and factor != 1.0:
-                    factor = float(factor)
-                    if not (0.0 < factor <= 1.0):
-                        raise ValueError(f"shrink({t}) returned {factor}; shrink factors must be in (0, 1].")
-                    S *= factor
+                factor = shrink_factor(shrink, t)
+                if factor != 1.0:
                     raw *= factor
                     for r in raw_evals:
                         r *= factor
-                    if S < _MIN_SCALE:
-                        ens.rescale_stored(S)
-                        S = 1.0
+                    fold = scale.shrink(factor)
+                    if fold is not None:
+                        ens.rescale_stored(fold)
                 grad, hess = grad_fn(raw, t)
                 grad = np.ascontiguousarray(grad, dtype=np.float64)
                 hess = np.ones(n) if hess is None else np.ascontiguousarray(hess, dtype=np.float64)
@@ -200,7 +173,7 @@ class NumbaBackend(Backend):
                 if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
                     raise ValueError(f"grad_fn returned NaN or infinite gradients/hessians at iteration {t}.")
                 if u_rows is not None:
-                    sample_uniforms(seed, 3 * t, n, u_rows)
+                    sample_uniforms(seed, _STREAMS * t, n, u_rows)
                     r_sel = np.flatnonzero(u_rows < self.subsample).astype(np.int32)
                     if r_sel.size == 0:
                         r_sel = np.array([np.argmin(u_rows)], dtype=np.int32)
@@ -209,24 +182,18 @@ class NumbaBackend(Backend):
                     rows[:] = all_rows
                     rows_t = rows
                 if n_cols < n_features:
-                    sample_uniforms(seed, 3 * t + 1, n_features, u_cols)
+                    sample_uniforms(seed, _STREAMS * t + 1, n_features, u_cols)
                     feats = np.sort(np.argsort(u_cols, kind="stable")[:n_cols]).astype(np.int64)
                 else:
                     feats = all_feats
-                nodes, (leaf_ids, lg, lh, ln) = grower.grow(grad, hess, rows_t, feats)
-                if noise_T is not None:
-                    xi = np.empty(leaf_ids.shape[0])
-                    leaf_normals(seed, 3 * t + 2, leaf_ids, xi)
-                    d = lh + self.reg_lambda
-                    noisy = lg + np.sqrt(2.0 * ln / (lr * noise_T)) * xi
-                    nodes["value"][leaf_ids] = np.where(d > 0, -noisy / np.where(d > 0, d, 1.0), 0.0)
-                nodes["value"] *= lr
+                nodes = grower.grow(grad, hess, rows_t, feats)
+                nodes["value"] *= float(self.learning_rate)
                 add_tree_binned(nodes, Xb, 1.0, raw)
                 for E, r in zip(Eb, raw_evals):
                     add_tree_binned(nodes, E, 1.0, r)
                 # Stored as v / S so that S * sum(stored) adds exactly v now.
-                nodes["value"] /= S
-                ens.append(nodes, S)
+                nodes["value"] /= scale.value
+                ens.append(nodes, scale.value)
                 if callback is not None and callback(t, raw, raw_evals):
                     break
         self.booster_ = ens

@@ -2,18 +2,14 @@
 
 XGBoost grows each tree from the gradients we hand it
 (``Booster.boost(dtrain, t, grad=, hess=)``), but it cannot rescale trees it has
-already built. SGLB (Ustimenko & Prokhorenkova 2021) multiplies the whole model
-by a factor ``c_t`` before iteration ``t``, so the model after ``T`` iterations
-is
-
-    F_T = sum_t (prod_{s > t} c_s) * f_t,
-
-with ``f_t`` the ``t``-th tree. During training the backend tracks ``F`` beside
-the booster for the training set and every eval set
+already built. SGLB multiplies the whole model by a factor ``c_t`` before
+iteration ``t`` (:mod:`rankkit._sglb`), so during training the backend tracks
+``F`` beside the booster for the training set and every eval set
 (``F_t = c_t F_{t-1} + f_t``, ``f_t`` from ``predict(iteration_range=(t, t+1))``
-with ``base_score = 0``), so gradients and eval metrics see the shrunk model.
-When training ends the cumulative factors are folded into the leaf values of
-the JSON model, so the saved booster predicts that same ``F`` without rankkit.
+with ``base_score = 0``): gradients and eval metrics see the shrunk model.
+When training ends the factors are folded into the leaf values of the JSON
+model (:func:`rankkit._sglb.fold_scales`), so the saved booster predicts that
+same ``F`` without rankkit.
 
 Without shrinkage the booster's own prediction cache gives the margins
 (incremental, O(n) per iteration), exactly what ``xgboost.train(obj=...)``
@@ -27,6 +23,7 @@ import json
 import numpy as np
 import xgboost
 
+from .._sglb import fold_scales, shrink_factor
 from ._base import Backend
 
 __all__ = ["XGBoostBackend"]
@@ -104,6 +101,7 @@ class XGBoostBackend(Backend):
         callback : callable or None
             ``callback(t, raw_train, raw_evals)``; returns True to stop.
         """
+        self._check_settings()
         self.params_ = self._params()
         dtrain = _dmatrix(X, self._nthread)
         devals = [_dmatrix(Xe, self._nthread) for Xe in eval_X]
@@ -115,8 +113,7 @@ class XGBoostBackend(Backend):
         current = None  # training margin of the model so far (no shrinkage)
         factors = []
         for t in range(int(self.n_estimators)):
-            factor = shrink(t) if shrink is not None else None
-            factor = 1.0 if factor is None else float(factor)
+            factor = shrink_factor(shrink, t)
             factors.append(factor)
             if raw_train is None and factor != 1.0:
                 raw_train = self._margin(booster, dtrain, t, training=True)
@@ -172,10 +169,7 @@ class XGBoostBackend(Backend):
         factors = self.shrink_factors_[:n_iterations]
         if np.all(factors == 1.0):
             return booster
-        # scale[t] = prod_{s > t} c_s (reverse cumulative product, shifted).
-        scale = np.ones(n_iterations, dtype=np.float64)
-        if n_iterations > 1:
-            scale[:-1] = np.cumprod(factors[::-1])[::-1][1:]
+        scale = fold_scales(factors)
         model = json.loads(bytes(booster.save_raw("json")))
         trees = model["learner"]["gradient_booster"]["model"]["trees"]
         if len(trees) != n_iterations:

@@ -7,30 +7,26 @@ functions validate, group rows by query (:mod:`rankkit._groups`) and wrap it.
 
 from __future__ import annotations
 
+import inspect
 import numbers
+import textwrap
 import warnings
 
 import numpy as np
 
 from rankkit._groups import make_groups
-from rankkit._metrics._common import METRIC_IDS, TIES, chapelle_scale, parse_metric
+from rankkit._metrics._common import (
+    DECAY_RANGE,
+    DEFAULT_DECAY,
+    ERR_MAPPINGS,
+    GAINS,
+    METRIC_IDS,
+    TIES,
+    err_scale,
+    parse_metric,
+)
 from rankkit._metrics._kernels import evaluate_kernel
 from rankkit._validation import check_k, check_labels, check_same_length, check_scores
-
-__all__ = [
-    "evaluate_sorted",
-    "metric_function",
-    "METRICS",
-    "ndcg_score",
-    "dcg_score",
-    "err_score",
-    "mrr_score",
-    "map_score",
-    "expdcg_score",
-]
-
-_GAINS = ("exp", "linear")
-_ERR_MAPPINGS = (None, "chapelle")
 
 
 def _check_ties(ties):
@@ -40,7 +36,7 @@ def _check_ties(ties):
 
 
 def _check_gain(gain):
-    if gain not in _GAINS:
+    if gain not in GAINS:
         raise ValueError(f"gain must be 'exp' (2^r - 1) or 'linear' (r), got {gain!r}.")
     return gain == "exp"
 
@@ -65,38 +61,24 @@ def _check_threshold(relevance_threshold):
 
 
 def _check_decay(decay):
-    if isinstance(decay, bool) or not isinstance(decay, numbers.Real) or not 0.0 < decay <= 1.0:
-        raise ValueError(f"decay must be a number in (0, 1], got {decay!r}.")
+    if not DECAY_RANGE.is_satisfied_by(decay):
+        raise ValueError(f"decay must be {DECAY_RANGE}, got {decay!r}.")
     return float(decay)
 
 
 def _err_scale(y, err_mapping, err_max_label):
-    """``err_scale`` for the kernels: ``0`` = labels are probabilities, else ``2^{r_max}``."""
-    if err_mapping not in _ERR_MAPPINGS:
+    """``err_scale`` for the kernels (:func:`~rankkit._metrics._common.err_scale`)."""
+    if err_mapping not in ERR_MAPPINGS:
         raise ValueError(
             f"err_mapping must be None (labels are probabilities in [0, 1]) or 'chapelle' "
             f"((2^r - 1) / 2^r_max for graded labels), got {err_mapping!r}."
         )
-    if err_mapping is None:
-        if err_max_label is not None:
+    if err_max_label is not None:
+        if err_mapping is None:
             raise ValueError("err_max_label is only used with err_mapping='chapelle'; pass both or neither.")
-        if y.size and y.max() > 1.0:
-            raise ValueError(
-                f"ERR with err_mapping=None needs labels that are probabilities in [0, 1], but the "
-                f"largest label is {y.max():g}; pass err_mapping='chapelle' to map graded labels "
-                "with (2^r - 1) / 2^r_max."
-            )
-        return 0.0
-    if err_max_label is None:
-        return chapelle_scale(y)
-    if isinstance(err_max_label, bool) or not isinstance(err_max_label, numbers.Real):
-        raise TypeError(f"err_max_label must be a number or None, got {err_max_label!r}.")
-    if y.size and y.max() > err_max_label:
-        raise ValueError(
-            f"err_max_label={err_max_label:g} is below the largest label {y.max():g}; pass "
-            "err_max_label >= max(y_true) or None (use max(y_true))."
-        )
-    return float(2.0**err_max_label)
+        if isinstance(err_max_label, bool) or not isinstance(err_max_label, numbers.Real):
+            raise TypeError(f"err_max_label must be a number or None, got {err_max_label!r}.")
+    return err_scale(y, err_mapping, err_max_label, name="y_true")
 
 
 def evaluate_sorted(
@@ -112,7 +94,7 @@ def evaluate_sorted(
     relevance_threshold=0.0,
     err_mapping=None,
     err_max_label=None,
-    decay=0.85,
+    decay=DEFAULT_DECAY,
 ):
     """Per-query metric values on query-sorted, validated arrays.
 
@@ -205,38 +187,59 @@ def _score(name, y_true, y_score, qid, k, ties, per_query, **params):
     return float(np.nanmean(values))
 
 
-_COMMON_DOC = """
-    y_true : array-like of shape (n_samples,)
-        Relevance labels (finite, >= 0).
-    y_score : array-like of shape (n_samples,)
-        Predicted scores (finite); larger means ranked higher.
-    qid : array-like of shape (n_samples,)
-        Query id of every row (required). Rows need not be sorted by query.
-    k : int or None, default=None
-        Cut-off: only the top ``k`` positions count; ``None`` is the whole list.
-    ties : {"worst", "average", "best", "input"}, default="worst"
-        Order of documents with equal scores: less relevant first (``worst``,
-        as CatBoost's metrics), the exact expectation over uniformly random
-        orders of every tied block (``average``), more relevant first
-        (``best``), or input row order (``input``).
-    per_query : bool, default=False
-        Return one value per query (in order of first appearance of the
-        query id) instead of the mean."""
+# The text of every metric parameter, once: each function's docstring lists
+# those of its own signature (marker "{parameters}"; the formulas contain braces).
+_PARAMETER_DOCS = {
+    "y_true": """y_true : array-like of shape (n_samples,)
+    Relevance labels (finite, >= 0).""",
+    "y_score": """y_score : array-like of shape (n_samples,)
+    Predicted scores (finite); larger means ranked higher.""",
+    "qid": """qid : array-like of shape (n_samples,)
+    Query id of every row (required). Rows need not be sorted by query.""",
+    "k": """k : int or None, default=None
+    Cut-off: only the top ``k`` positions count; ``None`` is the whole list.""",
+    "ties": """ties : {"worst", "average", "best", "input"}, default="worst"
+    Order of documents with equal scores: less relevant first (``worst``,
+    as CatBoost's metrics), the exact expectation over uniformly random
+    orders of every tied block (``average``), more relevant first
+    (``best``), or input row order (``input``).""",
+    "per_query": """per_query : bool, default=False
+    Return one value per query (in order of first appearance of the
+    query id) instead of the mean.""",
+    "gain": """gain : {"exp", "linear"}, default="exp"
+    ``G(r) = 2^r - 1`` (Burges et al., 2005) or ``G(r) = r`` (scikit-learn,
+    CatBoost's ``type=Base``).""",
+    "empty": """empty : {1.0, 0.0, "exclude"}, default=1.0
+    Value of a query with no relevant document (a 0/0 metric): 1.0 as
+    CatBoost, XGBoost and LightGBM; 0.0 as scikit-learn; ``"exclude"``
+    drops it from the mean (``nan`` with ``per_query=True``; if every
+    query is excluded the mean is ``nan`` with a warning).""",
+    "relevance_threshold": """relevance_threshold : float, default=0.0
+    A document is relevant iff its label exceeds this.""",
+    "err_mapping": """err_mapping : {None, "chapelle"}, default=None
+    ``None``: labels are stop probabilities and must lie in [0, 1].
+    ``"chapelle"``: graded labels map to ``R = (2^r - 1) / 2^{r_max}``.""",
+    "err_max_label": """err_max_label : float or None, default=None
+    ``r_max`` of the Chapelle mapping; ``None`` uses ``max(y_true)``.""",
+    "decay": f"""decay : float in (0, 1], default={DEFAULT_DECAY}
+    Per-position decay ``b``.""",
+}
 
-_EMPTY_DOC = """
-    empty : {1.0, 0.0, "exclude"}, default=1.0
-        Value of a query with no relevant document (a 0/0 metric): 1.0 as
-        CatBoost, XGBoost and LightGBM; 0.0 as scikit-learn; ``"exclude"``
-        drops it from the mean (``nan`` with ``per_query=True``; if every
-        query is excluded the mean is ``nan`` with a warning)."""
-
-_RETURNS_DOC = """
-    Returns
-    -------
-    float or ndarray of float64
-        Mean over queries, or the per-query values if ``per_query``."""
+_RETURNS_DOC = """Returns
+-------
+float or ndarray of float64
+    Mean over queries, or the per-query values if ``per_query``."""
 
 
+def _document(func):
+    """Splice the text of ``func``'s parameters and its return value into its docstring."""
+    names = inspect.signature(func).parameters
+    text = "\n".join(["Parameters", "----------", *(_PARAMETER_DOCS[p] for p in names), "", _RETURNS_DOC])
+    func.__doc__ = func.__doc__.replace("{parameters}", textwrap.indent(text, "    ").lstrip())
+    return func
+
+
+@_document
 def ndcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, gain="exp", empty=1.0):
     """Normalised discounted cumulative gain, NDCG@k (Järvelin & Kekäläinen, 2002).
 
@@ -244,15 +247,7 @@ def ndcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, g
     ``DCG@k = sum_{i <= k} G(r_{s_i}) / log2(i + 1)`` over the ranked list
     ``s`` and ``IDCG@k`` the DCG of the labels sorted in decreasing order.
 
-    Parameters
-    ----------
-    {common}
-    gain : {"exp", "linear"}, default="exp"
-        ``G(r) = 2^r - 1`` (Burges et al., 2005) or ``G(r) = r`` (scikit-learn,
-        CatBoost's ``type=Base``).
-    {empty}
-
-    {returns}
+    {parameters}
 
     Examples
     --------
@@ -263,18 +258,13 @@ def ndcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, g
     return _score("ndcg", y_true, y_score, qid, k, ties, per_query, gain=gain, empty=empty)
 
 
+@_document
 def dcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, gain="exp"):
     """Discounted cumulative gain, DCG@k (Järvelin & Kekäläinen, 2002).
 
     ``DCG@k = sum_{i <= k} G(r_{s_i}) / log2(i + 1)``; not normalised.
 
-    Parameters
-    ----------
-    {common}
-    gain : {"exp", "linear"}, default="exp"
-        ``G(r) = 2^r - 1`` or ``G(r) = r``.
-
-    {returns}
+    {parameters}
 
     Examples
     --------
@@ -285,6 +275,7 @@ def dcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, ga
     return _score("dcg", y_true, y_score, qid, k, ties, per_query, gain=gain)
 
 
+@_document
 def err_score(
     y_true, y_score, *, qid, k=None, ties="worst", per_query=False, err_mapping=None, err_max_label=None
 ):
@@ -295,16 +286,7 @@ def err_score(
     normalised, like CatBoost's ``ERR``: a query whose labels are all 0 scores
     a genuine 0, so there is no ``empty`` parameter.
 
-    Parameters
-    ----------
-    {common}
-    err_mapping : {None, "chapelle"}, default=None
-        ``None``: labels are stop probabilities and must lie in [0, 1].
-        ``"chapelle"``: graded labels map to ``R = (2^r - 1) / 2^{r_max}``.
-    err_max_label : float or None, default=None
-        ``r_max`` of the Chapelle mapping; ``None`` uses ``max(y_true)``.
-
-    {returns}
+    {parameters}
 
     Notes
     -----
@@ -325,6 +307,7 @@ def err_score(
     )
 
 
+@_document
 def mrr_score(
     y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0
 ):
@@ -333,14 +316,7 @@ def mrr_score(
     ``RR@k = 1 / i`` for the position ``i <= k`` of the first relevant
     document (label > ``relevance_threshold``), 0 if none is in the top ``k``.
 
-    Parameters
-    ----------
-    {common}
-    {empty}
-    relevance_threshold : float, default=0.0
-        A document is relevant iff its label exceeds this.
-
-    {returns}
+    {parameters}
 
     Examples
     --------
@@ -353,6 +329,7 @@ def mrr_score(
     )
 
 
+@_document
 def map_score(
     y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0
 ):
@@ -364,14 +341,7 @@ def map_score(
     ``min(R, k)`` makes a perfect top-``k`` score 1; it is what CatBoost's
     ``MAP:top=k`` uses.
 
-    Parameters
-    ----------
-    {common}
-    {empty}
-    relevance_threshold : float, default=0.0
-        A document is relevant iff its label exceeds this.
-
-    {returns}
+    {parameters}
 
     Examples
     --------
@@ -384,18 +354,13 @@ def map_score(
     )
 
 
-def expdcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, decay=0.85):
+@_document
+def expdcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, decay=DEFAULT_DECAY):
     """Exponentially discounted gain, the metric YetiRank optimises (Gulin et al., 2011).
 
     ``ExpDCG@k = sum_{i <= k} decay^{i - 1} r_{s_i}``; not normalised.
 
-    Parameters
-    ----------
-    {common}
-    decay : float in (0, 1], default=0.85
-        Per-position decay ``b``.
-
-    {returns}
+    {parameters}
 
     Examples
     --------
@@ -405,12 +370,6 @@ def expdcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False,
     """
     return _score("expdcg", y_true, y_score, qid, k, ties, per_query, decay=decay)
 
-
-for _f in (ndcg_score, dcg_score, err_score, mrr_score, map_score, expdcg_score):
-    # Shared parameter text, spliced in by marker (the formulas contain braces).
-    for _marker, _text in (("{common}", _COMMON_DOC), ("{empty}", _EMPTY_DOC), ("{returns}", _RETURNS_DOC)):
-        _f.__doc__ = _f.__doc__.replace(_marker, _text.strip("\n")[4:])
-del _f, _marker, _text
 
 METRICS = {
     "ndcg": ndcg_score,

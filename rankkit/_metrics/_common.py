@@ -1,25 +1,76 @@
-"""One definition of every metric's building blocks.
+"""One definition of every metric quantity.
 
-Metric kernels (``rankkit.metrics``) and objective kernels (swap differences
-in ``rankkit.objectives``) both use these functions, so a metric and the
-objective that optimises it cannot drift apart.
+The metric kernels (:mod:`rankkit._metrics._kernels`) and the objectives
+(LambdaMART, YetiRank/YetiLoss, StochasticRank, the SGLB noise keying) all
+take their gains, discounts, ideal DCG, per-document values, ERR scale and
+the order of a query from here, so a metric and the objective that optimises
+it cannot drift apart:
 
-Positions are 0-based here: position ``p`` is rank ``p + 1``.
+* :func:`gain`, :func:`discount`, :func:`discount_table` -- DCG's
+  ``G(r) = 2^r - 1`` (or ``r``) and ``D(p) = 1 / log2(p + 2)``;
+* :func:`doc_value` / :func:`doc_values` -- what a document contributes to
+  each metric: its gain (DCG, NDCG), its label (ExpDCG), its stop
+  probability (ERR) or its relevance indicator (MRR, MAP);
+* :func:`ideal_dcg` and :func:`inverse_normaliser` -- IDCG@k and the
+  per-query factors ``1 / IDCG@k`` (NDCG) and ``1 / min(R, k)`` (MAP);
+* :func:`err_scale` -- Chapelle's ``2^{r_max}`` (or :data:`NO_ERR_MAPPING`
+  for labels that are probabilities already), with its label checks;
+* :func:`stable_sort`, :func:`top_k`, :func:`worst_order` -- the one stable
+  merge sort of a query by score with a tie policy (the ``worst`` order:
+  less relevant first, then input order).
+
+Positions are 0-based: position ``p`` is rank ``p + 1``. Kernels here take
+flat arrays and a query's slice ``lo:hi``; scratch arrays are indexed like
+the data, so a query only touches its own slice (no allocation per query).
 """
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 from numba import njit
+from sklearn.utils._param_validation import StrOptions
+
+from rankkit._validation import Interval
 
 # Metric ids passed to kernels (plain ints: no Python objects cross kernels).
 NDCG, DCG, ERR, MRR, MAP, EXPDCG = 0, 1, 2, 3, 4, 5
 METRIC_IDS = {"ndcg": NDCG, "dcg": DCG, "err": ERR, "mrr": MRR, "map": MAP, "expdcg": EXPDCG}
 
-# Tie policies.
-TIES = {"worst": 0, "average": 1, "best": 2, "input": 3}
+# Tie policies (sort modes); IDEAL is the extra mode "label descending", the
+# ideal order of NDCG.
+WORST, AVERAGE, BEST, INPUT, IDEAL = 0, 1, 2, 3, 4
+TIES = {"worst": WORST, "average": AVERAGE, "best": BEST, "input": INPUT}
+
+#: ``err_scale`` of labels that are stop probabilities already (no mapping).
+NO_ERR_MAPPING = 0.0
+
+# Metric parameters: the value sets and ranges every metric and objective use.
+GAINS = ("exp", "linear")
+ERR_MAPPINGS = (None, "chapelle")
+#: ExpDCG's per-position decay ``b`` (YetiRank's position decay too).
+DECAY_RANGE = Interval(Real, 0, 1, closed="right")
+DEFAULT_DECAY = 0.85
+#: Constraints of the metric parameters that objectives share (scikit-learn
+#: parameter validation; cross-parameter checks live with the objectives).
+METRIC_PARAMETER_CONSTRAINTS = {
+    "metric": [str],
+    "k": [Interval(Integral, 1, None, closed="left"), None],
+    "gain": [StrOptions(set(GAINS))],
+    "relevance_threshold": [Interval(Real, -np.inf, np.inf, closed="neither")],
+    "err_mapping": [StrOptions({"chapelle"}), None],
+    "err_max_label": [Interval(Real, 0, np.inf, closed="left"), None],
+}
+
+# Insertion-sort run length of the merge sort: short runs are cheaper to
+# insertion-sort than to merge, and most queries fit in one or a few runs.
+_RUN = 16
+#: Up to this cut-off the top of a list (and the ideal DCG) is found by
+#: bounded insertion instead of a full sort.
+SMALL_K = 32
 
 
+# -- gains, discounts, per-document values -------------------------------------
 @njit(cache=True, inline="always")
 def gain(r, exp_gain):
     """DCG gain: ``2^r - 1`` (exp) or ``r`` (linear)."""
@@ -34,11 +85,27 @@ def discount(p):
     return 1.0 / math.log2(p + 2.0)
 
 
+@njit(cache=True)
+def discount_table(out):
+    """``out[p] = discount(p)``: a table shared by every query of a call (the
+    log2 is computed once per position, not once per position, query and round)."""
+    for p in range(out.shape[0]):
+        out[p] = discount(p)
+
+
+def discount_table_for(group_ptr):
+    """The discount table of a call: ``discount(p)`` for every position of the longest query."""
+    sizes = np.diff(group_ptr)
+    out = np.empty(int(sizes.max()) if sizes.size else 0)
+    discount_table(out)
+    return out
+
+
 @njit(cache=True, inline="always")
 def err_probability(r, err_scale):
-    """ERR stop probability. ``err_scale <= 0``: labels are probabilities
-    already; otherwise Chapelle's mapping ``(2^r - 1) / err_scale`` with
-    ``err_scale = 2^{r_max}``."""
+    """ERR stop probability. ``err_scale <= 0`` (:data:`NO_ERR_MAPPING`):
+    labels are probabilities already; otherwise Chapelle's mapping
+    ``(2^r - 1) / err_scale`` with ``err_scale = 2^{r_max}``."""
     if err_scale <= 0.0:
         return r
     return (math.pow(2.0, r) - 1.0) / err_scale
@@ -48,6 +115,224 @@ def err_probability(r, err_scale):
 def is_relevant(r, threshold):
     """MRR/MAP binarisation: relevant iff the label exceeds the threshold."""
     return r > threshold
+
+
+@njit(cache=True, inline="always")
+def doc_value(metric, r, exp_gain, threshold, err_scale):
+    """What a document of label ``r`` contributes to ``metric``: ``G(r)``
+    (DCG, NDCG), its stop probability (ERR), ``1[r > threshold]`` (MRR,
+    MAP) or ``r`` itself (ExpDCG and any other id)."""
+    if metric == NDCG or metric == DCG:
+        return gain(r, exp_gain)
+    if metric == ERR:
+        return err_probability(r, err_scale)
+    if metric == MRR or metric == MAP:
+        return 1.0 if is_relevant(r, threshold) else 0.0
+    return r
+
+
+@njit(cache=True)
+def doc_values(metric, y, lo, hi, exp_gain, threshold, err_scale, out):
+    """:func:`doc_value` of every row ``lo..hi-1`` into ``out[lo:hi]`` (row order)."""
+    for i in range(lo, hi):
+        out[i] = doc_value(metric, y[i], exp_gain, threshold, err_scale)
+
+
+# -- the sort ----------------------------------------------------------------
+@njit(cache=True, inline="always")
+def before(i, j, score, y, mode):
+    """Whether document ``i`` comes strictly before document ``j``: score
+    descending, ties by the policy ``mode`` (``IDEAL``: label descending)."""
+    if mode == IDEAL:
+        return y[i] > y[j]
+    si = score[i]
+    sj = score[j]
+    if si != sj:
+        return si > sj
+    if mode == WORST:
+        return y[i] < y[j]
+    if mode == BEST:
+        return y[i] > y[j]
+    return False
+
+
+@njit(cache=True)
+def stable_sort(idx, buf, lo, hi, score, y, mode):
+    """Stable sort of ``idx[lo:hi]`` (document indices) by :func:`before`.
+
+    Insertion sort on runs of 16 documents, then bottom-up merges alternating
+    between ``idx`` and ``buf``: ``O(n log n)``, deterministic, and only the
+    query's own slice of both arrays is touched.
+    """
+    n = hi - lo
+    for s in range(lo, hi, _RUN):
+        e = min(s + _RUN, hi)
+        for i in range(s + 1, e):
+            v = idx[i]
+            j = i - 1
+            while j >= s and before(v, idx[j], score, y, mode):
+                idx[j + 1] = idx[j]
+                j -= 1
+            idx[j + 1] = v
+    width = _RUN
+    in_idx = True
+    while width < n:
+        if in_idx:
+            src = idx
+            dst = buf
+        else:
+            src = buf
+            dst = idx
+        for s in range(lo, hi, 2 * width):
+            mid = min(s + width, hi)
+            e = min(s + 2 * width, hi)
+            i = s
+            j = mid
+            o = s
+            while i < mid and j < e:
+                # Take from the right run only when strictly before: stability.
+                if before(src[j], src[i], score, y, mode):
+                    dst[o] = src[j]
+                    j += 1
+                else:
+                    dst[o] = src[i]
+                    i += 1
+                o += 1
+            while i < mid:
+                dst[o] = src[i]
+                i += 1
+                o += 1
+            while j < e:
+                dst[o] = src[j]
+                j += 1
+                o += 1
+        in_idx = not in_idx
+        width *= 2
+    if not in_idx:
+        for i in range(lo, hi):
+            idx[i] = buf[i]
+
+
+@njit(cache=True)
+def top_k(idx, lo, hi, kk, score, y, mode):
+    """First ``kk`` documents of the stable order by :func:`before`, in ``idx[lo:lo + kk]``.
+
+    Bounded insertion in input order: a document enters only if it comes
+    strictly before the current ``kk``-th one, and settles after the equal
+    documents seen earlier, which keeps the order stable. ``O(n)`` typically,
+    ``O(n k)`` at worst, so it replaces a full sort for small ``k``.
+    """
+    cnt = 0
+    for v in range(lo, hi):
+        if cnt == kk:
+            if not before(v, idx[lo + kk - 1], score, y, mode):
+                continue
+            j = kk - 1
+        else:
+            j = cnt
+            cnt += 1
+        while j > 0 and before(v, idx[lo + j - 1], score, y, mode):
+            idx[lo + j] = idx[lo + j - 1]
+            j -= 1
+        idx[lo + j] = v
+
+
+@njit(cache=True)
+def worst_order(score, y, lo, hi, order, buf):
+    """``order[lo:hi]``: the rows ``lo..hi-1`` by ``score`` descending, ties by
+    ``y`` ascending (the ``worst`` rule), then by row. ``buf`` is scratch."""
+    for p in range(lo, hi):
+        order[p] = p
+    stable_sort(order, buf, lo, hi, score, y, WORST)
+
+
+# -- normalisers ---------------------------------------------------------------
+@njit(cache=True)
+def ideal_dcg(y, lo, hi, k, exp_gain, order, buf, top):
+    """Ideal DCG@k of the labels ``y[lo:hi]`` (``k <= 0``: whole list).
+
+    The DCG of the labels sorted in decreasing order, summed from the top.
+    Up to :data:`SMALL_K` the ``k`` largest labels are kept sorted in
+    ``top[lo:lo + k]`` by bounded insertion (``O(n)`` typically, most labels
+    rejected by one comparison); beyond, ``order[lo:hi]`` is sorted by label
+    (``O(n log n)``, ``buf`` as scratch).
+    """
+    n = hi - lo
+    kk = n if (k <= 0 or k > n) else k
+    acc = 0.0
+    if kk <= SMALL_K:
+        cnt = 0
+        for i in range(lo, hi):
+            r = y[i]
+            if cnt == kk:
+                if r <= top[lo + kk - 1]:
+                    continue
+                j = kk - 1
+            else:
+                j = cnt
+                cnt += 1
+            while j > 0 and top[lo + j - 1] < r:
+                top[lo + j] = top[lo + j - 1]
+                j -= 1
+            top[lo + j] = r
+        for p in range(cnt):
+            acc += gain(top[lo + p], exp_gain) * discount(p)
+        return acc
+    for i in range(lo, hi):
+        order[i] = i
+    stable_sort(order, buf, lo, hi, y, y, IDEAL)
+    for p in range(kk):
+        acc += gain(y[order[lo + p]], exp_gain) * discount(p)
+    return acc
+
+
+@njit(cache=True)
+def inverse_normaliser(metric, y, lo, hi, k, exp_gain, threshold, order, buf, top):
+    """Per-query factor of the normalised metrics: ``1 / IDCG@k`` (NDCG),
+    ``1 / min(R, k)`` (MAP, ``R`` relevant documents), 1 for the others; 0
+    when the normaliser is 0 (no gain, no relevant document), so such a
+    query gets no gradient. ``order``, ``buf``, ``top``: scratch for
+    :func:`ideal_dcg`."""
+    if metric == NDCG:
+        ideal = ideal_dcg(y, lo, hi, k, exp_gain, order, buf, top)
+        return 1.0 / ideal if ideal > 0.0 else 0.0
+    if metric == MAP:
+        n_rel = 0
+        for i in range(lo, hi):
+            if is_relevant(y[i], threshold):
+                n_rel += 1
+        denom = min(n_rel, k) if k > 0 else n_rel
+        return 1.0 / denom if denom > 0 else 0.0
+    return 1.0
+
+
+# -- ERR's label mapping ---------------------------------------------------------
+def err_scale(y, err_mapping, err_max_label, *, name="y"):
+    """``err_scale`` for the kernels, after checking the labels against the mapping.
+
+    :data:`NO_ERR_MAPPING` when ``err_mapping`` is None (the labels must then
+    be probabilities in [0, 1]); ``2^{r_max}`` for Chapelle's mapping, with
+    ``r_max = err_max_label`` (which must bound the labels) or the largest
+    label of ``y``.
+    """
+    y = np.asarray(y)
+    y_max = float(np.max(y)) if y.size else None
+    if err_mapping is None:
+        if y_max is not None and y_max > 1.0:
+            raise ValueError(
+                f"ERR with err_mapping=None needs {name} to be stop probabilities in [0, 1], but "
+                f"the largest label is {y_max:g}; pass err_mapping='chapelle' to map graded labels "
+                "with (2^r - 1) / 2^r_max."
+            )
+        return NO_ERR_MAPPING
+    if err_max_label is None:
+        return float(2.0**y_max) if y_max is not None else 1.0
+    if y_max is not None and y_max > err_max_label:
+        raise ValueError(
+            f"err_max_label={err_max_label:g} is below the largest label {y_max:g} of {name}; "
+            "pass err_max_label >= the largest label, or None (use the largest label)."
+        )
+    return float(2.0 ** float(err_max_label))
 
 
 def parse_metric(metric, k=None):
@@ -74,8 +359,3 @@ def parse_metric(metric, k=None):
             raise ValueError(f"metric {metric!r} says k={k_suffix} but k={k} was passed.")
         k = k_suffix
     return name, k
-
-
-def chapelle_scale(y):
-    """``2^{r_max}`` for Chapelle's ERR mapping of graded labels."""
-    return float(2.0 ** np.max(y)) if np.size(y) else 1.0

@@ -7,8 +7,10 @@ query only touches its own slice ``[group_ptr[q], group_ptr[q + 1])`` of the
 caller-allocated scratch arrays, so nothing is allocated per query and the
 result does not depend on the number of threads.
 
-Documents are ordered by a stable merge sort (``O(n log n)`` per query) on
-score, descending. Within a block of equal scores the tie policy decides:
+Documents are ordered by the stable merge sort of
+:mod:`rankkit._metrics._common` (``O(n log n)`` per query; bounded insertion
+for a small cut-off) on score, descending. Within a block of equal scores the
+tie policy decides:
 
 * ``worst``: less relevant first (label ascending);
 * ``best``: more relevant first (label descending);
@@ -17,141 +19,35 @@ score, descending. Within a block of equal scores the tie policy decides:
   tied block, in closed form (see :func:`_average_value`).
 
 Positions are 0-based here (position ``p`` is rank ``p + 1``); ``k <= 0``
-means the whole list. Metric ids, tie ids and the gain/discount/ERR/relevance
-building blocks come from :mod:`rankkit._metrics._common`, which the
-objectives' swap differences share.
+means the whole list. Metric and tie ids, gains, discounts, stop
+probabilities, relevance, the sort and the ideal DCG come from
+:mod:`rankkit._metrics._common`, which the objectives share.
 """
 
-import math
-
-import numpy as np
 from numba import njit, prange
 
 from rankkit._metrics._common import (
+    AVERAGE,
     DCG,
     ERR,
     EXPDCG,
     MAP,
     MRR,
     NDCG,
+    SMALL_K,
+    WORST,
     discount,
     err_probability,
     gain,
+    ideal_dcg,
     is_relevant,
+    stable_sort,
+    top_k,
 )
 
-# Tie ids, equal to rankkit._metrics._common.TIES.
-_WORST, _AVERAGE, _BEST, _INPUT = 0, 1, 2, 3
-# Extra sort mode used for the ideal ordering of NDCG (label descending).
-_IDEAL = 4
-# Insertion-sort run length of the merge sort: short runs are cheaper to
-# insertion-sort than to merge, and most queries fit in one or a few runs.
-_RUN = 16
-# Up to this cut-off the top of a list (and of the ideal list of NDCG) is found
-# by bounded insertion instead of a full sort.
-_SMALL_K = 32
-
-
-@njit(cache=True, inline="always")
-def _before(i, j, score, y, mode):
-    """Whether document ``i`` must come strictly before document ``j``."""
-    if mode == _IDEAL:
-        return y[i] > y[j]
-    si = score[i]
-    sj = score[j]
-    if si != sj:
-        return si > sj
-    if mode == _WORST:
-        return y[i] < y[j]
-    if mode == _BEST:
-        return y[i] > y[j]
-    return False
-
 
 @njit(cache=True)
-def _sort_query(idx, buf, lo, hi, score, y, mode):
-    """Stable sort of ``idx[lo:hi]`` (document indices) by ``_before``.
-
-    Insertion sort on runs of ``_RUN`` documents, then bottom-up merges
-    alternating between ``idx`` and ``buf``; only the query's own slice of
-    both arrays is touched.
-    """
-    n = hi - lo
-    for s in range(lo, hi, _RUN):
-        e = min(s + _RUN, hi)
-        for i in range(s + 1, e):
-            v = idx[i]
-            j = i - 1
-            while j >= s and _before(v, idx[j], score, y, mode):
-                idx[j + 1] = idx[j]
-                j -= 1
-            idx[j + 1] = v
-    width = _RUN
-    in_idx = True
-    while width < n:
-        if in_idx:
-            src = idx
-            dst = buf
-        else:
-            src = buf
-            dst = idx
-        for s in range(lo, hi, 2 * width):
-            mid = min(s + width, hi)
-            e = min(s + 2 * width, hi)
-            i = s
-            j = mid
-            o = s
-            while i < mid and j < e:
-                # Take from the right run only when strictly before: stability.
-                if _before(src[j], src[i], score, y, mode):
-                    dst[o] = src[j]
-                    j += 1
-                else:
-                    dst[o] = src[i]
-                    i += 1
-                o += 1
-            while i < mid:
-                dst[o] = src[i]
-                i += 1
-                o += 1
-            while j < e:
-                dst[o] = src[j]
-                j += 1
-                o += 1
-        in_idx = not in_idx
-        width *= 2
-    if not in_idx:
-        for i in range(lo, hi):
-            idx[i] = buf[i]
-
-
-@njit(cache=True)
-def _top_k_query(idx, lo, hi, kk, score, y, mode):
-    """First ``kk`` documents of the stable order by ``_before``, in ``idx[lo:lo + kk]``.
-
-    Bounded insertion in input order: a document enters only if it comes
-    strictly before the current ``kk``-th one, and settles after the equal
-    documents seen earlier, which keeps the order stable. ``O(n)`` typically,
-    ``O(n k)`` at worst, so it is used instead of a full sort for small ``k``
-    with an explicit tie policy (the ``average`` policy needs whole blocks).
-    """
-    cnt = 0
-    for v in range(lo, hi):
-        if cnt == kk:
-            if not _before(v, idx[lo + kk - 1], score, y, mode):
-                continue
-            j = kk - 1
-        else:
-            j = cnt
-            cnt += 1
-        while j > 0 and _before(v, idx[lo + j - 1], score, y, mode):
-            idx[lo + j] = idx[lo + j - 1]
-            j -= 1
-        idx[lo + j] = v
-
-
-@njit(cache=True)
-def _ordered_value(metric, y, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay, n_relevant):
+def _ordered_value(metric, y, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay):
     """Metric of the explicit order ``idx[lo:hi]`` (unnormalised for NDCG).
 
     ``kk`` is the cut-off already clipped to the query length. For MAP the
@@ -320,34 +216,6 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
     return acc
 
 
-@njit(cache=True)
-def _ideal_dcg_topk(y, lo, hi, kk, exp_gain, top):
-    """Ideal DCG@k from the ``kk`` largest labels, kept sorted in ``top``.
-
-    A bounded insertion (most labels are rejected by one comparison with the
-    current k-th largest) costs ``O(n)`` typically and ``O(n k)`` at worst, so
-    it replaces the second full sort only for small ``k``.
-    """
-    cnt = 0
-    for i in range(lo, hi):
-        r = y[i]
-        if cnt == kk:
-            if r <= top[kk - 1]:
-                continue
-            j = kk - 1
-        else:
-            j = cnt
-            cnt += 1
-        while j > 0 and top[j - 1] < r:
-            top[j] = top[j - 1]
-            j -= 1
-        top[j] = r
-    acc = 0.0
-    for p in range(cnt):
-        acc += gain(top[p], exp_gain) * discount(p)
-    return acc
-
-
 @njit(cache=True, parallel=True)
 def evaluate_kernel(
     metric,
@@ -410,31 +278,23 @@ def evaluate_kernel(
             if n_relevant == 0:
                 out[q] = empty
                 continue
-        mode = _WORST if ties == _AVERAGE else ties
-        if ties != _AVERAGE and kk <= _SMALL_K and kk < n:
-            _top_k_query(idx, lo, hi, kk, score, y, mode)
+        mode = WORST if ties == AVERAGE else ties
+        if ties != AVERAGE and kk <= SMALL_K and kk < n:
+            top_k(idx, lo, hi, kk, score, y, mode)
         else:
             for i in range(lo, hi):
                 idx[i] = i
-            _sort_query(idx, buf, lo, hi, score, y, mode)
-        if ties == _AVERAGE:
+            stable_sort(idx, buf, lo, hi, score, y, mode)
+        if ties == AVERAGE:
             value = _average_value(
                 metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay, m[lo:hi]
             )
         else:
-            value = _ordered_value(
-                metric, y, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay, n_relevant
-            )
+            value = _ordered_value(metric, y, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay)
         if metric == MAP:
             # AP@k = sum of precisions at relevant positions <= k / min(R, k).
             value /= min(n_relevant, kk)
         elif metric == NDCG:
-            if kk <= _SMALL_K:
-                ideal = _ideal_dcg_topk(y, lo, hi, kk, exp_gain, m[lo:hi])
-            else:
-                _sort_query(idx, buf, lo, hi, score, y, _IDEAL)
-                ideal = _ordered_value(
-                    DCG, y, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay, n_relevant
-                )
+            ideal = ideal_dcg(y, lo, hi, kk, exp_gain, idx, buf, m)
             value = empty if ideal <= 0.0 else value / ideal
         out[q] = value

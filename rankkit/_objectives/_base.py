@@ -1,9 +1,23 @@
 """The contract every ranking objective follows.
 
-An objective knows queries and labels, never trees. Subclasses implement
-:meth:`RankingObjective._compute`, which fills caller-allocated gradient and
-hessian arrays for rows already sorted by query (``group_ptr`` layout) by
-calling module-level numba kernels. Everything else lives here once:
+An objective knows queries and labels, never trees. It is a scikit-learn
+estimator: its ``__init__`` only stores its arguments, and its parameters are
+declared once, in ``_parameter_constraints`` (scikit-learn's ``Interval`` /
+``StrOptions``), so ``get_params``, ``set_params``, ``clone`` and nested
+``objective__sigma`` parameters work, and the rankers derive their own
+parameters from it. Subclasses implement
+
+* ``_resolve`` -- the checks that involve several parameters (an ``@k``
+  suffix against ``k``, ``err_max_label`` without ``err_mapping``, ...),
+  returning what the kernels need; it is pure, so it runs wherever its
+  result is needed;
+* ``_compute`` -- fills caller-allocated gradient and hessian arrays for rows
+  already sorted by query (``group_ptr`` layout) by calling module-level
+  numba kernels.
+
+An objective keeps no state set by labels: ``_check_labels`` only validates,
+and what depends on the labels (ERR's ``2^{r_max}``) is computed by
+``_compute`` from the labels it is given. Everything else lives here once:
 
 * :meth:`gradient_hessian` -- the public entry point, with ``qid=`` (any row
   order, outputs returned in the caller's order) or ``group_ptr=``;
@@ -18,11 +32,31 @@ at least :data:`HESSIAN_FLOOR`.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from .._groups import group_ptr_from_sizes, make_groups
+from .._metrics._api import evaluate_sorted
+from .._metrics._common import (
+    ERR,
+    METRIC_IDS,
+    METRIC_PARAMETER_CONSTRAINTS,
+    NO_ERR_MAPPING,
+    err_scale,
+    parse_metric,
+)
 from .._random import mix64, seed_from
 from .._validation import check_labels, check_sample_weight, check_scores
+from ._swap import NO_CUTOFF
+
+#: Parameters of :func:`~rankkit._metrics._api.evaluate_sorted` that describe
+#: the metric itself (gain, decay, ...): an objective's parameters of these
+#: names are those of the metric it optimises.
+_METRIC_SETTINGS = frozenset(inspect.signature(evaluate_sorted).parameters) - {
+    "metric", "y", "score", "group_ptr", "k", "ties", "empty",
+}
 
 #: Smallest hessian handed to a booster. Pairwise objectives give exactly zero
 #: curvature to documents that take part in no pair (all labels equal); boosters
@@ -34,7 +68,7 @@ from .._validation import check_labels, check_sample_weight, check_scores
 HESSIAN_FLOOR = 1e-6
 
 
-class RankingObjective:
+class RankingObjective(BaseEstimator):
     """Base class of rankkit objectives (see module docstring)."""
 
     #: False when the objective has no useful second derivative: boosters then
@@ -45,11 +79,15 @@ class RankingObjective:
     #: constant, so gradients sum to zero per query.
     translation_invariant = True
 
+    #: Seeds :meth:`gradient_hessian` calls without ``seed=``; objectives with
+    #: randomness take it as a parameter.
     random_state = None
 
+    _parameter_constraints: dict = {}
+
     # -- to implement -------------------------------------------------------
-    def _check_params(self):
-        """Raise a clear error for invalid hyper-parameters."""
+    def _resolve(self):
+        """Cross-parameter checks; returns what the kernels need (pure)."""
 
     def _check_labels(self, y):
         """Validated float64 labels (override for metric-specific checks)."""
@@ -58,6 +96,23 @@ class RankingObjective:
     def _compute(self, y, raw, group_ptr, seed, grad, hess):
         """Fill ``grad`` and ``hess`` (sorted layout). ``seed`` is a 63-bit int."""
         raise NotImplementedError
+
+    # -- parameters ---------------------------------------------------------
+    def _check_params(self):
+        """Raise a clear error for invalid parameters: each against its
+        declared constraints, then the checks that involve several."""
+        self._validate_params()
+        self._resolve()
+
+    def _default_eval_metric(self):
+        """Metric of a ranker's ``score`` and early stopping when it has no
+        ``eval_metric``: the objective's own metric, else NDCG@10."""
+        return "ndcg@10"
+
+    def _eval_metric_settings(self):
+        """The objective's parameters that set up its metric (``gain``,
+        ``decay``, ...), for evaluating that metric with the same settings."""
+        return {p: v for p, v in self.get_params(deep=False).items() if p in _METRIC_SETTINGS}
 
     # -- public API ---------------------------------------------------------
     def gradient_hessian(self, y, raw, *, qid=None, group_ptr=None, sample_weight=None, seed=None):
@@ -165,12 +220,60 @@ class RankingObjective:
         self._data_cache = (data, y, ptr)
         return y, ptr
 
-    def __repr__(self):
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({params})"
 
-    def get_params(self):
-        import inspect
 
-        sig = inspect.signature(type(self).__init__)
-        return {p: getattr(self, p) for p in sig.parameters if p != "self"}
+class MetricObjective(RankingObjective):
+    """An objective that optimises one metric of :mod:`rankkit.metrics`.
+
+    Declares the metric parameters every such objective shares (``metric``,
+    ``k``, ``gain``, ``relevance_threshold``, ``err_mapping``,
+    ``err_max_label``) and their checks: one definition for LambdaMART,
+    YetiRank/YetiLoss and StochasticRank.
+    """
+
+    _parameter_constraints: dict = dict(METRIC_PARAMETER_CONSTRAINTS)
+
+    #: Names of the metrics this objective optimises.
+    _metric_names = tuple(METRIC_IDS)
+
+    def _check_err_options(self):
+        if self.err_max_label is not None and self.err_mapping is None:
+            raise ValueError(
+                f"{type(self).__name__}: err_max_label is used only with err_mapping='chapelle'; "
+                "pass both."
+            )
+
+    def _metric(self):
+        """``(metric id, kernel cut-off, exp_gain)`` after the cross-parameter
+        checks (``NO_CUTOFF`` for the whole list)."""
+        owner = type(self).__name__
+        self._check_err_options()
+        name, k = parse_metric(self.metric, self.k)
+        if name not in self._metric_names:
+            raise ValueError(
+                f"{owner} does not optimise metric={self.metric!r}; use one of "
+                f"{list(self._metric_names)}{self._other_metrics_hint}."
+            )
+        return METRIC_IDS[name], (NO_CUTOFF if k is None else k), self.gain == "exp"
+
+    #: Appended to the error for a metric the objective does not optimise.
+    _other_metrics_hint = ""
+
+    def _resolve(self):
+        return self._metric()
+
+    def _err_scale(self, y, metric_id):
+        """ERR's ``2^{r_max}`` from the labels ``y`` (``NO_ERR_MAPPING`` when
+        unused); computed where it is used, never stored."""
+        if metric_id != ERR:
+            return NO_ERR_MAPPING
+        return err_scale(y, self.err_mapping, self.err_max_label)
+
+    def _check_labels(self, y):
+        y = check_labels(y, name="y")
+        self._err_scale(y, self._metric()[0])  # checks the labels against err_mapping
+        return y
+
+    def _default_eval_metric(self):
+        name, k = parse_metric(self.metric, self.k)
+        return name if k is None else f"{name}@{k}"

@@ -4,16 +4,16 @@ LambdaMART (Burges 2010) and YetiLoss (Lyzhin et al. 2022) weight a pair of
 documents at positions ``a < b`` of a ranking by how much the metric changes
 when the two documents trade places. This module computes that change for
 every metric of ``rankkit.metrics`` with an optional
-cut-off ``k``, after an O(n) per-query preparation, using the shared building
-blocks of :mod:`rankkit._metrics._common` (``gain``, ``discount``,
-``err_probability``, ``is_relevant``), so an objective and the metric it
-optimises share one definition.
+cut-off ``k``, after an O(n) per-query preparation, using the shared
+quantities of :mod:`rankkit._metrics._common` (per-document values, the
+discount table, the normalisers, the ``worst`` order), so an objective and the
+metric it optimises share one definition.
 
 Positions are 0-based (position ``p`` is rank ``p + 1``). A query occupies
 ``lo:hi`` of the flat arrays; ``order[lo + p]`` is the row shown at position
-``p``. :func:`doc_values` computes each document's metric value once per
+``p``. ``doc_values`` computes each document's metric value once per
 query (labels do not change between the rounds of a call) and
-:func:`discount_table` the DCG discounts once per call; :func:`swap_prepare`
+``discount_table`` the DCG discounts once per call; :func:`swap_prepare`
 then writes per-position values into caller-allocated float scratch arrays
 ``val``, ``disc``, ``aux1``, ``aux2`` (same layout):
 
@@ -55,22 +55,13 @@ document ``x`` at ``a`` and ``y`` at ``b`` (``a < b``):
 
 Swapping two positions both at or beyond ``k`` never changes a metric@k, so
 pair loops only need ``a < k``.
-
-The module also holds the sort every pairwise kernel needs: rows of a query by
-score descending with ties broken by the ``worst`` rule (less relevant first,
-then input order), in place on index scratch, without allocating; and
-:func:`noise_ranks`, the per-document counters of the random objectives.
 """
 
 import math
 
-import numpy as np
-
 from numba import njit
 
-from .._metrics._common import DCG, ERR, EXPDCG, MAP, MRR, NDCG, discount, err_probability, gain, is_relevant
-from .._metrics._kernels import _WORST as WORST_ORDER
-from .._metrics._kernels import _sort_query as stable_sort
+from .._metrics._common import DCG, ERR, EXPDCG, MAP, MRR, NDCG, doc_values, inverse_normaliser
 
 #: Internal metric id used only by tests: every pair's difference is 1, which
 #: turns LambdaMART into RankNet (Burges et al. 2005).
@@ -81,99 +72,23 @@ NO_CUTOFF = 2**62
 
 
 @njit(cache=True)
-def sort_query(key, lab, lo, hi, order, buf):
-    """Write into ``order[lo:hi]`` the rows ``lo..hi-1`` sorted by ``key``
-    descending, ties by ``lab`` ascending (the ``worst`` rule), then by row.
-
-    The metrics' own stable merge sort (one implementation for metrics and
-    objectives): O(n log n), no allocation, deterministic.
-    """
-    for p in range(lo, hi):
-        order[p] = p
-    stable_sort(order, buf, lo, hi, key, lab, WORST_ORDER)
-
-
-@njit(cache=True)
-def noise_ranks(raw, lab, lo, hi, order, buf, rank):
-    """``rank[i]``: 0-based place of row ``i`` (``lo <= i < hi``) in the
-    query sorted by :func:`sort_query`; ``order``/``buf`` are sort scratch.
-
-    Random objectives key each document's draws by this rank rather than by
-    its row, so permuting the rows of a query moves every draw with its
-    document: the result is permuted exactly, not just in distribution. Rows
-    with equal score and label, the only ones the order cannot tell apart,
-    are interchangeable for the objective anyway.
-    """
-    sort_query(raw, lab, lo, hi, order, buf)
-    for p in range(lo, hi):
-        rank[order[p]] = p - lo
-
-
-@njit(cache=True)
-def metric_scale(metric, y, lo, hi, k, exp_gain, threshold, order, buf):
-    """Per-query factor applied to every swap difference.
-
-    ``1 / IDCG@k`` for NDCG, ``1 / min(R, k)`` for MAP (``R`` relevant
-    documents), 1 otherwise; 0 when the normaliser is 0 (no relevant document),
-    so such a query gets no gradient. Uses ``order``/``buf`` as sort scratch
-    (NDCG only): call it before sorting the query by score.
-    """
-    if metric == NDCG:
-        sort_query(y, y, lo, hi, order, buf)
-        ideal = 0.0
-        for p in range(min(hi - lo, k)):
-            ideal += gain(y[order[lo + p]], exp_gain) * discount(p)
-        return 1.0 / ideal if ideal > 0.0 else 0.0
-    if metric == MAP:
-        n_rel = 0
-        for i in range(lo, hi):
-            if is_relevant(y[i], threshold):
-                n_rel += 1
-        denom = min(n_rel, k)
-        return 1.0 / denom if denom > 0 else 0.0
-    return 1.0
-
-
-@njit(cache=True)
-def discount_table(out):
-    """``out[p] = discount(p)`` (shared by every query of a call: the log2 is
-    computed once per position, not once per position, query and round)."""
-    for p in range(out.shape[0]):
-        out[p] = discount(p)
-
-
-def discount_table_for(group_ptr):
-    """The discount table of a call: ``discount(p)`` for every position of
-    the longest query."""
-    sizes = np.diff(group_ptr)
-    out = np.empty(int(sizes.max()) if sizes.size else 0)
-    discount_table(out)
-    return out
-
-
-@njit(cache=True)
-def doc_values(metric, y, lo, hi, exp_gain, threshold, err_scale, dval):
-    """Per-document metric value into ``dval[lo:hi]`` (row order): the gain
-    ``G(r)`` (DCG, NDCG), ``r`` (ExpDCG), the stop probability (ERR) or the
-    relevance indicator (MRR, MAP). Labels do not change between the rounds of
-    a call, so this is computed once per query."""
-    for i in range(lo, hi):
-        r = y[i]
-        if metric == NDCG or metric == DCG:
-            dval[i] = gain(r, exp_gain)
-        elif metric == ERR:
-            dval[i] = err_probability(r, err_scale)
-        elif metric == MRR or metric == MAP:
-            dval[i] = 1.0 if is_relevant(r, threshold) else 0.0
-        else:  # ExpDCG, PAIRWISE
-            dval[i] = r
+def query_setup(metric, y, lo, hi, k, exp_gain, threshold, err_scale, order, buf, val, dval):
+    """What a query's swap differences need before any ranking: the factor of
+    :func:`swap_delta` (``inverse_normaliser``: 1 / IDCG@k, 1 / min(R, k) or
+    1; 0 means the query gets no gradient) and, unless it is 0, the
+    per-document values in ``dval[lo:hi]`` (``doc_values``). ``order``,
+    ``buf`` and ``val`` serve as scratch."""
+    scale = inverse_normaliser(metric, y, lo, hi, k, exp_gain, threshold, order, buf, val)
+    if scale != 0.0:
+        doc_values(metric, y, lo, hi, exp_gain, threshold, err_scale, dval)
+    return scale
 
 
 @njit(cache=True)
 def swap_prepare(metric, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2):
     """Fill the per-position arrays of the ranking ``order[lo:hi]`` from the
-    per-document values of :func:`doc_values` and the discount table of
-    :func:`discount_table` (length at least ``hi - lo``).
+    per-document values ``dval`` (``doc_values``) and the discount table
+    ``dtab`` (``discount_table``, length at least ``hi - lo``).
 
     Returns ``(first, second)``: positions of the first and second relevant
     documents (``hi - lo`` when absent); meaningful for MRR only.
@@ -216,7 +131,7 @@ def swap_prepare(metric, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, a
 def swap_delta(metric, a, b, lo, val, disc, aux1, aux2, first, second, scale):
     """``|M(swap a, b) - M|`` for ``a < b``, every metric but ERR (see
     :func:`err_delta`), after :func:`swap_prepare`; ``scale`` from
-    :func:`metric_scale`."""
+    ``inverse_normaliser``."""
     vx = val[lo + a]
     vy = val[lo + b]
     if vx == vy:
@@ -275,72 +190,3 @@ def logistic_rho(diff):
         e = math.exp(-diff)
         return e / (1.0 + e)
     return 1.0 / (1.0 + math.exp(diff))
-
-
-# -- parameter handling shared by the swap-based objectives -------------------
-
-
-def check_metric_options(owner, metric, k, gain, relevance_threshold, err_mapping, err_max_label):
-    """Validate the metric parameters of a swap-based objective.
-
-    Returns ``(metric_id, k_kernel, exp_gain)``; ``k_kernel`` is
-    :data:`NO_CUTOFF` when ``k`` is None. ``owner`` names the class in errors.
-    """
-    import numbers
-
-    from .._metrics._common import METRIC_IDS, parse_metric
-    from .._validation import check_k
-
-    name, k = parse_metric(metric, k)
-    k = check_k(k, name="k")
-    if gain not in ("exp", "linear"):
-        raise ValueError(f"{owner}: gain must be 'exp' (2^r - 1) or 'linear' (r), got {gain!r}.")
-    if (
-        isinstance(relevance_threshold, bool)
-        or not isinstance(relevance_threshold, numbers.Real)
-        or not math.isfinite(relevance_threshold)
-    ):
-        raise ValueError(
-            f"{owner}: relevance_threshold must be a finite number (labels above it are relevant "
-            f"for MRR/MAP), got {relevance_threshold!r}."
-        )
-    if err_mapping not in (None, "chapelle"):
-        raise ValueError(
-            f"{owner}: err_mapping must be None (labels are probabilities in [0, 1]) or 'chapelle' "
-            f"((2^r - 1) / 2^r_max), got {err_mapping!r}."
-        )
-    if err_max_label is not None:
-        if (
-            isinstance(err_max_label, bool)
-            or not isinstance(err_max_label, numbers.Real)
-            or not math.isfinite(err_max_label)
-            or err_max_label < 0
-        ):
-            raise ValueError(f"{owner}: err_max_label must be a non-negative number or None, got {err_max_label!r}.")
-        if err_mapping is None:
-            raise ValueError(f"{owner}: err_max_label is used only with err_mapping='chapelle'; pass both.")
-    return METRIC_IDS[name], (NO_CUTOFF if k is None else k), gain == "exp"
-
-
-def check_metric_labels(owner, metric_id, y, err_mapping, err_max_label):
-    """Label checks that depend on the metric; returns the ERR scale
-    (``-1`` = labels are probabilities already, else ``2^r_max``)."""
-    import numpy as np
-
-    if metric_id != ERR:
-        return -1.0
-    if err_mapping is None:
-        if y.size and y.max() > 1.0:
-            raise ValueError(
-                f"{owner}: metric 'err' needs stop probabilities in [0, 1] but y has labels up to "
-                f"{y.max():g}; pass err_mapping='chapelle' to map graded labels with "
-                "(2^r - 1) / 2^r_max."
-            )
-        return -1.0
-    r_max = float(np.max(y)) if err_max_label is None else float(err_max_label)
-    if y.size and y.max() > r_max:
-        raise ValueError(
-            f"{owner}: y has labels up to {y.max():g}, above err_max_label={err_max_label}; "
-            "raise err_max_label or leave it None (the largest label)."
-        )
-    return float(2.0**r_max)

@@ -1,32 +1,20 @@
 """LambdaMART: pairwise logistic gradients weighted by metric swap differences."""
 
 import math
-import numbers
+from numbers import Integral, Real
 
 import numba
 import numpy as np
 from numba import njit
 
-from .._metrics._common import DCG, ERR, EXPDCG, NDCG
-from .._validation import check_labels
-from ._base import RankingObjective
-from ._swap import (
-    check_metric_labels,
-    check_metric_options,
-    discount_table_for,
-    doc_values,
-    err_advance,
-    err_delta,
-    metric_scale,
-    logistic_rho,
-    sort_query,
-    swap_delta,
-    swap_prepare,
-)
+from .._metrics._common import DCG, DEFAULT_DECAY, ERR, EXPDCG, NDCG, discount_table_for, worst_order
+from .._validation import Interval
+from ._base import MetricObjective
+from ._swap import err_advance, err_delta, logistic_rho, query_setup, swap_delta, swap_prepare
 
 #: Base ``b`` of ExpDCG (``sum_i b^{i-1} r``) when LambdaMART optimises it:
 #: the metrics' default decay.
-EXPDCG_DECAY = 0.85
+EXPDCG_DECAY = DEFAULT_DECAY
 
 
 @njit(cache=True)
@@ -164,11 +152,10 @@ def lambdamart_kernel(
         n = hi - lo
         if n < 2:
             continue
-        scale = metric_scale(metric, y, lo, hi, k, exp_gain, threshold, order, buf)
+        scale = query_setup(metric, y, lo, hi, k, exp_gain, threshold, err_scale, order, buf, val, dval)
         if scale == 0.0:
             continue
-        sort_query(raw, y, lo, hi, order, buf)
-        doc_values(metric, y, lo, hi, exp_gain, threshold, err_scale, dval)
+        worst_order(raw, y, lo, hi, order, buf)
         first, second = swap_prepare(metric, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2)
         # Position-ordered copies keep the pair loop on contiguous memory.
         z_max = raw[order[lo]]
@@ -207,7 +194,7 @@ def lambdamart_gradients(y, raw, group_ptr, metric_id, k, trunc, sigma, normaliz
     )
 
 
-class LambdaMART(RankingObjective):
+class LambdaMART(MetricObjective):
     r"""LambdaMART gradients for any rankkit metric (Burges 2010; Wu et al. 2010).
 
     For the current ranking (raw scores descending, ties broken by the
@@ -278,6 +265,13 @@ class LambdaMART(RankingObjective):
     True
     """
 
+    _parameter_constraints = {
+        **MetricObjective._parameter_constraints,
+        "sigma": [Interval(Real, 0, np.inf, closed="neither")],
+        "truncation": [Interval(Integral, 1, None, closed="left"), None],
+        "normalize": ["boolean"],
+    }
+
     def __init__(
         self, metric="ndcg", k=None, *, sigma=1.0, truncation=None, normalize=True, gain="exp",
         relevance_threshold=0.0, err_mapping=None, err_max_label=None,
@@ -292,38 +286,10 @@ class LambdaMART(RankingObjective):
         self.err_mapping = err_mapping
         self.err_max_label = err_max_label
 
-    def _check_params(self):
-        name = type(self).__name__
-        self._metric_id, self._k, self._exp_gain = check_metric_options(
-            name, self.metric, self.k, self.gain, self.relevance_threshold, self.err_mapping,
-            self.err_max_label,
-        )
-        if (
-            isinstance(self.sigma, bool)
-            or not isinstance(self.sigma, numbers.Real)
-            or not (math.isfinite(self.sigma) and self.sigma > 0)
-        ):
-            raise ValueError(f"{name}: sigma must be a positive finite number, got {self.sigma!r}.")
-        t = self.truncation
-        if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Integral) or t <= 0):
-            raise ValueError(
-                f"{name}: truncation must be a positive int (pairs with a document in the top "
-                f"truncation positions) or None (all pairs), got {t!r}."
-            )
-        if not isinstance(self.normalize, (bool, np.bool_)):
-            raise TypeError(f"{name}: normalize must be True or False, got {self.normalize!r}.")
-
-    def _check_labels(self, y):
-        self._check_params()
-        y = check_labels(y, name="y")
-        self._err_scale = check_metric_labels(
-            type(self).__name__, self._metric_id, y, self.err_mapping, self.err_max_label
-        )
-        return y
-
     def _compute(self, y, raw, group_ptr, seed, grad, hess):
+        metric_id, k, exp_gain = self._metric()
         trunc = y.shape[0] if self.truncation is None else int(self.truncation)
         lambdamart_gradients(
-            y, raw, group_ptr, self._metric_id, self._k, trunc, self.sigma, self.normalize, self._exp_gain,
-            self.relevance_threshold, self._err_scale, EXPDCG_DECAY, grad, hess,
+            y, raw, group_ptr, metric_id, k, trunc, self.sigma, self.normalize, exp_gain,
+            self.relevance_threshold, self._err_scale(y, metric_id), EXPDCG_DECAY, grad, hess,
         )

@@ -34,7 +34,7 @@ the "``j`` removed" shift done by index arithmetic.
 from __future__ import annotations
 
 import math
-import numbers
+from numbers import Integral, Real
 
 import numba
 import numpy as np
@@ -43,21 +43,18 @@ from numba import njit
 from .._metrics._common import (
     DCG,
     ERR,
+    INPUT,
     MAP,
     MRR,
     NDCG,
-    METRIC_IDS,
-    chapelle_scale,
     discount,
-    err_probability,
-    gain,
-    is_relevant,
-    parse_metric,
+    doc_value,
+    inverse_normaliser,
+    stable_sort,
 )
-from .._random import key, normal
-from .._validation import check_k, check_labels
-from ._base import RankingObjective
-from ._swap import WORST_ORDER, noise_ranks, stable_sort
+from .._random import key, noise_ranks, normal
+from .._validation import Interval
+from ._base import MetricObjective
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -69,73 +66,13 @@ SUPPORTED_METRICS = ("ndcg", "dcg", "err", "mrr", "map")
 # ---------------------------------------------------------------------------
 # kernels
 # ---------------------------------------------------------------------------
-@njit(cache=True)
-def _sort_desc(keys, idx, kbuf, ibuf, n):
-    """Sort ``keys[:n]`` descending, carrying ``idx``; ties keep ``idx`` order.
-
-    Stable bottom-up merge sort (insertion-sorted runs of 16) in the caller's
-    scratch: no allocation, deterministic tie order (``idx`` starts ascending,
-    so equal keys come out by ascending index).
-    """
-    run = 16
-    for lo in range(0, n, run):
-        hi = min(lo + run, n)
-        for i in range(lo + 1, hi):
-            kv = keys[i]
-            iv = idx[i]
-            m = i - 1
-            while m >= lo and keys[m] < kv:
-                keys[m + 1] = keys[m]
-                idx[m + 1] = idx[m]
-                m -= 1
-            keys[m + 1] = kv
-            idx[m + 1] = iv
-    src_k, src_i, dst_k, dst_i = keys, idx, kbuf, ibuf
-    in_buf = False
-    width = run
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i, m, out = lo, mid, lo
-            while i < mid and m < hi:
-                # ">=" keeps the left run first among equal keys (stability).
-                if src_k[i] >= src_k[m]:
-                    dst_k[out] = src_k[i]
-                    dst_i[out] = src_i[i]
-                    i += 1
-                else:
-                    dst_k[out] = src_k[m]
-                    dst_i[out] = src_i[m]
-                    m += 1
-                out += 1
-            while i < mid:
-                dst_k[out] = src_k[i]
-                dst_i[out] = src_i[i]
-                i += 1
-                out += 1
-            while m < hi:
-                dst_k[out] = src_k[m]
-                dst_i[out] = src_i[m]
-                m += 1
-                out += 1
-        src_k, dst_k = dst_k, src_k
-        src_i, dst_i = dst_i, src_i
-        in_buf = not in_buf
-        width *= 2
-    if in_buf:
-        for i in range(n):
-            keys[i] = kbuf[i]
-            idx[i] = ibuf[i]
-
-
 @njit(cache=True, parallel=True)
 def draw_noise(seed, y, raw, group_ptr, n_estimations, eps, iwork):
     """Fill ``eps[e, i]`` with the N(0, 1) draw the CCS kernel uses.
 
     Row ``i`` of query ``q`` in sample ``e`` gets
     ``normal(key(seed, q * n_estimations + e), rank[i])`` with ``rank`` from
-    :func:`~._swap.noise_ranks` (its place in the query sorted by ``raw``):
+    :func:`~rankkit._random.noise_ranks` (its place in the query sorted by ``raw``):
     a pure function of (seed, query, sample, document), identical for any
     thread count, and permuted with the rows. ``iwork``: (3, n) int64 scratch.
     """
@@ -153,7 +90,7 @@ def draw_noise(seed, y, raw, group_ptr, n_estimations, eps, iwork):
 @njit(cache=True)
 def _ccs_query(
     y, raw, a, n, q, metric, kk, sigma, mu, n_est, exp_gain, threshold, err_scale,
-    seed, eps_in, use_eps, dd, xs, sh, s, keys, order, kbuf, ibuf, pos, rank, pre, acc,
+    seed, eps_in, use_eps, dd, xs, sh, s, top, order, ibuf, pos, rank, pre, acc,
 ):
     """CCS estimate of ``dE[M]/dz`` (metric, not loss) for one query into ``acc[:n]``.
 
@@ -161,16 +98,9 @@ def _ccs_query(
     """
     # Per-document metric values x and the mu-shifted scores z - sigma mu r.
     all_equal = True
-    n_rel = 0
     for i in range(n):
         r = y[a + i]
-        if metric == NDCG or metric == DCG:
-            xs[i] = gain(r, exp_gain)
-        elif metric == ERR:
-            xs[i] = err_probability(r, err_scale)
-        else:
-            xs[i] = 1.0 if is_relevant(r, threshold) else 0.0
-            n_rel += int(xs[i])
+        xs[i] = doc_value(metric, r, exp_gain, threshold, err_scale)
         if xs[i] != xs[0]:
             all_equal = False
         sh[i] = raw[a + i] - sigma * mu * r
@@ -178,57 +108,24 @@ def _ccs_query(
     # Every swap difference is (x_j - x_o) * ...: equal values, zero gradient.
     if n <= 1 or all_equal:
         return 0.0
-    norm = 1.0
-    if metric == NDCG:
-        # Ideal DCG@k from the gains sorted descending (labels, not scores).
-        m = min(kk, n)
-        if m == n:
-            for i in range(n):
-                keys[i] = xs[i]
-                order[i] = i
-            _sort_desc(keys, order, kbuf, ibuf, n)
-        else:
-            # Only the k largest gains matter: keep them sorted in keys[:m]
-            # (O(n) when k is small next to n, O(n k) at worst).
-            filled = 0
-            for i in range(n):
-                v = xs[i]
-                if filled == m:
-                    if v <= keys[m - 1]:
-                        continue
-                    filled -= 1
-                t = filled
-                while t > 0 and keys[t - 1] < v:
-                    keys[t] = keys[t - 1]
-                    t -= 1
-                keys[t] = v
-                filled += 1
-        ideal = 0.0
-        for p in range(m):
-            ideal += keys[p] * dd[p]
-        if ideal <= 0.0:
-            return 0.0
-        norm = 1.0 / ideal
-    elif metric == MAP:
-        norm = 1.0 / min(n_rel, kk)
+    # 1 / IDCG@k (NDCG), 1 / min(R, k) (MAP), 1 otherwise (scratch indexed 0..n-1).
+    norm = inverse_normaliser(metric, y[a:a + n], 0, n, kk, exp_gain, threshold, order, ibuf, top)
+    if norm == 0.0:
+        return 0.0
     n_pos = min(kk, n - 1)  # swap slots p = 0 .. n_pos-1 can change the metric
     inv_sigma = 1.0 / sigma
     if not use_eps:
         # Noise counters as in draw_noise: each document's place in the query
         # sorted by raw score, so the draws follow the documents, not the rows.
-        for i in range(n):
-            order[i] = a + i
-        stable_sort(order, ibuf, 0, n, raw, y, WORST_ORDER)
-        for p in range(n):
-            rank[order[p] - a] = p
+        noise_ranks(raw[a:a + n], y[a:a + n], 0, n, order, ibuf, rank)
     for e in range(n_est):
         kq = key(seed, q * n_est + e)
         for i in range(n):
             eps = eps_in[e, a + i] if use_eps else normal(kq, rank[i])
             s[i] = sh[i] + sigma * eps
-            keys[i] = s[i]
             order[i] = i
-        _sort_desc(keys, order, kbuf, ibuf, n)
+        # Sampled order: s descending, ties by index (the stable sort's input order).
+        stable_sort(order, ibuf, 0, n, s, s, INPUT)
         for p in range(n):
             pos[order[p]] = p
         # Prefix over the sampled order: pre[p] covers order[0 .. p-1].
@@ -284,7 +181,7 @@ def stochastic_rank_kernel(
     ----------
     y, raw : float64 arrays, rows grouped by query (``group_ptr``).
     metric : int, one of ``_metrics._common`` NDCG, DCG, ERR, MRR, MAP.
-    k : int, cut-off (``<= 0`` for the whole list).
+    k : int, cut-off (``<= 0`` or larger than every query for the whole list).
     sigma, mu, nu : float, smoothing scale, relevance shift, SFA damping.
     sfa : bool, apply scale-free acceleration.
     n_est : int, number of noise samples averaged.
@@ -312,18 +209,17 @@ def stochastic_rank_kernel(
         else:
             dd[p] = 1.0 / (p + 1.0)
     # Scratch per slot, allocated once (no allocation per query).
-    fsc = np.empty((n_chunks, 7, max_n + 1))
+    fsc = np.empty((n_chunks, 6, max_n + 1))
     isc = np.empty((n_chunks, 4, max_n + 1), dtype=np.int64)
     for c in numba.prange(n_chunks):
-        xs, sh, s, keys = fsc[c, 0], fsc[c, 1], fsc[c, 2], fsc[c, 3]
-        kbuf, pre, acc = fsc[c, 4], fsc[c, 5], fsc[c, 6]
+        xs, sh, s, top, pre, acc = fsc[c, 0], fsc[c, 1], fsc[c, 2], fsc[c, 3], fsc[c, 4], fsc[c, 5]
         order, ibuf, pos, rank = isc[c, 0], isc[c, 1], isc[c, 2], isc[c, 3]
         for q in range(c, n_q, n_chunks):
             a = group_ptr[q]
             n = group_ptr[q + 1] - a
             norm = _ccs_query(
                 y, raw, a, n, q, metric, kk, sigma, mu, n_est, exp_gain, threshold,
-                err_scale, seed, eps_in, use_eps, dd, xs, sh, s, keys, order, kbuf,
+                err_scale, seed, eps_in, use_eps, dd, xs, sh, s, top, order,
                 ibuf, pos, rank, pre, acc,
             )
             if norm == 0.0:
@@ -370,11 +266,7 @@ def _sfa(raw, grad, a, n, nu):
 # ---------------------------------------------------------------------------
 # objective
 # ---------------------------------------------------------------------------
-def _is_real(v):
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
-
-
-class StochasticRank(RankingObjective):
+class StochasticRank(MetricObjective):
     r"""StochasticRank: CCS gradients of a Gaussian-smoothed ranking metric.
 
     The loss of a query is ``L_sigma(z) = -E M(z - sigma mu r + sigma eps)``,
@@ -464,68 +356,20 @@ class StochasticRank(RankingObjective):
         self.err_max_label = err_max_label
         self.random_state = random_state
 
-    def _resolved(self):
-        """Validated ``(metric name, k)``."""
-        k = check_k(self.k, name="k")
-        name, k = parse_metric(self.metric, k)
-        if name not in SUPPORTED_METRICS:
-            raise ValueError(
-                f"metric={self.metric!r} is not supported by StochasticRank; use one of "
-                f"{list(SUPPORTED_METRICS)} (ExpDCG is YetiRank's metric: use YetiRank)."
-            )
-        return name, k
-
-    def _check_params(self):
-        self._resolved()
-        if not _is_real(self.sigma) or self.sigma <= 0:
-            raise ValueError(f"sigma must be a finite float > 0 (noise scale), got {self.sigma!r}.")
-        if not _is_real(self.mu) or self.mu < 0:
-            raise ValueError(f"mu must be a finite float >= 0 (0 disables the shift), got {self.mu!r}.")
-        if not _is_real(self.nu) or self.nu < 0:
-            raise ValueError(f"nu must be a finite float >= 0 (SFA damping, e.g. 0.01), got {self.nu!r}.")
-        if not isinstance(self.sfa, (bool, np.bool_)):
-            raise ValueError(f"sfa must be True or False, got {self.sfa!r}.")
-        n_est = self.n_estimations
-        if isinstance(n_est, bool) or not isinstance(n_est, numbers.Integral) or n_est < 1:
-            raise ValueError(f"n_estimations must be an int >= 1, got {n_est!r}.")
-        if self.gain not in ("exp", "linear"):
-            raise ValueError(f"gain must be 'exp' (2^r - 1) or 'linear' (r), got {self.gain!r}.")
-        if not _is_real(self.relevance_threshold):
-            raise ValueError(
-                f"relevance_threshold must be a finite float, got {self.relevance_threshold!r}."
-            )
-        if self.err_mapping not in (None, "chapelle"):
-            raise ValueError(
-                f"err_mapping must be None (labels are probabilities in [0, 1]) or 'chapelle', "
-                f"got {self.err_mapping!r}."
-            )
-        if self.err_max_label is not None and (not _is_real(self.err_max_label) or self.err_max_label < 0):
-            raise ValueError(f"err_max_label must be a float >= 0 or None, got {self.err_max_label!r}.")
-
-    def _check_labels(self, y):
-        self._check_params()
-        name, _ = self._resolved()
-        if name == "err" and self.err_mapping is None:
-            y = check_labels(y, name="y", unit_interval=True)
-        else:
-            y = check_labels(y, name="y")
-        if name == "err" and self.err_mapping == "chapelle" and self.err_max_label is not None:
-            if y.size and y.max() > self.err_max_label:
-                raise ValueError(
-                    f"y has labels up to {y.max():g} but err_max_label={self.err_max_label!r}; "
-                    "raise err_max_label or leave it None to use the largest label."
-                )
-        return y
-
-    def _err_scale(self, y):
-        if self.err_mapping is None:
-            return 0.0
-        if self.err_max_label is not None:
-            return float(2.0 ** self.err_max_label)
-        return chapelle_scale(y)
+    _parameter_constraints = {
+        **MetricObjective._parameter_constraints,
+        "sigma": [Interval(Real, 0, np.inf, closed="neither")],
+        "mu": [Interval(Real, 0, np.inf, closed="left")],
+        "nu": [Interval(Real, 0, np.inf, closed="left")],
+        "sfa": ["boolean"],
+        "n_estimations": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+    _metric_names = SUPPORTED_METRICS
+    _other_metrics_hint = " (ExpDCG is YetiRank's metric: use YetiRank)"
 
     def _compute(self, y, raw, group_ptr, seed, grad, hess, eps=None):
-        name, k = self._resolved()
+        metric_id, k, exp_gain = self._metric()
         group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
         n_q = group_ptr.shape[0] - 1
         if n_q <= 0:
@@ -534,10 +378,9 @@ class StochasticRank(RankingObjective):
             eps = np.empty((0, 0), dtype=np.float64)
         n_chunks = max(1, min(n_q, 4 * numba.get_num_threads()))
         stochastic_rank_kernel(
-            y, raw, group_ptr, METRIC_IDS[name], 0 if k is None else int(k),
-            float(self.sigma), float(self.mu), float(self.nu), bool(self.sfa),
-            int(self.n_estimations), self.gain == "exp", float(self.relevance_threshold),
-            float(self._err_scale(y)), np.int64(seed), eps, n_chunks, grad,
+            y, raw, group_ptr, metric_id, k, float(self.sigma), float(self.mu), float(self.nu),
+            bool(self.sfa), int(self.n_estimations), exp_gain, float(self.relevance_threshold),
+            float(self._err_scale(y, metric_id)), np.int64(seed), eps, n_chunks, grad,
         )
         hess[:] = 1.0
 

@@ -6,15 +6,14 @@ import numba
 import numpy as np
 from numba import njit
 
-from .._random import key, uniform
+from .._random import key, noise_ranks, uniform
 from ._base import RankingObjective
-from ._swap import noise_ranks
 
 
 @njit(cache=True)
 def xendcg_gammas(y, raw, group_ptr, seed, q, out, iwork):
     """``gamma_i ~ U(0, 1)`` of query ``q`` into ``out[lo:hi]``, drawn from
-    ``key(seed, q)`` at counter :func:`~._swap.noise_ranks` ``[i]`` (so a
+    ``key(seed, q)`` at counter :func:`~rankkit._random.noise_ranks` ``[i]`` (so a
     permutation of the rows permutes the draws; independent of threading).
     ``iwork`` is (3, n) int64 scratch."""
     lo = group_ptr[q]
@@ -103,6 +102,8 @@ class XENDCG(RankingObjective):
     >>> bool(g[1] < 0 < g[0]) and bool(abs(g.sum()) < 1e-12)
     True
     """
+
+    _parameter_constraints = {"random_state": ["random_state"]}
 
     def __init__(self, *, random_state=None):
         self.random_state = random_state

@@ -1,31 +1,18 @@
 """YetiRank and YetiLoss: pairwise logistic weights from noisy rankings."""
 
 import math
-import numbers
+from numbers import Integral, Real
 
 import numba
 import numpy as np
 from numba import njit
+from sklearn.utils._param_validation import Options, StrOptions
 
-from .._metrics._common import ERR
-from .._random import key, logistic, normal
-from .._validation import check_labels
-from ._base import RankingObjective
-from ._swap import (
-    NO_CUTOFF,
-    check_metric_labels,
-    check_metric_options,
-    discount_table_for,
-    doc_values,
-    err_advance,
-    err_delta,
-    metric_scale,
-    noise_ranks,
-    pair_rho,
-    sort_query,
-    swap_delta,
-    swap_prepare,
-)
+from .._metrics._common import DECAY_RANGE, DEFAULT_DECAY, ERR, discount_table_for, worst_order
+from .._random import key, logistic, noise_ranks, normal
+from .._validation import Interval
+from ._base import MetricObjective
+from ._swap import NO_CUTOFF, err_advance, err_delta, pair_rho, query_setup, swap_delta, swap_prepare
 
 #: ``mode`` value of the kernel for YetiRank's classic weights.
 CLASSIC = -1
@@ -47,7 +34,7 @@ def yeti_noisy_scores(raw, rank, group_ptr, n_permutations, noise, noise_scale, 
     """Scores of query ``q`` in permutation ``perm``: ``raw + eps`` into
     ``out[lo:hi]``. ``eps`` of row ``i`` is drawn from
     ``key(seed, q * n_permutations + perm)`` at counter ``rank[i]``
-    (:func:`~._swap.noise_ranks`), so it follows the document when rows are
+    (:func:`~rankkit._random.noise_ranks`), so it follows the document when rows are
     permuted and does not depend on how queries are spread over threads."""
     lo = group_ptr[q]
     kk = key(seed, q * n_permutations + perm)
@@ -86,10 +73,9 @@ def yetirank_kernel(
             continue
         scale = 1.0
         if mode != CLASSIC:
-            scale = metric_scale(mode, y, lo, hi, k, exp_gain, threshold, order, buf)
+            scale = query_setup(mode, y, lo, hi, k, exp_gain, threshold, err_scale, order, buf, val, dval)
             if scale == 0.0:
                 continue
-            doc_values(mode, y, lo, hi, exp_gain, threshold, err_scale, dval)
         # rho needs only the noise-free scores: exp once per document.
         z_max = raw[lo]
         for i in range(lo + 1, hi):
@@ -102,7 +88,7 @@ def yetirank_kernel(
             noise_ranks(raw, y, lo, hi, order, buf, rank)
         for perm in range(n_permutations):
             yeti_noisy_scores(raw, rank, group_ptr, n_permutations, noise, noise_scale, seed, q, perm, noisy)
-            sort_query(noisy, y, lo, hi, order, buf)
+            worst_order(noisy, y, lo, hi, order, buf)
             first, second = n, n
             if mode != CLASSIC:
                 first, second = swap_prepare(mode, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2)
@@ -142,7 +128,7 @@ def yetirank_kernel(
                 decay_a *= decay
 
 
-class YetiRank(RankingObjective):
+class YetiRank(MetricObjective):
     r"""YetiRank (Gulin et al. 2011) and YetiLoss (Lyzhin et al. 2022).
 
     Each call, per query, repeats ``n_permutations`` times: add noise
@@ -180,7 +166,7 @@ class YetiRank(RankingObjective):
     noise_scale : float, default=1.0
     num_neighbors : int, default=1
         Largest position distance of a pair; -1 for all pairs.
-    decay : float in (0, 1), default=0.85
+    decay : float in (0, 1], default=0.85
         Position decay of the classic weights (and the ExpDCG base of YetiLoss
         with ``metric="expdcg"``).
     gain, relevance_threshold, err_mapping, err_max_label
@@ -227,9 +213,20 @@ class YetiRank(RankingObjective):
     True
     """
 
+    _parameter_constraints = {
+        **MetricObjective._parameter_constraints,
+        "n_permutations": [Interval(Integral, 1, None, closed="left")],
+        "noise": [StrOptions(set(NOISES))],
+        "noise_scale": [Interval(Real, 0, np.inf, closed="left")],
+        "num_neighbors": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1})],
+        "decay": [DECAY_RANGE],
+        "random_state": ["random_state"],
+    }
+    _other_metrics_hint = " or 'classic' (YetiRank)"
+
     def __init__(
         self, metric="classic", k=None, *, n_permutations=10, noise="logistic", noise_scale=1.0,
-        num_neighbors=1, decay=0.85, gain="exp", relevance_threshold=0.0, err_mapping=None,
+        num_neighbors=1, decay=DEFAULT_DECAY, gain="exp", relevance_threshold=0.0, err_mapping=None,
         err_max_label=None, random_state=None,
     ):
         self.metric = metric
@@ -245,57 +242,30 @@ class YetiRank(RankingObjective):
         self.err_max_label = err_max_label
         self.random_state = random_state
 
-    def _check_params(self):
-        name = type(self).__name__
-        if isinstance(self.metric, str) and self.metric.lower().strip() == "classic":
-            if self.k is not None:
-                raise ValueError(
-                    f"{name}: k applies to YetiLoss metrics; metric='classic' uses the position "
-                    "decay instead. Pass k=None or a metric such as 'ndcg'."
-                )
-            self._mode, self._k, self._exp_gain = CLASSIC, NO_CUTOFF, True
-            check_metric_options(
-                name, "ndcg", None, self.gain, self.relevance_threshold, self.err_mapping, self.err_max_label
-            )
-        else:
-            try:
-                self._mode, self._k, self._exp_gain = check_metric_options(
-                    name, self.metric, self.k, self.gain, self.relevance_threshold, self.err_mapping,
-                    self.err_max_label,
-                )
-            except ValueError as e:
-                raise ValueError(f"{name}: metric='classic' (YetiRank) or a YetiLoss metric; {e}") from None
-        p = self.n_permutations
-        if isinstance(p, bool) or not isinstance(p, numbers.Integral) or p < 1:
-            raise ValueError(f"{name}: n_permutations must be an int >= 1, got {p!r}.")
-        if self.noise not in NOISES:
-            raise ValueError(f"{name}: noise must be one of {sorted(NOISES)}, got {self.noise!r}.")
-        s = self.noise_scale
-        if isinstance(s, bool) or not isinstance(s, numbers.Real) or not (math.isfinite(s) and s >= 0):
-            raise ValueError(f"{name}: noise_scale must be a finite number >= 0, got {s!r}.")
-        d = self.num_neighbors
-        if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d == 0 or d < -1:
-            raise ValueError(
-                f"{name}: num_neighbors must be a positive int (largest position distance of a "
-                f"pair) or -1 (all pairs), got {d!r}."
-            )
-        dec = self.decay
-        if isinstance(dec, bool) or not isinstance(dec, numbers.Real) or not (0.0 < dec < 1.0):
-            raise ValueError(f"{name}: decay must lie in the open interval (0, 1), got {dec!r}.")
+    def _is_classic(self):
+        return self.metric.lower().strip() == "classic"
 
-    def _check_labels(self, y):
-        self._check_params()
-        y = check_labels(y, name="y")
-        self._err_scale = check_metric_labels(
-            type(self).__name__, self._mode, y, self.err_mapping, self.err_max_label
-        )
-        return y
+    def _metric(self):
+        """``(mode, kernel cut-off, exp_gain)``: ``CLASSIC`` or a YetiLoss metric id."""
+        if not self._is_classic():
+            return super()._metric()
+        if self.k is not None:
+            raise ValueError(
+                "YetiRank: k applies to YetiLoss metrics; metric='classic' uses the position "
+                "decay instead. Pass k=None or a metric such as 'ndcg'."
+            )
+        super()._check_err_options()
+        return CLASSIC, NO_CUTOFF, True
+
+    def _default_eval_metric(self):
+        return "ndcg@10" if self._is_classic() else super()._default_eval_metric()
 
     def _compute(self, y, raw, group_ptr, seed, grad, hess):
+        mode, k, exp_gain = self._metric()
         n = y.shape[0]
         yetirank_kernel(
-            y, raw, group_ptr, self._mode, self._k, int(self.n_permutations), NOISES[self.noise],
-            float(self.noise_scale), int(self.num_neighbors), float(self.decay), self._exp_gain,
-            float(self.relevance_threshold), self._err_scale, np.uint64(seed), grad, hess,
+            y, raw, group_ptr, mode, k, int(self.n_permutations), NOISES[self.noise],
+            float(self.noise_scale), int(self.num_neighbors), float(self.decay), exp_gain,
+            float(self.relevance_threshold), self._err_scale(y, mode), np.uint64(seed), grad, hess,
             np.empty((3, n), dtype=np.int64), np.empty((7, n)), discount_table_for(group_ptr),
         )

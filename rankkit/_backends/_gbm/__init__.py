@@ -5,7 +5,7 @@ pygbm: :mod:`.binning` (quantile bins, uint8, Fortran layout),
 :mod:`.histogram` (gradient/hessian histograms, sibling subtraction),
 :mod:`.splitting` (best split per node, learned missing direction),
 :mod:`.grower` (depth-wise and oblivious trees), :mod:`.predictor`
-(traversal on raw or binned features) and :mod:`.booster` (the boosting
-loop with exact SGLB shrinkage). Trees are NumPy record arrays of
+(traversal on raw or binned features) and :mod:`.booster` (the model: trees
+and their SGLB scales). Trees are NumPy record arrays of
 :data:`.tree.NODE_DTYPE`, so models pickle without special code.
 """

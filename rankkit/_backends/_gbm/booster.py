@@ -1,20 +1,17 @@
-"""The boosting loop and the model: trees, a running SGLB scale, prediction.
+"""The model: trees, the SGLB scale of every iteration, prediction.
 
 The model is ``F(x) = S * sum_t u_t(x)`` where ``u_t`` are the stored trees
-and ``S`` a running scale. SGLB's shrinkage ``F <- c F`` (Ustimenko &
-Prokhorenkova 2021, Algorithm 1) is ``S <- c S``, O(1) per iteration; a new
-tree with leaf values ``v`` (already times the learning rate) is stored as
-``u = v / S``, so ``F <- F + v`` exactly. ``scales[t]`` records ``S`` after
-iteration ``t``, so the model after any number of iterations (early
-stopping) is recoverable. When ``S`` underflows towards 0 the stored leaves
-are renormalised once (a rewrite only every ~300 decades of shrinkage).
+and ``S`` the running scale of :class:`rankkit._sglb.RunningScale` (SGLB's
+shrinkage ``F <- c F`` is ``S <- c S``; a new tree ``v`` is stored as
+``u = v / S``). ``scales[t]`` records ``S`` after iteration ``t``, so the
+model after any number of iterations (early stopping) is recoverable.
 """
 
 import numba
 import numpy as np
 from numba import njit
 
-from ..._random import key, normal, uniform
+from ..._random import key, uniform
 from .binning import iter_row_blocks
 from .predictor import flat_trees, predict_raw
 from .tree import NODE_DTYPE
@@ -26,14 +23,6 @@ def sample_uniforms(seed, stream, n, out):
     k = key(seed, stream)
     for i in numba.prange(n):
         out[i] = uniform(k, i)
-
-
-@njit(cache=True)
-def leaf_normals(seed, stream, leaf_ids, out):
-    """Standard normals indexed by leaf node id (leaf-value noise)."""
-    k = key(seed, stream)
-    for i in range(leaf_ids.shape[0]):
-        out[i] = normal(k, leaf_ids[i])
 
 
 class TreeEnsemble:

@@ -271,7 +271,6 @@ class TreeGrower:
         Returns
         -------
         nodes : ndarray of :data:`.tree.NODE_DTYPE`, leaf values ``-G/(H+lambda)``
-        leaf_stats : (leaf node ids, G, H, count) arrays, for leaf noise
         """
         lam = self.reg_lambda
         n_feats = feats.shape[0]
@@ -298,7 +297,6 @@ class TreeGrower:
         outs = self._level(pos, grad, hess, rows, feats, starts, ends, slots, np.array([-1], dtype=np.int64),
                            slots, cur, cur, 1, gs, hs, not oblivious)
         which = 0
-        leaf_ids, leaf_g, leaf_h, leaf_n = [], [], [], []
 
         def close(ids_, gs_, hs_, starts_, ends_):
             for k in range(ids_.shape[0]):
@@ -307,10 +305,6 @@ class TreeGrower:
                 nodes["sum_hessian"][nd] = hs_[k]
                 d = hs_[k] + lam
                 nodes["value"][nd] = -gs_[k] / d if d > 0 else 0.0
-                leaf_ids.append(nd)
-                leaf_g.append(gs_[k])
-                leaf_h.append(hs_[k])
-                leaf_n.append(ends_[k] - starts_[k])
 
         for depth in range(self.max_depth):
             m = ids.shape[0]
@@ -401,6 +395,4 @@ class TreeGrower:
             which = 1 - which
         if ids.shape[0]:
             close(ids, gs, hs, starts, ends)
-        leaf_stats = (np.array(leaf_ids, dtype=np.int64), np.array(leaf_g),
-                      np.array(leaf_h), np.array(leaf_n, dtype=np.int64))
-        return nodes[:n_nodes].copy(), leaf_stats
+        return nodes[:n_nodes].copy()

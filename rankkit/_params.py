@@ -1,0 +1,90 @@
+"""The boosting parameters every ranker shares, declared once.
+
+Each entry gives the default, the scikit-learn constraints, the numpydoc text
+and whether the backend receives it. From this table come the rankers'
+``_parameter_constraints`` (beside their objective's), the parameter section
+of their docstrings, and the settings a :class:`~rankkit._backends._base.Backend`
+takes; a test checks every ranker's ``__init__`` signature against it.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.utils._param_validation import StrOptions
+
+from ._backends import BACKENDS
+from ._sglb import PARAMETER_CONSTRAINTS as SGLB_CONSTRAINTS
+from ._validation import Interval
+
+
+class Param(NamedTuple):
+    default: object
+    constraints: list
+    type: str
+    doc: str
+    #: Handed to the backend (the others are the ranker's own).
+    backend: bool = False
+
+
+BOOSTING_PARAMS = {
+    "n_estimators": Param(
+        100, [Interval(Integral, 1, None, closed="left")], "int", "Boosting iterations (trees).", True),
+    "learning_rate": Param(
+        0.1, [Interval(Real, 0, np.inf, closed="neither")], "float",
+        "Shrinkage ``eta`` of every tree (and of the SGLB noise scale).", True),
+    "max_depth": Param(6, [Interval(Integral, 1, None, closed="left")], "int", "Depth of every tree.", True),
+    "min_child_weight": Param(
+        1.0, [Interval(Real, 0, None, closed="left")], "float", "Minimum sum of hessians in a leaf.", True),
+    "reg_lambda": Param(
+        1.0, [Interval(Real, 0, None, closed="left")], "float", "L2 regularisation of leaf values.", True),
+    "subsample": Param(
+        1.0, [Interval(Real, 0, 1, closed="right")], "float", "Share of rows sampled for each tree.", True),
+    "colsample_bytree": Param(
+        1.0, [Interval(Real, 0, 1, closed="right")], "float", "Share of features sampled for each tree.", True),
+    "max_bin": Param(256, [Interval(Integral, 2, None, closed="left")], "int", "Histogram bins per feature.", True),
+    "n_jobs": Param(
+        None, [Integral, None], "int or None", "Engine threads (None: the engine's default; -1: all cores).", True),
+    "random_state": Param(
+        None, ["random_state"], "int, RandomState or None",
+        "Seeds everything random (objective sampling, SGLB noise, subsampling).", True),
+    "backend": Param(
+        "xgboost", [StrOptions(set(BACKENDS))], "{" + ", ".join(f'"{b}"' for b in BACKENDS) + "}",
+        "Boosting engine (``docs/backends.md``)."),
+    "backend_params": Param(
+        None, [dict, None], "dict or None", "Engine-specific parameters, overriding the mapped common ones.", True),
+    "langevin": Param(
+        False, ["boolean"], "bool",
+        "SGLB gradient noise ``sqrt(2 / (learning_rate * diffusion_temperature)) N(0, 1)`` "
+        "(Ustimenko & Prokhorenkova 2021; ``rankkit._sglb``)."),
+    "diffusion_temperature": Param(
+        1e4, SGLB_CONSTRAINTS["diffusion_temperature"], "float", "SGLB inverse temperature ``beta``."),
+    "model_shrink_rate": Param(
+        0.0, SGLB_CONSTRAINTS["model_shrink_rate"], "float",
+        "SGLB model shrinkage ``gamma`` (applied whenever positive, as in CatBoost)."),
+    "model_shrink_mode": Param(
+        "constant", SGLB_CONSTRAINTS["model_shrink_mode"], '{"constant", "decreasing"}',
+        "Factor ``1 - gamma * learning_rate`` or ``1 - gamma / t`` before iteration ``t >= 1``."),
+    "eval_metric": Param(
+        None, [str, None], "str or None",
+        "Metric of ``score`` and early stopping, e.g. ``\"ndcg@10\"`` (default: the objective's)."),
+    "qid_col": Param("qid", [str, None], "str or None", "DataFrame column holding the query ids."),
+}
+
+#: ``_parameter_constraints`` of the boosting parameters.
+BOOSTING_CONSTRAINTS = {name: p.constraints for name, p in BOOSTING_PARAMS.items()}
+
+#: Names of the settings a backend takes, in declaration order.
+BACKEND_SETTINGS = tuple(name for name, p in BOOSTING_PARAMS.items() if p.backend)
+
+
+def parameter_docs(params=BOOSTING_PARAMS):
+    """Numpydoc entries of ``params`` (indented for a class docstring)."""
+    def default(v):
+        return f'"{v}"' if isinstance(v, str) else repr(v)
+
+    return "\n".join(
+        f"    {name} : {p.type}, default={default(p.default)}\n        {p.doc}" for name, p in params.items()
+    )

@@ -1,0 +1,264 @@
+r"""SGLB: Stochastic Gradient Langevin Boosting, the whole algorithm in one place.
+
+Ustimenko & Prokhorenkova, *SGLB: Stochastic Gradient Langevin Boosting*,
+ICML 2021, Algorithm 1, with CatBoost's schedule. With learning rate ``eta``,
+inverse diffusion temperature ``beta`` (``diffusion_temperature``) and shrink
+rate ``gamma`` (``model_shrink_rate``), boosting iteration ``t`` (0-based):
+
+1. **shrink the model**, ``F <- c_t F``, for ``t >= 1`` and ``gamma > 0``
+   (:func:`shrink_schedule`): ``c_t = 1 - gamma eta``
+   (``model_shrink_mode="constant"``) or ``c_t = 1 - gamma / t``
+   (``"decreasing"``; the first factor is ``1 - gamma``). As in CatBoost,
+   shrinkage applies whenever ``gamma > 0``, with or without the noise;
+2. compute the objective's gradients at the shrunk ``F``;
+3. **add Langevin noise** to every document's gradient (``langevin=True``,
+   :class:`SGLB`): ``g_i <- g_i + sqrt(2 / (eta beta)) xi_i``,
+   ``xi_i ~ N(0, 1)``, fresh each iteration;
+4. grow a tree on the noisy gradients.
+
+Noise plus shrinkage make the boosting iterates sample from a distribution
+concentrated on the global optimum of the regularised loss, which
+StochasticRank's global convergence (Ustimenko & Prokhorenkova 2020,
+Theorem 5) relies on.
+
+**Shrinkage bookkeeping.** After ``T`` iterations the model is
+
+.. math:: F_T = \sum_t \Big(\prod_{t < s < T} c_s\Big) f_t,
+
+with ``f_t`` the tree grown at iteration ``t``. A backend only receives
+``shrink(t)``, "multiply the model by ``c_t`` before iteration ``t``"
+(:func:`shrink_factor` reads it), and applies it with one of two helpers:
+
+* :func:`fold_scales` -- for engines that cannot rescale trees they have
+  built (XGBoost): track ``F`` beside the booster during training and, at
+  the end, multiply tree ``t``'s leaves by ``prod_{t < s < T} c_s``;
+* :class:`RunningScale` -- for engines that store ``F = S sum_t u_t``
+  (rankkit's numba GBDT): a shrink is ``S <- c S`` (O(1)) and a tree ``f``
+  is stored as ``u = f / S``.
+
+Either way the saved model predicts exactly the ``F`` that training used.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+import numba
+import numpy as np
+from numba import njit
+from sklearn.utils._param_validation import StrOptions
+
+from ._objectives._base import RankingObjective
+from ._random import key, mix64, noise_ranks, normal
+from ._validation import Interval
+
+#: Constraints of the SGLB parameters (the rankers declare them from here).
+PARAMETER_CONSTRAINTS = {
+    "diffusion_temperature": [Interval(Real, 0, np.inf, closed="neither")],
+    "model_shrink_rate": [Interval(Real, 0, np.inf, closed="left")],
+    "model_shrink_mode": [StrOptions({"constant", "decreasing"})],
+}
+_POSITIVE = [Interval(Real, 0, np.inf, closed="neither")]
+
+
+# -- 1. the schedule -------------------------------------------------------------
+def shrink_schedule(model_shrink_rate, model_shrink_mode, learning_rate):
+    """``shrink(t)``: the factor ``c_t`` applied to the model before iteration
+    ``t`` (``None``: none), or ``None`` when ``model_shrink_rate == 0``.
+
+    Raises a clear error when a factor would leave (0, 1].
+    """
+    rate = float(model_shrink_rate)
+    if rate == 0.0:
+        return None
+    if model_shrink_mode == "constant":
+        factor = 1.0 - rate * float(learning_rate)
+        if not 0.0 < factor <= 1.0:
+            raise ValueError(
+                f"model_shrink_rate * learning_rate must be in [0, 1) for "
+                f"model_shrink_mode='constant', got {rate} * {learning_rate}; "
+                "lower model_shrink_rate."
+            )
+        return lambda t: None if t == 0 else factor
+    if rate >= 1.0:
+        raise ValueError(
+            f"model_shrink_rate must be in [0, 1) for model_shrink_mode='decreasing', "
+            f"got {rate}."
+        )
+    return lambda t: None if t == 0 else 1.0 - rate / t
+
+
+def shrink_factor(shrink, t):
+    """The factor ``shrink(t)`` asks for before iteration ``t`` (1.0 for
+    ``None`` or no schedule); an error outside (0, 1]."""
+    factor = shrink(t) if shrink is not None else None
+    if factor is None:
+        return 1.0
+    factor = float(factor)
+    if not 0.0 < factor <= 1.0:
+        raise ValueError(f"shrink({t}) returned {factor}; shrink factors must be in (0, 1].")
+    return factor
+
+
+# -- shrinkage bookkeeping for the backends ----------------------------------------
+def fold_scales(factors):
+    """``scale[t] = prod_{t < s < T} c_s`` for ``T = len(factors)``: what tree
+    ``t`` is multiplied by when the shrinkage is folded into its leaves."""
+    factors = np.asarray(factors, dtype=np.float64)
+    scale = np.ones(factors.shape[0], dtype=np.float64)
+    if factors.shape[0] > 1:
+        scale[:-1] = np.cumprod(factors[::-1])[::-1][1:]
+    return scale
+
+
+class RunningScale:
+    """The running product ``S`` of the shrink factors of a model stored as
+    ``F = S * sum_t u_t``: shrinking is ``S <- c S``, O(1), and a new tree
+    ``f`` is stored as ``u = f / S``.
+
+    When ``S`` falls below 1e-150 (after ~300 decades of shrinkage) it must
+    be folded into the stored trees once: :meth:`shrink` then returns that
+    factor and restarts from ``S = 1``.
+    """
+
+    MIN = 1e-150
+
+    def __init__(self):
+        self.value = 1.0
+
+    def shrink(self, factor):
+        """``S <- factor * S``; the factor to fold into the stored trees, or None."""
+        self.value *= factor
+        if self.value < self.MIN:
+            fold, self.value = self.value, 1.0
+            return fold
+        return None
+
+
+# -- 3. the Langevin noise -----------------------------------------------------------
+# Salt of the noise key: the wrapped objective draws from (seed, query * K + sample),
+# the Langevin noise from a key derived from (seed ^ salt), so the two never share draws.
+_NOISE_SALT = np.uint64(0x5C1B_6A7E_D1F0_5E9D)
+
+
+def langevin_noise_scale(learning_rate, diffusion_temperature):
+    """Standard deviation of the per-document noise, ``sqrt(2 / (eta beta))``."""
+    return math.sqrt(2.0 / (learning_rate * diffusion_temperature))
+
+
+@njit(cache=True, parallel=True)
+def add_gaussian_noise(grad, y, raw, group_ptr, scale, seed, iwork):
+    """``grad[i] += scale * normal(key(mix64(seed ^ salt), q), rank[i])``.
+
+    ``q`` is the query of row ``i`` and ``rank`` comes from
+    :func:`~rankkit._random.noise_ranks` (the row's place in its query sorted
+    by ``raw``), so the draw of a document depends neither on the thread count
+    nor on the order of the rows within its query. ``iwork``: (3, n) int64
+    scratch.
+    """
+    base = mix64(np.uint64(seed) ^ _NOISE_SALT)
+    rank = iwork[2]
+    for q in numba.prange(group_ptr.shape[0] - 1):
+        lo = group_ptr[q]
+        hi = group_ptr[q + 1]
+        noise_ranks(raw, y, lo, hi, iwork[0], iwork[1], rank)
+        k = key(base, q)
+        for i in range(lo, hi):
+            grad[i] += scale * normal(k, rank[i])
+
+
+class SGLB(RankingObjective):
+    r"""Langevin gradient noise around any ranking objective.
+
+    ``g_i <- g_i + sqrt(2 / (eta beta)) xi_i`` with ``xi_i ~ N(0, 1)`` fresh
+    on every call (Ustimenko & Prokhorenkova 2021, Algorithm 1), where
+    ``eta`` is the booster's learning rate and ``beta`` the inverse diffusion
+    temperature: step 3 of the algorithm in :mod:`rankkit._sglb`. The
+    shrinkage of step 1 acts on trees: rankers pass its schedule to their
+    backend (``model_shrink_rate``).
+
+    Parameters
+    ----------
+    objective : RankingObjective
+        The wrapped objective; it receives this call's seed, so
+        ``SGLB(obj)`` minus ``obj`` with the same seed is exactly the noise.
+    learning_rate : float, default=0.1
+        ``eta`` (> 0): the booster's learning rate.
+    diffusion_temperature : float, default=1e4
+        ``beta`` (> 0), CatBoost's ``diffusion_temperature``.
+    random_state : int, Generator or None
+        Source of the per-call seeds.
+
+    Notes
+    -----
+    Hessians are the wrapped objective's (``uses_hessian`` is forwarded); a
+    ``sample_weight`` multiplies the noisy gradient like any gradient.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankkit.objectives import SGLB, QueryRMSE
+    >>> obj = SGLB(QueryRMSE(), learning_rate=0.1, diffusion_temperature=200.0)
+    >>> round(obj.noise_scale, 4)  # sqrt(2 / (0.1 * 200))
+    0.3162
+    >>> g, h = obj.gradient_hessian([1, 0, 2], [0.0, 0.0, 0.0], qid=[0, 0, 0], seed=1)
+    >>> g0, _ = QueryRMSE().gradient_hessian([1, 0, 2], [0.0, 0.0, 0.0], qid=[0, 0, 0])
+    >>> bool(np.all(g != g0)), h.tolist()
+    (True, [1.0, 1.0, 1.0])
+    """
+
+    _parameter_constraints = {
+        "objective": [RankingObjective],
+        "learning_rate": _POSITIVE,
+        "diffusion_temperature": PARAMETER_CONSTRAINTS["diffusion_temperature"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, objective, *, learning_rate=0.1, diffusion_temperature=1e4, random_state=None):
+        self.objective = objective
+        self.learning_rate = learning_rate
+        self.diffusion_temperature = diffusion_temperature
+        self.random_state = random_state
+
+    @property
+    def uses_hessian(self):
+        return self.objective.uses_hessian
+
+    @property
+    def translation_invariant(self):
+        return self.objective.translation_invariant
+
+    @property
+    def noise_scale(self):
+        """``sqrt(2 / (learning_rate * diffusion_temperature))``."""
+        return langevin_noise_scale(self.learning_rate, self.diffusion_temperature)
+
+    def _resolve(self):
+        if not math.isfinite(self.noise_scale):
+            raise ValueError(
+                "sqrt(2 / (learning_rate * diffusion_temperature)) overflows; "
+                "raise learning_rate or diffusion_temperature."
+            )
+        self.objective._check_params()
+
+    def _check_labels(self, y):
+        return self.objective._check_labels(y)
+
+    def _default_eval_metric(self):
+        return self.objective._default_eval_metric()
+
+    def _eval_metric_settings(self):
+        return self.objective._eval_metric_settings()
+
+    def _gradient_hessian_sorted(self, y, raw, group_ptr, seed):
+        grad, hess = self.objective._gradient_hessian_sorted(y, raw, group_ptr, seed)
+        n = y.shape[0]
+        add_gaussian_noise(grad, y, raw, np.ascontiguousarray(group_ptr, dtype=np.int64),
+                           self.noise_scale, np.int64(seed), np.empty((3, n), dtype=np.int64))
+        return grad, hess
+
+    def _compute(self, y, raw, group_ptr, seed, grad, hess):
+        g, h = self._gradient_hessian_sorted(y, raw, group_ptr, seed)
+        grad[:] = g
+        hess[:] = h

@@ -1,0 +1,205 @@
+"""Every parameter is declared once, and everything that shows it agrees.
+
+An objective declares its parameters; its named ranker derives constraints,
+defaults and the hand-over from it; the boosting parameters come from
+``rankkit._params``. These tests walk every ranker/objective pair and every
+parameter: same names and defaults, and the same values accepted and refused
+through the public paths (``objective.gradient_hessian`` and ``ranker.fit``).
+"""
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+import rankkit
+from rankkit._params import BACKEND_SETTINGS, BOOSTING_PARAMS
+from rankkit._sglb import SGLB
+from rankkit.datasets import make_ranking
+from rankkit.metrics import make_ranking_scorer
+from rankkit.model_selection import QueryKFold
+from rankkit.objectives import OBJECTIVES, LambdaMART, QueryRMSE, YetiRank
+
+NAMED_RANKERS = [
+    rankkit.StochasticRankRanker,
+    rankkit.YetiRanker,
+    rankkit.LambdaMARTRanker,
+    rankkit.XENDCGRanker,
+    rankkit.QueryRMSERanker,
+]
+RANKER_OF = {ranker._objective_class: ranker for ranker in NAMED_RANKERS}
+
+# Candidate values for every parameter: each is accepted by some parameters
+# and refused by others.
+VALUES = [
+    None, True, False, 0, 1, 2, 3, 5, -1, -2, 0.0, 0.01, 0.5, 1.0, 1.5, 4.0, 100.0, np.inf, -np.inf, np.nan,
+    "exp", "linear", "log", "chapelle", "classic", "ndcg", "ndcg@3", "ndcg@0", "err", "mrr@2", "map", "dcg",
+    "expdcg", "precision", "logistic", "gaussian", "none", "uniform", [1], {"a": 1},
+]
+# Parameters that only matter beside others are walked in that context.
+CONTEXT = {
+    "err_max_label": dict(metric="err", err_mapping="chapelle"),
+    "err_mapping": dict(metric="err"),
+    "k": dict(metric="ndcg"),
+}
+
+# Tiny data: 3 queries of 4 documents, labels that are valid probabilities
+# and grades at once (so every metric's label checks pass).
+_RNG = np.random.default_rng(0)
+X = _RNG.normal(size=(12, 3))
+Y = np.tile([0.0, 0.5, 1.0, 0.0], 3)
+QID = np.repeat([0, 1, 2], 4)
+# One stump on the numba engine: a fit takes about a millisecond.
+TINY = dict(n_estimators=1, max_depth=1, backend="numba")
+
+
+def objective_parameters(objective_class):
+    """The objective's parameters a ranker shows flat (its random_state is the ranker's)."""
+    return {name: p for name, p in inspect.signature(objective_class).parameters.items() if name != "random_state"}
+
+
+def accepts(call):
+    """Whether ``call()`` runs; a parameter error is a ValueError or TypeError."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call()
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def test_every_registered_objective_has_a_named_ranker():
+    assert set(RANKER_OF) == set(OBJECTIVES.values())
+
+
+@pytest.mark.parametrize("ranker", NAMED_RANKERS, ids=lambda r: r.__name__)
+def test_signature_is_the_objectives_then_the_boosting_declaration(ranker):
+    """Same names, defaults and kinds as the objective, then every boosting
+    parameter with its declared default (keyword-only), nothing else."""
+    signature = list(inspect.signature(ranker).parameters.values())
+    own = list(objective_parameters(ranker._objective_class).values())
+    assert [(p.name, p.default, p.kind) for p in signature[: len(own)]] == [
+        (p.name, p.default, p.kind) for p in own
+    ]
+    boosting = signature[len(own):]
+    assert [(p.name, p.default) for p in boosting] == [(name, p.default) for name, p in BOOSTING_PARAMS.items()]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in boosting)
+    # The constraints are the objective's and the declaration's, nothing written by hand.
+    assert ranker._parameter_constraints == {
+        **ranker._objective_class._parameter_constraints,
+        **{name: p.constraints for name, p in BOOSTING_PARAMS.items()},
+    }
+
+
+@pytest.mark.parametrize("ranker", NAMED_RANKERS, ids=lambda r: r.__name__)
+def test_the_objective_receives_the_rankers_values(ranker):
+    params = {name: p.default for name, p in objective_parameters(ranker._objective_class).items()}
+    changed = {"metric": "mrr@4", "sigma": 2.5, "n_permutations": 3, "decay": 0.5, "gain": "linear",
+               "relevance_threshold": 1.0, "mu": 0.2, "truncation": 7}
+    params.update({k: v for k, v in changed.items() if k in params})
+    model = ranker(**params, random_state=11)
+    objective = model._make_objective()
+    assert type(objective) is ranker._objective_class
+    expected = dict(params)
+    if "random_state" in objective.get_params():
+        expected["random_state"] = 11
+    assert objective.get_params() == expected
+
+
+WALK = [
+    (ranker, name)
+    for ranker in NAMED_RANKERS
+    for name in [*objective_parameters(ranker._objective_class), "random_state"]
+    if name in ranker._objective_class._get_param_names()
+]
+
+
+@pytest.mark.parametrize("ranker,name", WALK, ids=lambda v: getattr(v, "__name__", v))
+def test_ranker_and_objective_accept_and_refuse_the_same_values(ranker, name):
+    objective_class = ranker._objective_class
+    context = {k: v for k, v in CONTEXT.get(name, {}).items() if k != name}
+    accepted, refused = [], []
+    for value in VALUES:
+        params = {**context, name: value}
+        by_objective = accepts(lambda: objective_class(**params).gradient_hessian(Y, X[:, 0], qid=QID, seed=1))
+        by_ranker = accepts(lambda: ranker(**params, **TINY).fit(X, Y, qid=QID))
+        assert by_objective == by_ranker, (name, value, by_objective, by_ranker)
+        (accepted if by_objective else refused).append(value)
+    # The walk is not empty on either side.
+    assert accepted and refused, (name, accepted, refused)
+
+
+@pytest.mark.parametrize("name", ["learning_rate", "diffusion_temperature"])
+def test_sglb_and_langevin_ranker_accept_and_refuse_the_same_values(name):
+    """The ranker's learning_rate and diffusion_temperature are SGLB's."""
+    accepted, refused = [], []
+    for value in VALUES:
+        by_sglb = accepts(lambda: SGLB(QueryRMSE(), **{name: value}).gradient_hessian(Y, X[:, 0], qid=QID, seed=1))
+        by_ranker = accepts(
+            lambda: rankkit.QueryRMSERanker(langevin=True, **TINY, **{name: value}).fit(X, Y, qid=QID)
+        )
+        assert by_sglb == by_ranker, (name, value, by_sglb, by_ranker)
+        (accepted if by_sglb else refused).append(value)
+    assert accepted and refused
+
+
+def test_backend_takes_the_declared_settings():
+    from rankkit._backends import get_backend
+
+    backend = get_backend("numba")(max_depth=3)
+    for name in BACKEND_SETTINGS:
+        expected = 3 if name == "max_depth" else BOOSTING_PARAMS[name].default
+        assert getattr(backend, name) == ({} if name == "backend_params" else expected)
+    with pytest.raises(TypeError, match="unknown settings.*'langevin'"):
+        get_backend("numba")(langevin=True)
+
+
+# -- the generic Ranker --------------------------------------------------------------
+def test_ranker_with_an_objective_equals_the_named_ranker():
+    X, y, qid = make_ranking(n_queries=40, n_features=5, random_state=0)
+    boost = dict(n_estimators=8, max_depth=3, random_state=0)
+    generic = rankkit.Ranker(objective=YetiRank("mrr", n_permutations=3), **boost).fit(X, y, qid=qid)
+    named = rankkit.YetiRanker("mrr", n_permutations=3, **boost).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(generic.predict(X), named.predict(X))
+    assert generic.score(X, y, qid=qid) == named.score(X, y, qid=qid)  # MRR: the objective's metric
+    # The default objective is LambdaMART (NDCG), as XGBoost's rank:ndcg.
+    default = rankkit.Ranker(**boost).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(
+        default.predict(X), rankkit.LambdaMARTRanker(**boost).fit(X, y, qid=qid).predict(X)
+    )
+
+
+def test_ranker_nested_parameters_and_grid_search_over_objectives():
+    ranker = rankkit.Ranker(objective=LambdaMART(sigma=1.0))
+    assert ranker.get_params()["objective__sigma"] == 1.0
+    ranker.set_params(objective__sigma=2.0)
+    assert ranker.objective.sigma == 2.0 and clone(ranker).objective.sigma == 2.0
+    df, y, _ = make_ranking(n_queries=60, n_features=5, as_frame=True, random_state=1)
+    grid = {"objective": [LambdaMART(), YetiRank(n_permutations=2)], "max_depth": [2, 3]}
+    search = GridSearchCV(rankkit.Ranker(n_estimators=5, random_state=0), grid, cv=QueryKFold(n_splits=2),
+                          scoring=make_ranking_scorer("ndcg@10"))
+    search.fit(df, y)
+    assert len(search.cv_results_["params"]) == 4
+    best = int(np.argmax(search.cv_results_["mean_test_score"]))
+    assert search.best_params_ == search.cv_results_["params"][best]
+    # The nested parameter is tunable too.
+    search = GridSearchCV(rankkit.Ranker(objective=LambdaMART(), n_estimators=5, random_state=0),
+                          {"objective__sigma": [0.5, 2.0]}, cv=QueryKFold(n_splits=2))
+    search.fit(df, y)
+    best = search.cv_results_["params"][int(np.argmax(search.cv_results_["mean_test_score"]))]
+    assert search.best_params_ == best
+    assert search.best_estimator_.objective_.sigma == best["objective__sigma"]
+
+
+def test_ranker_refuses_what_is_not_an_objective():
+    X, y, qid = make_ranking(n_queries=10, random_state=0)
+    with pytest.raises(ValueError, match="'objective' parameter of Ranker must be"):
+        rankkit.Ranker(objective="lambdamart").fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="langevin=True"):
+        rankkit.Ranker(objective=SGLB(LambdaMART())).fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="'sigma' parameter of LambdaMART"):
+        rankkit.Ranker(objective=LambdaMART(sigma=-1.0)).fit(X, y, qid=qid)
