@@ -20,6 +20,7 @@ from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, leaf_normals, sample_uniforms
 from ._gbm.grower import TreeGrower
 from ._gbm.predictor import add_tree_binned
+from ._params import check_backend_params
 
 #: Accepted ``backend_params`` and their defaults.
 BACKEND_PARAMS = {
@@ -100,6 +101,19 @@ class NumbaBackend(Backend):
 
     name = "numba"
 
+    #: Where :func:`~rankkit._backends._params.check_backend_params` points users.
+    params_help = f"{sorted(BACKEND_PARAMS)} (see NumbaBackend's docstring)"
+
+    @classmethod
+    def valid_params(cls):
+        """The ``backend_params`` keys this backend accepts."""
+        return frozenset(BACKEND_PARAMS)
+
+    @classmethod
+    def refused_params(cls, params):
+        """Every key of ``BACKEND_PARAMS`` is honoured: nothing to refuse."""
+        return {}
+
     # -- validation --------------------------------------------------------
     def _check_params(self):
         def num(name, value, lo, hi=None, lo_open=False, integral=False):
@@ -127,13 +141,7 @@ class NumbaBackend(Backend):
             )
         if self.n_jobs is not None and not (isinstance(self.n_jobs, numbers.Integral) and self.n_jobs != 0):
             raise ValueError(f"n_jobs must be None, -1 or a positive int, got {self.n_jobs!r}.")
-        unknown = set(self.backend_params) - set(BACKEND_PARAMS)
-        if unknown:
-            raise ValueError(
-                f"Unknown backend_params {sorted(unknown)} for backend='numba'; "
-                f"valid keys: {sorted(BACKEND_PARAMS)}."
-            )
-        p = {**BACKEND_PARAMS, **self.backend_params}
+        p = {**BACKEND_PARAMS, **check_backend_params(type(self), self.backend_params)}
         if p["grow_policy"] not in ("depthwise", "oblivious"):
             raise ValueError(
                 f"backend_params['grow_policy'] must be 'depthwise' or 'oblivious', got {p['grow_policy']!r}."

@@ -8,9 +8,10 @@ calling module-level numba kernels. Everything else lives here once:
 * :meth:`gradient_hessian` -- the public entry point, with ``qid=`` (any row
   order, outputs returned in the caller's order) or ``group_ptr=``;
 * ``__call__`` -- the same object is an XGBoost ``obj=`` callable
-  (``obj(preds, dtrain)``) and a LightGBM objective
-  (``params={"objective": obj}``), so rankkit gradients drop into any
-  training loop.
+  (``obj(preds, dtrain)``), a ``lightgbm.train`` objective
+  (``params={"objective": obj}``) and a ``lightgbm.LGBMRanker(objective=obj)``
+  (``obj(y_true, y_pred, weight, group)``), so rankkit gradients drop into
+  any training loop.
 
 Loss convention: gradients of the loss to *minimise* (``-metric``), hessians
 at least :data:`HESSIAN_FLOOR`.
@@ -134,19 +135,69 @@ class RankingObjective:
         self._n_calls += 1
         return int(mix64(np.uint64(self._seed_base) + np.uint64(self._n_calls))) >> 1
 
-    # -- XGBoost / LightGBM custom-objective hook ---------------------------
-    def __call__(self, preds, data):
-        """``obj(preds, dtrain)`` for XGBoost, ``fobj(preds, dataset)`` for LightGBM."""
-        y, ptr = self._labels_and_groups(data)
-        preds = np.asarray(preds, dtype=np.float64).ravel()
-        seed = self._next_seed()
-        self._check_params()
-        return self._gradient_hessian_sorted(y, check_scores(preds, name="preds"), ptr, seed)
+    # -- XGBoost / LightGBM custom-objective hooks --------------------------
+    def __call__(self, preds_or_y_true, data_or_y_pred, weight=None, group=None):
+        """The objective as XGBoost's and LightGBM's custom-objective callable.
 
-    def _labels_and_groups(self, data):
-        cache = getattr(self, "_data_cache", None)
-        if cache is not None and cache[0] is data:
-            return cache[1], cache[2]
+        Three call forms, told apart by the second argument:
+
+        ``obj(preds, dtrain)``
+            ``xgboost.train(params, dtrain, obj=obj)``. ``dtrain`` carries the
+            queries (``DMatrix(X, y, qid=qid)`` or ``set_group``); its weights,
+            one per query (XGBoost's ranking convention) or one per row,
+            multiply the gradients and hessians.
+        ``obj(preds, dataset)``
+            ``lightgbm.train({"objective": obj, ...}, dataset)``. ``dataset``
+            carries the query sizes (``Dataset(X, y, group=sizes)``); its
+            per-row weights multiply the gradients and hessians.
+        ``obj(y_true, y_pred, weight, group)``
+            ``lightgbm.LGBMRanker(objective=obj)``: LightGBM's scikit-learn
+            API counts the four parameters of this method and passes labels,
+            scores, per-row weights (or None) and query sizes.
+
+        Rows of a query must be contiguous, as both engines require. Labels
+        are checked and query boundaries computed once per dataset, then
+        reused on later calls. Every call draws a fresh seed from
+        ``random_state`` (reproducibly), like :meth:`gradient_hessian`.
+
+        Returns
+        -------
+        grad, hess : ndarray of float64, shape (n_samples,)
+        """
+        if hasattr(data_or_y_pred, "get_label"):  # xgboost.DMatrix or lightgbm.Dataset
+            if weight is not None or group is not None:
+                raise TypeError(
+                    "obj(preds, data) takes the weights and groups from data; "
+                    "weight= and group= belong to the form obj(y_true, y_pred, weight, group)."
+                )
+            preds = preds_or_y_true
+            y, ptr, w = self._engine_data(data_or_y_pred)
+        else:
+            preds = data_or_y_pred
+            y, ptr, w = self._sklearn_data(preds_or_y_true, weight, group)
+        preds = check_scores(np.asarray(preds, dtype=np.float64).ravel(), name="preds")
+        if preds.shape[0] != y.shape[0]:
+            raise ValueError(f"preds has {preds.shape[0]} entries but there are {y.shape[0]} labels.")
+        self._check_params()
+        grad, hess = self._gradient_hessian_sorted(y, preds, ptr, self._next_seed())
+        if w is not None:
+            grad *= w
+            hess *= w
+        return grad, hess
+
+    def _cached(self, key):
+        # (labels, group_ptr, weights) of the last dataset seen, matched by
+        # identity: engines hand the same label/group objects to every call.
+        cache = getattr(self, "_hook_cache", None)
+        if cache is not None and len(cache[0]) == len(key) and all(a is b for a, b in zip(cache[0], key)):
+            return cache[1]
+        return None
+
+    def _engine_data(self, data):
+        """(labels, group_ptr, row weights or None) of a DMatrix or Dataset."""
+        hit = self._cached((data,))
+        if hit is not None:
+            return hit
         if hasattr(data, "get_uint_info"):  # xgboost.DMatrix
             ptr = np.asarray(data.get_uint_info("group_ptr"), dtype=np.int64)
             if ptr.size == 0:
@@ -160,17 +211,51 @@ class RankingObjective:
                 raise ValueError("The LightGBM Dataset has no query groups: build it with group=sizes.")
             ptr = group_ptr_from_sizes(sizes)
         else:
-            raise TypeError(f"Expected an xgboost.DMatrix or lightgbm.Dataset, got {type(data).__name__}.")
+            raise TypeError(
+                f"Expected an xgboost.DMatrix or lightgbm.Dataset, got {type(data).__name__}; "
+                "LGBMRanker's form is obj(y_true, y_pred, weight, group)."
+            )
         y = self._check_labels(np.asarray(data.get_label(), dtype=np.float64))
-        self._data_cache = (data, y, ptr)
-        return y, ptr
+        w = data.get_weight()
+        w = None if w is None or len(w) == 0 else _row_weights(w, ptr, y.shape[0])
+        self._hook_cache = ((data,), (y, ptr, w))
+        return y, ptr, w
+
+    def _sklearn_data(self, y_true, weight, group):
+        """(labels, group_ptr, row weights or None) of LGBMRanker's call."""
+        hit = self._cached((y_true, weight, group))
+        if hit is not None:
+            return hit
+        if group is None:
+            raise ValueError(
+                "A ranking objective needs query groups: use lightgbm.LGBMRanker and "
+                "fit(X, y, group=sizes), or call obj(y_true, y_pred, weight, group)."
+            )
+        y = self._check_labels(y_true)
+        ptr = group_ptr_from_sizes(group)
+        if ptr[-1] != y.shape[0]:
+            raise ValueError(f"group sizes sum to {ptr[-1]} but there are {y.shape[0]} labels.")
+        w = check_sample_weight(weight, y.shape[0], name="weight")
+        self._hook_cache = ((y_true, weight, group), (y, ptr, w))
+        return y, ptr, w
 
     def __repr__(self):
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
 
-    def get_params(self):
+    def get_params(self, deep=True):
+        """Constructor parameters (``deep`` is accepted for scikit-learn's ``clone``)."""
         import inspect
 
         sig = inspect.signature(type(self).__init__)
         return {p: getattr(self, p) for p in sig.parameters if p != "self"}
+
+
+def _row_weights(w, group_ptr, n_rows):
+    """Per-row weights from an engine's weights: one per row, or one per query
+    (XGBoost's convention for ranking), repeated over the query's rows."""
+    w = np.asarray(w, dtype=np.float64).ravel()
+    n_queries = group_ptr.shape[0] - 1
+    if w.shape[0] == n_queries and n_queries != n_rows:
+        w = np.repeat(w, np.diff(group_ptr))
+    return check_sample_weight(w, n_rows, name="weight")
