@@ -123,7 +123,7 @@ class BaseRanker(BaseEstimator):
         tags.estimator_type = "ranker"
         tags.target_tags.required = True
         tags.input_tags.sparse = True
-        tags.input_tags.allow_nan = True  # both backends learn where missing values go
+        tags.input_tags.allow_nan = True  # every backend learns where missing values go
         return tags
 
     # -- query ids -----------------------------------------------------------
@@ -500,10 +500,11 @@ _COMMON_DOC = """
         Engine threads (None: the engine's default; -1: all cores).
     random_state : int, RandomState or None
         Seeds everything random (objective sampling, SGLB noise, subsampling).
-    backend : {"xgboost", "numba"}, default="xgboost"
-        Boosting engine.
+    backend : {"xgboost", "lightgbm", "numba"}, default="xgboost"
+        Boosting engine (``docs/backends.md``: when to choose which).
     backend_params : dict, optional
-        Engine-specific parameters, overriding the mapped common ones.
+        Engine-specific parameters, overriding the mapped common ones; a key
+        the engine does not know is an error naming it.
     langevin : bool, default=False
         SGLB gradient noise ``sqrt(2 / (learning_rate * diffusion_temperature)) N(0, 1)``
         (Ustimenko & Prokhorenkova 2021).
