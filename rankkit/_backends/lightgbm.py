@@ -198,24 +198,11 @@ class LightGBMBackend(Backend):
 
     # -- training ------------------------------------------------------------
     def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None):
-        """Grow ``n_estimators`` trees; see :mod:`rankkit._backends._base`.
+        """Grow ``n_estimators`` trees: the loop of :mod:`rankkit._backends._base`.
 
-        Parameters
-        ----------
-        X : ndarray or sparse matrix
-            Training features, rows sorted by query.
-        grad_fn : callable
-            ``grad_fn(raw, t) -> (grad, hess)`` on the training rows.
-        eval_X : sequence of arrays
-            Eval features whose raw scores are tracked.
-        shrink : callable or None
-            ``shrink(t)`` -> factor in (0, 1] applied to the whole model
-            before iteration ``t`` (``None`` or 1.0: no shrinkage).
-        callback : callable or None
-            ``callback(t, raw_train, raw_evals)``; returns True to stop.
-        feature_names : sequence of str, optional
-            Unused: the model names its features ``Column_<i>`` (the ranker
-            keeps the caller's names).
+        ``shrink(t)`` must return a factor in (0, 1] (or None). LightGBM
+        names the features ``Column_<i>``; ``feature_names`` is not used (the
+        ranker keeps the caller's names).
         """
         self.params_ = params = self._params()
         if shrink is not None and params.get("linear_tree"):
@@ -234,11 +221,10 @@ class LightGBMBackend(Backend):
         tree_iterations = []
         raw_train = raw_evals = None  # tracked F, from the first shrinkage on
         sums = None  # LightGBM's running sums U when tracking
-        state = {}
 
         def gradients(preds, _dataset):
-            # preds is LightGBM's running sum of the trees on the training rows.
-            t = state["t"]
+            # Called by booster.update in iteration t of the loop below; preds is
+            # LightGBM's running sum of the trees on the training rows.
             raw = raw_train if raw_train is not None else preds
             grad, hess = grad_fn(raw, t)
             grad = np.asarray(grad, dtype=np.float64)
@@ -265,7 +251,6 @@ class LightGBMBackend(Backend):
                 for r in raw_evals:
                     r *= factor
             n_trees = booster.num_trees()
-            state["t"] = t
             booster.update(fobj=gradients)
             if booster.num_trees() > n_trees:
                 tree_iterations.append(t)
