@@ -93,8 +93,8 @@ def _one_query_class(cls):
     return sub
 
 
-def _small(cls):
-    return cls(n_estimators=3, max_depth=3, n_jobs=1, random_state=0)
+def _small(cls, backend="xgboost"):
+    return cls(n_estimators=3, max_depth=3, n_jobs=1, random_state=0, backend=backend)
 
 
 def _expected(estimator):
@@ -106,8 +106,24 @@ def _expected(estimator):
 ONE_QUERY_CLASSES = [_one_query_class(cls) for cls in RANKER_CLASSES]
 
 
+def _other_backends():
+    """The checks on the one-query classes again, on every other installed backend."""
+    from rankkit._backends import BACKENDS, get_backend
+
+    out = []
+    for name in BACKENDS:
+        if name == "xgboost":
+            continue
+        try:
+            get_backend(name)
+        except ImportError:
+            continue
+        out += [_small(cls, name) for cls in ONE_QUERY_CLASSES[:2]]
+    return out
+
+
 @parametrize_with_checks(
-    [_small(cls) for cls in RANKER_CLASSES] + [_small(cls) for cls in ONE_QUERY_CLASSES],
+    [_small(cls) for cls in RANKER_CLASSES] + [_small(cls) for cls in ONE_QUERY_CLASSES] + _other_backends(),
     expected_failed_checks=_expected,
 )
 def test_sklearn_compatible(estimator, check):
