@@ -301,3 +301,23 @@ def test_bad_inputs(data):
         _backend().fit(X, lambda raw, t: (raw, np.ones(n)), shrink=lambda t: 1.5)
     with pytest.raises(RuntimeError, match="not fitted"):
         _backend().predict(X)
+
+
+def test_constant_features_give_the_constant_model(data):
+    """LightGBM drops features that are constant on the training rows and cannot
+    train a callable objective without any; the backend then keeps the constant
+    0 model, as the other backends do (and the ranker warns)."""
+    X, y, qid = data
+    Xc = np.ones_like(X)
+    seen = []
+    with pytest.warns(UserWarning, match="grew no split in 4 trees"):
+        model = est.QueryRMSERanker(backend="lightgbm", n_estimators=4, model_shrink_rate=0.5).fit(
+            Xc, y, qid=qid, eval_set=[(X, y)], eval_qid=[qid], verbose=False)
+    np.testing.assert_array_equal(model.predict(X), 0.0)
+    assert len(model.evals_result_["validation_0"]["ndcg@10"]) == 4
+    served = lgb.Booster(model_str=model.booster_.model_to_string())
+    np.testing.assert_array_equal(served.predict(X, raw_score=True), 0.0)
+    backend = _backend(n_estimators=3).fit(Xc, lambda raw, t: seen.append(raw.copy()) or (raw - y, np.ones_like(y)))
+    assert len(seen) == 3 and backend.n_iterations_ == 3
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        _backend(n_estimators=2).fit(Xc, lambda raw, t: (np.full_like(y, np.nan), np.ones_like(y)))

@@ -211,11 +211,17 @@ class LightGBMBackend(Backend):
                 "(model_shrink_rate > 0): only constant leaves are folded. Drop one of them."
             )
         n = X.shape[0]
-        train = lightgbm.Dataset(X, params=params, free_raw_data=True)
-        booster = lightgbm.Booster(params, train)
-        for i, E in enumerate(eval_X):
-            booster.add_valid(lightgbm.Dataset(E, reference=train, params=params), f"eval_{i}")
-        n_evals = len(eval_X)
+        sizes = [n] + [E.shape[0] for E in eval_X]
+        train = lightgbm.Dataset(X, params=params, free_raw_data=True).construct()
+        booster = None
+        # LightGBM drops every feature that is constant on the training rows and,
+        # with a callable objective, cannot train without any left (its built-in
+        # objectives return a constant model there). Then the model is the
+        # constant 0, as on the other backends, and no split is ever grown.
+        if any(train.feature_num_bin(j) > 0 for j in range(X.shape[1])):
+            booster = lightgbm.Booster(params, train)
+            for i, E in enumerate(eval_X):
+                booster.add_valid(lightgbm.Dataset(E, reference=train, params=params), f"eval_{i}")
 
         factors = []
         tree_iterations = []
@@ -244,24 +250,29 @@ class LightGBMBackend(Backend):
                 raise ValueError(f"shrink({t}) returned {factor}; shrink factors must be in (0, 1].")
             factors.append(factor)
             if raw_train is None and factor != 1.0:
-                sums = _running_sums(booster, n_evals)
+                sums = _running_sums(booster, sizes)
                 raw_train, raw_evals = sums[0].copy(), [s.copy() for s in sums[1:]]
             if raw_train is not None:
                 raw_train *= factor
                 for r in raw_evals:
                     r *= factor
-            n_trees = booster.num_trees()
-            booster.update(fobj=gradients)
-            if booster.num_trees() > n_trees:
-                tree_iterations.append(t)
+            if booster is None:
+                gradients(np.zeros(n), None)  # checked as always; no tree can use them
+                if t == 0:
+                    tree_iterations.append(t)  # LightGBM's constant first tree
+            else:
+                n_trees = booster.num_trees()
+                booster.update(fobj=gradients)
+                if booster.num_trees() > n_trees:
+                    tree_iterations.append(t)
             if raw_train is not None:
-                new = _running_sums(booster, n_evals)
+                new = _running_sums(booster, sizes)
                 for tracked, now, before in zip([raw_train, *raw_evals], new, sums):
                     tracked += now - before
                 sums = new
                 cb_train, cb_evals = raw_train, raw_evals
             elif callback is not None:
-                now = _running_sums(booster, n_evals)
+                now = _running_sums(booster, sizes)
                 cb_train, cb_evals = now[0], now[1:]
             if callback is not None and callback(t, cb_train, cb_evals):
                 break
@@ -269,7 +280,10 @@ class LightGBMBackend(Backend):
         self.shrink_factors_ = np.asarray(factors, dtype=np.float64)
         self.tree_iterations_ = np.asarray(tree_iterations, dtype=np.int64)
         self.n_iterations_ = len(factors)
-        self._unfolded = booster.model_to_string(num_iteration=-1)
+        if booster is not None:
+            self._unfolded = booster.model_to_string(num_iteration=-1)
+        else:
+            self._unfolded = _constant_model(X.shape[1])
         self.booster_ = self._fold(self.n_iterations_)
         return self
 
@@ -334,13 +348,15 @@ class LightGBMBackend(Backend):
         return out / total if total > 0 else out
 
 
-def _running_sums(booster, n_evals):
+def _running_sums(booster, sizes):
     """LightGBM's running sums of the trees: training rows, then every eval set.
 
     ``eval_train`` / ``eval_valid`` hand a custom eval function the booster's
     own score buffers (float64, already summed, O(n) to copy); the metric
-    list is empty, so nothing else is computed.
+    list is empty, so nothing else is computed. No booster: the constant 0.
     """
+    if booster is None:
+        return [np.zeros(k) for k in sizes]
     out = []
 
     def grab(preds, _data):
@@ -348,9 +364,25 @@ def _running_sums(booster, n_evals):
         return []
 
     booster.eval_train(feval=grab)
-    if n_evals:
+    if len(sizes) > 1:
         booster.eval_valid(feval=grab)
     return out
+
+
+def _constant_model(n_features):
+    """Text of a LightGBM model over ``n_features`` features that predicts 0.
+
+    LightGBM's own single-leaf first tree: one iteration with zero gradients
+    on two rows that differ in one feature (so LightGBM has a feature to
+    look at and finds no split worth making).
+    """
+    X = np.zeros((2, n_features))
+    X[1, 0] = 1.0
+    params = {"objective": "none", "min_data_in_leaf": 1, "min_sum_hessian_in_leaf": 0.0, "verbosity": -1,
+              "num_threads": 1}
+    booster = lightgbm.Booster(params, lightgbm.Dataset(X, params=params))
+    booster.update(fobj=lambda preds, _data: (np.zeros(2), np.ones(2)))
+    return booster.model_to_string(num_iteration=-1)
 
 
 _TREE_START = re.compile(r"^Tree=\d+\n", re.MULTILINE)
