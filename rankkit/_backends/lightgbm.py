@@ -44,6 +44,9 @@ def _aliases():
 
     LightGBM's Python package reads this table from the library itself
     (``LGBM_DumpParamAliases``), so it always matches the installed version.
+    ``_ConfigAliases`` is private (the package's own parameter handling uses
+    it; LightGBM has no public equivalent): if a release renames it, this is
+    the one place to change.
     """
     from lightgbm.basic import _ConfigAliases
 
@@ -61,7 +64,7 @@ def _group(main):
 
 
 class LightGBMBackend(Backend):
-    """Trees grown by LightGBM from rankkit gradients (``backend="lightgbm"``).
+    """Trees grown by LightGBM (Ke et al. 2017) from rankkit gradients (``backend="lightgbm"``).
 
     Common parameters map to LightGBM's: ``learning_rate``; ``max_depth`` and
     ``num_leaves = 2 ** max_depth`` (at most 131072), so a tree can be the
