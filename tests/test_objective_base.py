@@ -133,9 +133,12 @@ def test_lgbmranker_accepts_an_objective_instance():
     params = {**ranker.booster_.params, "objective": LambdaMART("ndcg@10")}
     booster = lgb.train(params, lgb.Dataset(X, y, group=sizes), num_boost_round=15)
     np.testing.assert_array_equal(booster.predict(X, raw_score=True), ranker.predict(X, raw_score=True))
-    # scikit-learn's clone (GridSearchCV) copies the objective as a parameter.
+    # scikit-learn's clone (GridSearchCV) copies the objective as a parameter; the
+    # objective's own arguments stay out of LightGBM's parameters.
     copy = clone(ranker)
     assert copy.objective is not ranker.objective and repr(copy.objective) == repr(ranker.objective)
+    assert not any(key.startswith("objective__") for key in ranker.get_params(deep=True))
+    np.testing.assert_array_equal(copy.fit(X, y, group=sizes).predict(X), ranker.predict(X))
 
 
 def test_the_three_forms_give_the_weighted_gradients():

@@ -26,6 +26,7 @@ from rankkit._objectives._swap import (
     swap_prepare,
 )
 from rankkit._objectives.lambdamart import LambdaMART, lambdamart_gradients
+from rankkit._objectives.query_rmse import QueryRMSE
 from rankkit._objectives.sglb import SGLB
 from rankkit._objectives.stochastic_rank import StochasticRank
 from rankkit._objectives.xendcg import XENDCG, xendcg_gammas
@@ -556,6 +557,30 @@ def test_as_lightgbm_objective(name):
     booster = lgb.train(params, ds, num_boost_round=15)
     before = mean_ndcg(y, np.zeros(y.shape[0]), qid)
     after = mean_ndcg(y, booster.predict(X, raw_score=True), qid)
+    assert after > before + 0.15, (before, after)
+
+
+# Every objective class, and SGLB around one, as LGBMRanker(objective=...).
+SKLEARN_API_OBJECTIVES = {
+    "lambdamart": lambda: LambdaMART("ndcg@10"),
+    "yetirank": lambda: YetiRank(random_state=0),
+    "stochasticrank": lambda: StochasticRank("ndcg@10", random_state=0),
+    "xendcg": lambda: XENDCG(random_state=0),
+    "queryrmse": lambda: QueryRMSE(),
+    "sglb-stochasticrank": lambda: SGLB(StochasticRank("ndcg@10", random_state=0), learning_rate=0.3,
+                                        diffusion_temperature=1e4, random_state=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SKLEARN_API_OBJECTIVES))
+def test_as_lgbmranker_objective(name):
+    lgb = pytest.importorskip("lightgbm")
+    X, y, qid = synthetic(2)
+    ranker = lgb.LGBMRanker(objective=SKLEARN_API_OBJECTIVES[name](), n_estimators=15, num_leaves=8,
+                            learning_rate=0.3, min_child_samples=5, n_jobs=1, verbose=-1)
+    ranker.fit(X, y, group=np.bincount(qid))
+    before = mean_ndcg(y, np.zeros(y.shape[0]), qid)
+    after = mean_ndcg(y, ranker.predict(X, raw_score=True), qid)
     assert after > before + 0.15, (before, after)
 
 

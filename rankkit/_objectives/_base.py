@@ -240,15 +240,29 @@ class RankingObjective:
         return y, ptr, w
 
     def __repr__(self):
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        params = ", ".join(f"{k}={v!r}" for k, v in self._init_params().items())
         return f"{type(self).__name__}({params})"
 
-    def get_params(self, deep=True):
-        """Constructor parameters (``deep`` is accepted for scikit-learn's ``clone``)."""
+    def _init_params(self):
+        """Constructor arguments, read back from the attributes of the same names."""
         import inspect
 
         sig = inspect.signature(type(self).__init__)
         return {p: getattr(self, p) for p in sig.parameters if p != "self"}
+
+    def __sklearn_clone__(self):
+        """A fresh objective with the same constructor arguments, for ``sklearn.base.clone``.
+
+        An objective is a parameter of an estimator (``LGBMRanker(objective=obj)``
+        inside ``GridSearchCV``), not an estimator: it has no ``get_params``, so
+        scikit-learn does not expand its arguments into the estimator's
+        parameters, which LightGBM would pass on to its library as unknown
+        parameters (``objective__metric``, ...). The clone starts its seed
+        sequence afresh, as the original did.
+        """
+        from sklearn.base import clone
+
+        return type(self)(**{k: clone(v, safe=False) for k, v in self._init_params().items()})
 
 
 def _row_weights(w, group_ptr, n_rows):
