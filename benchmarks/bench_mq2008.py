@@ -9,15 +9,20 @@ document counted as 1, and separately excluded), MRR and MAP over queries
 with a relevant document, and ERR@10 (Chapelle's mapping) over all queries
 (ERR is not normalised: a query without a relevant document scores 0).
 
-A separate timing run fits rankkit's LambdaMART and XGBoost's ``rank:ndcg``
-with exactly the same number of trees (no early stopping) on Fold1/train and
-reports the ratio of median fit times.
+A separate timing run fits rankkit's LambdaMART and the engine's own
+LambdaMART (XGBoost's ``rank:ndcg``; LightGBM's ``lambdarank`` with
+``--backend lightgbm``, at the same number of leaves) with exactly the same
+number of trees (no early stopping) on Fold1/train and reports the ratio of
+median fit times. ``benchmarks/bench_backends_ranking.py`` compares all
+engines in fresh processes.
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_mq2008.py                  # 5 folds, 500 trees
-    .venv/bin/python benchmarks/bench_mq2008.py --quick          # 2 folds, 100 trees
-    .venv/bin/python benchmarks/bench_mq2008.py --backend numba  # rankkit's numba GBDT
+    .venv/bin/python benchmarks/bench_mq2008.py                     # 5 folds, 500 trees
+    .venv/bin/python benchmarks/bench_mq2008.py --quick             # 2 folds, 100 trees
+    .venv/bin/python benchmarks/bench_mq2008.py --backend numba     # rankkit's numba GBDT
+    .venv/bin/python benchmarks/bench_mq2008.py --only rankkit --backend xgboost,lightgbm,numba
+                                                    # every rankkit ranker on every backend
 """
 
 from __future__ import annotations
@@ -67,8 +72,10 @@ RANKKIT = {
 }
 
 
-def fit_rankkit(label, fold, cfg, *, early_stopping=True, n_estimators=None):
-    cls_name, params = RANKKIT[label]
+def fit_rankkit(label, fold, cfg, *, early_stopping=True, n_estimators=None, backend=None):
+    base, _, suffix = label.partition(" [")  # "rankkit X [lightgbm]" when several backends run
+    cls_name, params = RANKKIT[base]
+    backend = backend or (suffix.rstrip("]") if suffix else cfg.backends[0])
     model = _ranker(cls_name)(
         **params,
         n_estimators=n_estimators or cfg.n_estimators,
@@ -76,7 +83,7 @@ def fit_rankkit(label, fold, cfg, *, early_stopping=True, n_estimators=None):
         learning_rate=cfg.lr,
         n_jobs=cfg.n_jobs,
         random_state=0,
-        backend=cfg.backend,
+        backend=backend,
         eval_metric="ndcg@10",
     )
     Xt, yt, qt = fold["train"]
@@ -131,11 +138,22 @@ LIGHTGBM = {
 }
 
 
-def fit_lightgbm(label, fold, cfg, **_):
+def fit_lightgbm(label, fold, cfg, *, early_stopping=True, n_estimators=None):
     import lightgbm as lgb
 
     Xt, yt, qt = fold["train"]
     Xv, yv, qv = fold["vali"]
+    if not early_stopping:
+        # The timing run: exactly the tree settings rankkit's LightGBM backend
+        # uses, so both sides grow the same trees-and-leaves budget.
+        params = {"objective": LIGHTGBM[label], "metric": "None", "learning_rate": cfg.lr,
+                  "max_depth": cfg.depth, "num_leaves": 2 ** cfg.depth, "min_sum_hessian_in_leaf": 1.0,
+                  "min_data_in_leaf": 1, "lambda_l2": 1.0, "max_bin": 256, "deterministic": True,
+                  "force_col_wise": True, "num_threads": cfg.n_jobs, "verbose": -1}
+        dtrain = lgb.Dataset(Xt, yt, group=group_sizes(qt))
+        with Timer() as t:
+            booster = lgb.train(params, dtrain, num_boost_round=n_estimators or cfg.n_estimators)
+        return (lambda X: booster.predict(X)), t.seconds, None
     params = {
         "objective": LIGHTGBM[label],
         "learning_rate": cfg.lr,
@@ -204,8 +222,12 @@ def fit_xgboost(label, fold, cfg, *, early_stopping=True, n_estimators=None):
 XGBOOST = {"XGBoost rank:ndcg": "rank:ndcg"}
 
 
-def methods():
-    """(label, fit function) in table order: each rankkit ranker beside its counterpart."""
+def methods(backends=("xgboost",)):
+    """(label, fit function) in table order: each rankkit ranker beside its counterpart.
+
+    With several rankkit backends, each rankkit ranker appears once per backend,
+    labelled ``"rankkit X [backend]"``.
+    """
     pairs = [
         ("rankkit StochasticRank NDCG", "CatBoost StochasticRank:metric=NDCG"),
         ("rankkit YetiRank (classic)", "CatBoost YetiRank"),
@@ -216,7 +238,10 @@ def methods():
     ]
     out = []
     for ours, theirs in pairs:
-        out.append((ours, fit_rankkit))
+        if len(backends) == 1:
+            out.append((ours, fit_rankkit))
+        else:
+            out.extend((f"{ours} [{b}]", fit_rankkit) for b in backends)
         out.append((theirs, fit_catboost if theirs in CATBOOST else fit_lightgbm))
     out.append(("LightGBM lambdarank", fit_lightgbm))
     out.append(("XGBoost rank:ndcg", fit_xgboost))
@@ -229,14 +254,23 @@ def load_fold(root, k):
             for part in ("train", "vali", "test")}
 
 
+def timing_counterpart(backend):
+    """The engine's own LambdaMART that rankkit's LambdaMART on ``backend`` is timed against."""
+    if backend == "lightgbm":
+        return "LightGBM lambdarank", fit_lightgbm
+    return "XGBoost rank:ndcg", fit_xgboost
+
+
 def timing_run(fold, cfg):
-    """Median fit time of rankkit LambdaMART vs XGBoost rank:ndcg at equal trees."""
+    """Median fit time of rankkit LambdaMART vs the engine's own at equal trees."""
     rows = {}
-    for label, fn in (("rankkit LambdaMART NDCG", fit_rankkit), ("XGBoost rank:ndcg", fit_xgboost)):
-        fn(label, fold, cfg, early_stopping=False, n_estimators=5)  # warm-up: numba compile, imports
+    backend = cfg.backends[0]
+    for label, fn in (("rankkit LambdaMART NDCG", fit_rankkit), timing_counterpart(backend)):
+        kw = {"backend": backend} if fn is fit_rankkit else {}
+        fn(label, fold, cfg, early_stopping=False, n_estimators=5, **kw)  # warm-up: numba compile, imports
         times = []
         for _ in range(cfg.timing_repeats):
-            times.append(fn(label, fold, cfg, early_stopping=False, n_estimators=cfg.timing_trees)[1])
+            times.append(fn(label, fold, cfg, early_stopping=False, n_estimators=cfg.timing_trees, **kw)[1])
         rows[label] = times
     return rows
 
@@ -250,12 +284,14 @@ def main(argv=None):
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--patience", type=int, default=50)
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--backend", default="xgboost", help="rankkit backend: xgboost (default) or numba")
+    parser.add_argument("--backend", default="xgboost",
+                        help="rankkit backend(s): xgboost (default), lightgbm, numba, or a comma-separated list")
     parser.add_argument("--timing-trees", type=int, default=200)
     parser.add_argument("--timing-repeats", type=int, default=3)
     parser.add_argument("--only", default=None, help="comma-separated substrings: run matching methods only")
     parser.add_argument("--data", type=Path, default=SHARED_DATA / "MQ2008")
     cfg = parser.parse_args(argv)
+    cfg.backends = tuple(b.strip() for b in cfg.backend.split(","))
     if cfg.quick:
         cfg.n_estimators, cfg.patience, cfg.timing_trees = 100, 20, 100
         cfg.folds = cfg.folds or [1, 2]
@@ -263,7 +299,7 @@ def main(argv=None):
     if not cfg.data.is_dir():
         sys.exit(f"MQ2008 not found at {cfg.data}; pass --data /path/to/MQ2008")
 
-    todo = methods()
+    todo = methods(cfg.backends)
     if cfg.only:
         keys = [s.strip().lower() for s in cfg.only.split(",")]
         todo = [(lab, fn) for lab, fn in todo if any(k in lab.lower() for k in keys)]
@@ -309,8 +345,9 @@ def main(argv=None):
 
     if fold1 is not None and (not cfg.only or any("lambdamart" in lab.lower() for lab, _ in todo)):
         timing = timing_run(fold1, cfg)
+        counterpart = timing_counterpart(cfg.backends[0])[0]
         ours = median(timing["rankkit LambdaMART NDCG"])
-        theirs = median(timing["XGBoost rank:ndcg"])
+        theirs = median(timing[counterpart])
         spread = {k: f"{min(v):.2f}-{max(v):.2f}" for k, v in timing.items()}
         text += (
             f"\n\nFit time at equal trees ({cfg.timing_trees} trees, depth {cfg.depth}, Fold1/train, "
@@ -319,13 +356,14 @@ def main(argv=None):
                 ["method", "median fit s", "min-max s"],
                 [[k, f"{median(v):.2f}", spread[k]] for k, v in timing.items()],
             )
-            + f"\n\nratio rankkit LambdaMART / XGBoost rank:ndcg = {ours / theirs:.2f}x (target <= 1.3x)"
+            + f"\n\nratio rankkit LambdaMART (backend={cfg.backends[0]}) / {counterpart} = "
+            f"{ours / theirs:.2f}x (target <= 1.3x)"
         )
     text += f"\n\nTotal wall time: {time.perf_counter() - t_start:.0f} s"
     print()
     print(text)
     tag = "quick" if cfg.quick else "full"
-    path = save_result(f"mq2008_{cfg.backend}_{tag}.md", text)
+    path = save_result(f"mq2008_{'+'.join(cfg.backends)}_{tag}.md", text)
     print(f"\n(saved to {path})")
 
 

@@ -18,7 +18,7 @@ def main(argv=None):
     parser.add_argument("--n-estimators", type=int, default=200)
     parser.add_argument("--max-depth", type=int, default=6)
     parser.add_argument("--learning-rate", type=float, default=0.1)
-    parser.add_argument("--backend", default="xgboost", help="xgboost or numba")
+    parser.add_argument("--backend", default="xgboost", help="xgboost, lightgbm or numba")
     parser.add_argument("--random-state", type=int, default=0)
     args = parser.parse_args(argv)
 

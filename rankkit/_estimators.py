@@ -169,7 +169,7 @@ class BaseRanker(BaseEstimator):
         tags.estimator_type = "ranker"
         tags.target_tags.required = True
         tags.input_tags.sparse = True
-        tags.input_tags.allow_nan = True  # both backends learn where missing values go
+        tags.input_tags.allow_nan = True  # every backend learns where missing values go
         return tags
 
     # -- data ------------------------------------------------------------------
@@ -425,6 +425,12 @@ class Ranker(BaseRanker):
     ``GridSearchCV`` tunes them (``objective__sigma``) and the choice of the
     objective itself (``{{"objective": [LambdaMART(), YetiRank()]}}``).
 
+    The nesting is the ranker's: objectives have ``set_params`` and ``clone``
+    but no ``get_params`` (so that ``lightgbm.LGBMRanker(objective=obj)``
+    does not pass ``objective__*`` keys to LightGBM; see
+    :mod:`rankkit._objectives._base`), and :meth:`get_params` adds the
+    objective's parameters as ``objective__<name>`` itself.
+
     Parameters
     ----------
     objective : RankingObjective or None, default=None
@@ -455,6 +461,39 @@ class Ranker(BaseRanker):
                  diffusion_temperature=1e4, model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, qid_col="qid"):
         _store_arguments(self, locals())
+
+    def get_params(self, deep=True):
+        """Parameters of this ranker; with ``deep``, also the objective's as
+        ``objective__<name>`` (what ``GridSearchCV`` and ``set_params`` use).
+
+        Parameters
+        ----------
+        deep : bool, default=True
+
+        Returns
+        -------
+        dict
+        """
+        params = super().get_params(deep=deep)
+        if deep and isinstance(self.objective, RankingObjective):
+            params.update((f"objective__{k}", v) for k, v in self.objective._get_params(deep=True).items())
+        return params
+
+    def set_params(self, **params):
+        """Set parameters, the objective's as ``objective__<name>``
+        (``objective=`` given in the same call is set first).
+
+        Returns
+        -------
+        self
+        """
+        nested = sorted(k for k in params if k.startswith("objective__"))
+        if nested and not isinstance(params.get("objective", self.objective), RankingObjective):
+            raise ValueError(
+                f"{nested} set parameters of the objective, but objective={self.objective!r}: "
+                "pass an objective, e.g. Ranker(objective=LambdaMART()) or set_params(objective=LambdaMART(), ...)."
+            )
+        return super().set_params(**params)
 
     def _make_objective(self):
         if self.objective is None:

@@ -5,6 +5,10 @@ and whether the backend receives it. From this table come the rankers'
 ``_parameter_constraints`` (beside their objective's), the parameter section
 of their docstrings, and the settings a :class:`~rankkit._backends._base.Backend`
 takes; a test checks every ranker's ``__init__`` signature against it.
+
+This is the home of the *common* settings, the same on every engine. What
+goes inside ``backend_params`` is each engine's own: the keys every backend
+accepts are checked in :mod:`rankkit._backends._engine_params`.
 """
 
 from __future__ import annotations
@@ -52,9 +56,11 @@ BOOSTING_PARAMS = {
         "Seeds everything random (objective sampling, SGLB noise, subsampling).", True),
     "backend": Param(
         "xgboost", [StrOptions(set(BACKENDS))], "{" + ", ".join(f'"{b}"' for b in BACKENDS) + "}",
-        "Boosting engine (``docs/backends.md``)."),
+        "Boosting engine (``docs/backends.md``: when to choose which)."),
     "backend_params": Param(
-        None, [dict, None], "dict or None", "Engine-specific parameters, overriding the mapped common ones.", True),
+        None, [dict, None], "dict or None",
+        "Engine-specific parameters, overriding the mapped common ones; a key the engine does not know is an "
+        "error naming it (``rankkit._backends._engine_params``).", True),
     "langevin": Param(
         False, ["boolean"], "bool",
         "SGLB gradient noise ``sqrt(2 / (learning_rate * diffusion_temperature)) N(0, 1)`` "

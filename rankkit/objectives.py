@@ -1,7 +1,8 @@
 """Ranking objectives: gradients and hessians as numba kernels.
 
-Every objective is usable three ways: ``obj.gradient_hessian(y, raw, qid=...)``,
-as an XGBoost ``obj=`` callable, and as a LightGBM ``params["objective"]``.
+Every objective is usable four ways: ``obj.gradient_hessian(y, raw, qid=...)``,
+as an XGBoost ``obj=`` callable, as a ``lightgbm.train`` ``params["objective"]``
+and as ``lightgbm.LGBMRanker(objective=obj)`` (see ``RankingObjective.__call__``).
 Gradients are those of the loss to minimise (``-metric``); hessians are at
 least :data:`HESSIAN_FLOOR`.
 """

@@ -101,3 +101,84 @@ def test_bad_input(kwargs, match):
 
 def test_hessian_floor_is_positive():
     assert 0 < HESSIAN_FLOOR <= 1e-6
+
+
+# -- the three engine call forms --------------------------------------------------
+def _ranking_data(seed=3, n_queries=30, size=8):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * size, 5))
+    y = np.clip(np.round(X[:, 0] + 0.5 * rng.normal(size=X.shape[0]) + 1), 0, 3)
+    sizes = np.full(n_queries, size)
+    return X, y, sizes
+
+
+def test_lgbmranker_accepts_an_objective_instance():
+    """``LGBMRanker(objective=LambdaMART())`` trains through the sklearn form
+    obj(y_true, y_pred, weight, group), and gives the same model as
+    ``lightgbm.train`` with the same parameters and the form obj(preds, dataset)."""
+    lgb = pytest.importorskip("lightgbm")
+    from sklearn.base import clone
+
+    from rankkit.metrics import ndcg_score
+    from rankkit.objectives import LambdaMART
+
+    X, y, sizes = _ranking_data()
+    qid = np.repeat(np.arange(len(sizes)), sizes)
+    ranker = lgb.LGBMRanker(objective=LambdaMART("ndcg@10"), n_estimators=15, num_leaves=8,
+                            min_child_samples=5, verbose=-1, n_jobs=1)
+    ranker.fit(X, y, group=sizes)
+    before = ndcg_score(y, np.zeros(len(y)), qid=qid, k=10, ties="worst")
+    after = ndcg_score(y, ranker.predict(X, raw_score=True), qid=qid, k=10, ties="worst")
+    assert after > before + 0.15, (before, after)
+    params = {**ranker.booster_.params, "objective": LambdaMART("ndcg@10")}
+    booster = lgb.train(params, lgb.Dataset(X, y, group=sizes), num_boost_round=15)
+    np.testing.assert_array_equal(booster.predict(X, raw_score=True), ranker.predict(X, raw_score=True))
+    # scikit-learn's clone (GridSearchCV) copies the objective as a parameter; the
+    # objective's own arguments stay out of LightGBM's parameters.
+    copy = clone(ranker)
+    assert copy.objective is not ranker.objective and repr(copy.objective) == repr(ranker.objective)
+    assert not any(key.startswith("objective__") for key in ranker.get_params(deep=True))
+    np.testing.assert_array_equal(copy.fit(X, y, group=sizes).predict(X), ranker.predict(X))
+
+
+def test_the_three_forms_give_the_weighted_gradients():
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    from rankkit.objectives import LambdaMART
+
+    X, y, sizes = _ranking_data(n_queries=6)
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=len(y))
+    w_row = rng.uniform(0.5, 2.0, size=len(y))
+    obj = LambdaMART("ndcg@5")
+    g_ref, h_ref = obj.gradient_hessian(y, raw, group_ptr=ptr, sample_weight=w_row)
+    # LGBMRanker's form: per-row weights, group sizes.
+    g, h = obj(y, raw, w_row, sizes)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-12)
+    np.testing.assert_allclose(h, h_ref, rtol=1e-12)
+    # lightgbm.train's form: the Dataset's per-row weights (LightGBM stores them as float32).
+    ds = lgb.Dataset(X, y, weight=w_row, group=sizes).construct()
+    g, _ = obj(raw, ds)
+    g32, _ = obj.gradient_hessian(y, raw, group_ptr=ptr, sample_weight=w_row.astype(np.float32))
+    np.testing.assert_allclose(g, g32, rtol=1e-12)
+    # XGBoost's form: one weight per query (its ranking convention), spread over the rows.
+    w_query = np.arange(1.0, len(sizes) + 1)
+    dtrain = xgb.DMatrix(X, y, weight=w_query, qid=np.repeat(np.arange(len(sizes)), sizes))
+    g, _ = obj(raw, dtrain)
+    g_q, _ = obj.gradient_hessian(y, raw, group_ptr=ptr, sample_weight=np.repeat(w_query, sizes))
+    np.testing.assert_allclose(g, g_q, rtol=1e-6)
+    assert not np.allclose(g, obj.gradient_hessian(y, raw, group_ptr=ptr)[0])  # the weights mattered
+
+
+def test_engine_forms_bad_calls():
+    xgb = pytest.importorskip("xgboost")
+    y = np.array([1.0, 0.0, 2.0])
+    with pytest.raises(ValueError, match="needs query groups.*LGBMRanker"):
+        QueryRMSE()(y, np.zeros(3))  # LightGBM's regressors call obj(y_true, y_pred): no groups
+    with pytest.raises(ValueError, match="group sizes sum to 2"):
+        QueryRMSE()(y, np.zeros(3), None, np.array([2]))
+    with pytest.raises(TypeError, match="weight= and group= belong to"):
+        QueryRMSE()(np.zeros(3), xgb.DMatrix(np.zeros((3, 1)), y, qid=[0, 0, 0]), None, [3])
+    with pytest.raises(ValueError, match="preds has 2 entries"):
+        QueryRMSE()(y, np.zeros(2), None, np.array([3]))

@@ -16,6 +16,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 import rankkit
+from rankkit._backends import BACKENDS, get_backend
 from rankkit._params import BACKEND_SETTINGS, BOOSTING_PARAMS
 from rankkit._sglb import SGLB
 from rankkit.datasets import make_ranking
@@ -54,6 +55,17 @@ Y = np.tile([0.0, 0.5, 1.0, 0.0], 3)
 QID = np.repeat([0, 1, 2], 4)
 # One stump on the numba engine: a fit takes about a millisecond.
 TINY = dict(n_estimators=1, max_depth=1, backend="numba")
+
+
+def _installed(backend):
+    try:
+        get_backend(backend)
+    except ImportError:
+        return False
+    return True
+
+
+BACKENDS_UNDER_TEST = [name for name in BACKENDS if _installed(name)]
 
 
 def objective_parameters(objective_class):
@@ -105,9 +117,9 @@ def test_the_objective_receives_the_rankers_values(ranker):
     objective = model._make_objective()
     assert type(objective) is ranker._objective_class
     expected = dict(params)
-    if "random_state" in objective.get_params():
+    if "random_state" in objective._get_param_names():
         expected["random_state"] = 11
-    assert objective.get_params() == expected
+    assert objective._get_params() == expected
 
 
 WALK = [
@@ -147,15 +159,15 @@ def test_sglb_and_langevin_ranker_accept_and_refuse_the_same_values(name):
     assert accepted and refused
 
 
-def test_backend_takes_the_declared_settings():
-    from rankkit._backends import get_backend
-
-    backend = get_backend("numba")(max_depth=3)
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_backend_takes_the_declared_settings(backend):
+    cls = get_backend(backend)
+    instance = cls(max_depth=3)
     for name in BACKEND_SETTINGS:
         expected = 3 if name == "max_depth" else BOOSTING_PARAMS[name].default
-        assert getattr(backend, name) == ({} if name == "backend_params" else expected)
+        assert getattr(instance, name) == ({} if name == "backend_params" else expected)
     with pytest.raises(TypeError, match="unknown settings.*'langevin'"):
-        get_backend("numba")(langevin=True)
+        cls(langevin=True)
 
 
 # -- the generic Ranker --------------------------------------------------------------
@@ -193,6 +205,48 @@ def test_ranker_nested_parameters_and_grid_search_over_objectives():
     best = search.cv_results_["params"][int(np.argmax(search.cv_results_["mean_test_score"]))]
     assert search.best_params_ == best
     assert search.best_estimator_.objective_.sigma == best["objective__sigma"]
+
+
+def test_the_objective_is_a_parameter_of_ranker_and_of_lgbmranker():
+    """Both homes of an objective work: ``Ranker`` nests its parameters for
+    GridSearchCV, and ``lightgbm.LGBMRanker(objective=obj)`` hands LightGBM
+    none of them (LightGBM passes every key of its ``get_params()`` on, and
+    scikit-learn expands values that have ``get_params``: objectives have not)."""
+    lgb = pytest.importorskip("lightgbm")
+    objective = SGLB(LambdaMART(sigma=1.0), learning_rate=0.3, random_state=0)
+    assert not hasattr(objective, "get_params")
+    objective.set_params(objective__sigma=2.0, diffusion_temperature=50.0)  # nested, as scikit-learn's
+    assert objective.objective.sigma == 2.0 and objective.diffusion_temperature == 50.0
+    with pytest.raises(ValueError, match="Invalid parameter 'sigmaa' for LambdaMART"):
+        LambdaMART().set_params(sigmaa=1.0)
+    copy = clone(objective)
+    assert copy is not objective and copy.objective is not objective.objective and repr(copy) == repr(objective)
+
+    df, y, _ = make_ranking(n_queries=60, n_features=5, as_frame=True, random_state=1)
+    # Ranker: the objective and its nested parameter in one grid.
+    search = GridSearchCV(rankkit.Ranker(n_estimators=5, random_state=0, backend="numba"),
+                          {"objective": [LambdaMART()], "objective__sigma": [0.5, 2.0]}, cv=QueryKFold(n_splits=2))
+    search.fit(df, y)
+    assert {p["objective__sigma"] for p in search.cv_results_["params"]} == {0.5, 2.0}
+    assert search.best_estimator_.objective_.sigma == search.best_params_["objective__sigma"]
+    with pytest.raises(ValueError, match="objective__sigma.*pass an objective"):
+        rankkit.Ranker().set_params(objective__sigma=2.0)
+
+    # LGBMRanker: the objective (SGLB around one included) is one parameter.
+    X, qid = df.drop(columns="qid").to_numpy(), df["qid"].to_numpy()
+    order = np.argsort(qid, kind="stable")
+    X, y, sizes = X[order], np.asarray(y)[order], np.bincount(qid[order])
+    ranker = lgb.LGBMRanker(objective=objective, n_estimators=5, min_child_samples=2, verbose=-1, n_jobs=1)
+    assert not [key for key in ranker.get_params(deep=True) if "__" in key]
+    ranker.fit(X, y, group=sizes)
+    assert not [key for key in ranker.booster_.params if "__" in key]
+    # What GridSearchCV does with a grid over objectives: clone the estimator and
+    # the candidate, set_params, fit. (GridSearchCV itself cannot split
+    # LightGBM's group sizes across folds.)
+    for candidate in [LambdaMART(sigma=0.5), YetiRank(random_state=0)]:
+        fitted = clone(ranker).set_params(**clone({"objective": candidate}, safe=False)).fit(X, y, group=sizes)
+        assert repr(fitted.objective) == repr(candidate) and fitted.objective is not candidate
+        assert not [key for key in fitted.booster_.params if "__" in key]
 
 
 def test_ranker_refuses_what_is_not_an_objective():

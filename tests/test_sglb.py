@@ -96,20 +96,12 @@ def test_xgboost_style_call_and_qid_order():
         y, raw, qid=qid, seed=5)
     assert abs((g - g0).std() - 1.0) < 0.15  # 600 draws, scale 1: 5 s.e. = 0.145
 
-    class FakeDMatrix:  # what the hook reads from an xgboost.DMatrix
-        def __init__(self, y, ptr):
-            self.y, self.ptr = y, ptr
-
-        def get_uint_info(self, name):
-            return self.ptr
-
-        def get_label(self):
-            return self.y
-
+    xgboost = pytest.importorskip("xgboost")
     yy, rr, ptr = _data(100, 10)
+    dtrain = xgboost.DMatrix(np.zeros((yy.shape[0], 1)), label=yy, qid=np.repeat(np.arange(100), np.diff(ptr)))
     obj = SGLB(QueryRMSE(), random_state=1)
-    g1, h1 = obj(rr, FakeDMatrix(yy, ptr))
-    g2, _ = obj(rr, FakeDMatrix(yy, ptr))
+    g1, h1 = obj(rr, dtrain)
+    g2, _ = obj(rr, dtrain)
     assert g1.shape == yy.shape and not np.array_equal(g1, g2)
     np.testing.assert_array_equal(h1, 1.0)
 

@@ -2,7 +2,8 @@
 
 ``BACKENDS`` maps a ``backend=`` name to ``"module:Class"``; the module is
 imported only when that backend is used, so the numba path never imports
-XGBoost and a missing engine fails with an install hint, not at import time.
+XGBoost or LightGBM and a missing engine fails with an install hint, not at
+import time.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ __all__ = ["BACKENDS", "get_backend"]
 BACKENDS = {
     "xgboost": "rankkit._backends.xgboost:XGBoostBackend",
     "numba": "rankkit._backends.numba:NumbaBackend",
+    "lightgbm": "rankkit._backends.lightgbm:LightGBMBackend",
 }
 
 #: The package a user installs for each engine (``None``: ships with rankkit).
-_ENGINE_PACKAGES = {"xgboost": "xgboost (or xgboost-cpu)", "numba": None}
+_ENGINE_PACKAGES = {"xgboost": "xgboost (or xgboost-cpu)", "numba": None, "lightgbm": "lightgbm"}
 
 
 def get_backend(name):

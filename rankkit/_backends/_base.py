@@ -26,9 +26,11 @@ trees in place).
 
 from __future__ import annotations
 
+import numpy as np
 from sklearn.utils._param_validation import validate_parameter_constraints
 
 from .._params import BACKEND_SETTINGS, BOOSTING_PARAMS
+from ._engine_params import check_backend_params
 
 
 class Backend:
@@ -39,13 +41,30 @@ class Backend:
     ``learning_rate``, ..., ``backend_params``; :data:`~rankkit._params.BACKEND_SETTINGS`
     names them) as keywords and stores each as an attribute of the same name;
     a missing one takes its declared default. Subclasses add engine-specific
-    limits in ``_engine_constraints`` and call :meth:`_check_settings` in ``fit``.
+    limits in ``_engine_constraints``, declare the ``backend_params`` keys
+    their engine accepts (:meth:`valid_params`, :meth:`refused_params`,
+    ``params_help``; checked by :mod:`rankkit._backends._engine_params`) and
+    call :meth:`_check_settings` at the start of ``fit``.
     """
 
     name = None
 
     #: Constraints this engine adds to the common ones (scikit-learn format).
     _engine_constraints: dict = {}
+
+    #: Where the valid ``backend_params`` keys are listed (shown in errors).
+    params_help = ""
+
+    @classmethod
+    def valid_params(cls):
+        """The ``backend_params`` keys this backend's engine accepts (a frozenset)."""
+        raise NotImplementedError
+
+    @classmethod
+    def refused_params(cls, params):
+        """``{key: reason}`` for keys of ``params`` the engine knows but the
+        ranker sets itself or cannot honour (none by default)."""
+        return {}
 
     def __init__(self, **settings):
         unknown = sorted(set(settings) - set(BACKEND_SETTINGS))
@@ -56,16 +75,22 @@ class Backend:
             )
         for name in BACKEND_SETTINGS:
             setattr(self, name, settings.get(name, BOOSTING_PARAMS[name].default))
-        self.backend_params = dict(self.backend_params or {})
+        # A copy, so the caller's dict is not the backend's; anything else is
+        # left as given for _check_settings to refuse.
+        if self.backend_params is None or isinstance(self.backend_params, dict):
+            self.backend_params = dict(self.backend_params or {})
 
     def _check_settings(self):
-        """Every setting against its declared constraints, then the engine's own."""
+        """Every setting against its declared constraints, then the engine's
+        own; returns ``backend_params`` with every key checked
+        (:func:`~rankkit._backends._engine_params.check_backend_params`)."""
         settings = {name: getattr(self, name) for name in BACKEND_SETTINGS}
         caller = type(self).__name__
         validate_parameter_constraints(
             {name: BOOSTING_PARAMS[name].constraints for name in BACKEND_SETTINGS}, settings, caller_name=caller
         )
         validate_parameter_constraints(self._engine_constraints, settings, caller_name=caller)
+        return check_backend_params(type(self), self.backend_params)
 
     def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None):
         """Train; see the module docstring. Returns self."""
@@ -82,3 +107,16 @@ class Backend:
     def feature_importances(self, importance_type="gain"):
         """Per-feature importance, normalised to sum to 1 (zeros if no split)."""
         raise NotImplementedError
+
+
+def check_gradients(grad, hess, n, t):
+    """``grad_fn``'s output as contiguous float64 arrays of shape ``(n,)``
+    (``hess=None``: ones), or a clear error: every backend hands the engine
+    nothing else."""
+    grad = np.ascontiguousarray(grad, dtype=np.float64)
+    hess = np.ones(n) if hess is None else np.ascontiguousarray(hess, dtype=np.float64)
+    if grad.shape != (n,) or hess.shape != (n,):
+        raise ValueError(f"grad_fn must return grad and hess of shape ({n},), got {grad.shape} and {hess.shape}.")
+    if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
+        raise ValueError(f"grad_fn returned NaN or infinite gradients/hessians at iteration {t}.")
+    return grad, hess

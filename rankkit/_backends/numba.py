@@ -18,7 +18,7 @@ from sklearn.utils._param_validation import StrOptions, validate_parameter_const
 from .._random import seed_from
 from .._sglb import RunningScale, shrink_factor
 from .._validation import Interval
-from ._base import Backend
+from ._base import Backend, check_gradients
 from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms
 from ._gbm.grower import TreeGrower
@@ -104,18 +104,18 @@ class NumbaBackend(Backend):
         "n_jobs": [Interval(Integral, None, -1, closed="right"), Interval(Integral, 1, None, closed="left"), None],
     }
 
+    params_help = f"{sorted(BACKEND_PARAMS)} (see NumbaBackend's docstring)"
+
+    @classmethod
+    def valid_params(cls):
+        """The ``backend_params`` keys this backend accepts: :data:`BACKEND_PARAMS`."""
+        return frozenset(BACKEND_PARAMS)
+
     # -- validation --------------------------------------------------------
     def _check_params(self):
         """The settings, then ``backend_params`` (:data:`BACKEND_PARAMS`); returns the latter with defaults."""
-        self._check_settings()
-        unknown = set(self.backend_params) - set(BACKEND_PARAMS)
-        if unknown:
-            raise ValueError(
-                f"Unknown backend_params {sorted(unknown)} for backend='numba'; "
-                f"valid keys: {sorted(BACKEND_PARAMS)}."
-            )
         p = {name: default for name, (default, _) in BACKEND_PARAMS.items()}
-        p.update(self.backend_params)
+        p.update(self._check_settings())
         validate_parameter_constraints(
             {name: constraints for name, (_, constraints) in BACKEND_PARAMS.items()}, p,
             caller_name="NumbaBackend backend_params",
@@ -163,15 +163,7 @@ class NumbaBackend(Backend):
                     fold = scale.shrink(factor)
                     if fold is not None:
                         ens.rescale_stored(fold)
-                grad, hess = grad_fn(raw, t)
-                grad = np.ascontiguousarray(grad, dtype=np.float64)
-                hess = np.ones(n) if hess is None else np.ascontiguousarray(hess, dtype=np.float64)
-                if grad.shape != (n,) or hess.shape != (n,):
-                    raise ValueError(
-                        f"grad_fn must return grad and hess of shape ({n},), got {grad.shape} and {hess.shape}."
-                    )
-                if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
-                    raise ValueError(f"grad_fn returned NaN or infinite gradients/hessians at iteration {t}.")
+                grad, hess = check_gradients(*grad_fn(raw, t), n, t)
                 if u_rows is not None:
                     sample_uniforms(seed, _STREAMS * t, n, u_rows)
                     r_sel = np.flatnonzero(u_rows < self.subsample).astype(np.int32)

@@ -18,15 +18,50 @@ feeds a custom objective.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
 import xgboost
 
 from .._sglb import fold_scales, shrink_factor
-from ._base import Backend
+from ._base import Backend, check_gradients
 
 __all__ = ["XGBoostBackend"]
+
+
+@functools.lru_cache(maxsize=1)
+def _xgboost_parameter_names():
+    """Parameter names (with aliases) read from a configured ``hist`` booster.
+
+    ``Booster.save_config()`` lists every parameter the learner, the tree
+    booster and its updater were configured with (after one update on two
+    rows), under both the canonical
+    names and their aliases (``eta``/``learning_rate``, ``lambda``/
+    ``reg_lambda``, ...); ``xgboost.get_config()`` adds the global ones
+    (``verbosity``, ``nthread``, ...). Reading the engine's own list keeps it
+    in step with the installed XGBoost.
+    """
+    tiny = xgboost.DMatrix(np.zeros((2, 1)), label=np.zeros(2))
+    booster = xgboost.Booster({"tree_method": "hist", "nthread": 1}, [tiny])
+    booster.update(tiny, 0)  # configures the updater, whose parameters join the config
+    config = json.loads(booster.save_config())
+    names = set(xgboost.get_config())
+
+    def walk(node):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                walk(value)
+            elif isinstance(value, list):  # the updater sequence: one section per updater
+                for item in value:
+                    if isinstance(item, dict):
+                        walk(item)
+            else:
+                names.add(key)
+
+    walk(config)
+    names.discard("name")  # a section's type tag, not a parameter
+    return frozenset(names)
 
 
 def _dmatrix(X, nthread):
@@ -54,7 +89,39 @@ class XGBoostBackend(Backend):
 
     name = "xgboost"
 
+    params_help = (
+        "XGBoost's booster parameters for tree_method='hist' "
+        "(https://xgboost.readthedocs.io/en/stable/parameter.html; "
+        "rankkit._backends.get_backend('xgboost').valid_params() lists them)"
+    )
+
+    @classmethod
+    def valid_params(cls):
+        """Every parameter name a ``hist`` tree booster of this XGBoost knows."""
+        return _xgboost_parameter_names()
+
+    @classmethod
+    def refused_params(cls, params):
+        """``{key: reason}`` for parameters the ranker sets itself."""
+        reasons = {
+            "objective": "the objective is the ranker's (rankkit computes the gradients)",
+            "eval_metric": "the ranker evaluates its eval_set itself: use the ranker's eval_metric",
+            "n_estimators": "use the ranker's n_estimators",
+            "num_boost_round": "use the ranker's n_estimators",
+        }
+        out = {k: reasons[k] for k in params if k in reasons}
+        if params.get("booster") not in (None, "gbtree"):
+            out["booster"] = (
+                f"backend='xgboost' grows gbtree models only (SGLB folds shrinkage into their "
+                f"leaves), got {params['booster']!r}"
+            )
+        return out
+
     def _params(self):
+        """``params`` of the ``xgboost.Booster``: the checked settings under
+        XGBoost's names (``eta``, ``lambda``, ``seed``, ``nthread``), then
+        ``backend_params``."""
+        backend_params = self._check_settings()
         params = {
             "tree_method": "hist",
             "eta": float(self.learning_rate),
@@ -75,7 +142,7 @@ class XGBoostBackend(Backend):
             params["seed"] = int(self.random_state) % (2**31)
         if self.n_jobs is not None:
             params["nthread"] = 0 if self.n_jobs < 0 else int(self.n_jobs)
-        params.update(self.backend_params)
+        params.update(backend_params)
         return params
 
     @property
@@ -101,7 +168,6 @@ class XGBoostBackend(Backend):
         callback : callable or None
             ``callback(t, raw_train, raw_evals)``; returns True to stop.
         """
-        self._check_settings()
         self.params_ = self._params()
         dtrain = _dmatrix(X, self._nthread)
         devals = [_dmatrix(Xe, self._nthread) for Xe in eval_X]
@@ -125,7 +191,7 @@ class XGBoostBackend(Backend):
                 current = raw_train
             elif current is None:
                 current = self._margin(booster, dtrain, t, training=True)
-            grad, hess = grad_fn(current, t)
+            grad, hess = check_gradients(*grad_fn(current, t), dtrain.num_row(), t)
             booster.boost(dtrain, t, grad=grad, hess=hess)
             if raw_train is not None:
                 raw_train += self._tree_margin(booster, dtrain, t)

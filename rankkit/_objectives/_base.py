@@ -1,10 +1,9 @@
 """The contract every ranking objective follows.
 
-An objective knows queries and labels, never trees. It is a scikit-learn
-estimator: its ``__init__`` only stores its arguments, and its parameters are
-declared once, in ``_parameter_constraints`` (scikit-learn's ``Interval`` /
-``StrOptions``), so ``get_params``, ``set_params``, ``clone`` and nested
-``objective__sigma`` parameters work, and the rankers derive their own
+An objective knows queries and labels, never trees. Its ``__init__`` only
+stores its arguments, and its parameters are declared once, in
+``_parameter_constraints`` (scikit-learn's ``Interval`` / ``StrOptions``,
+checked by scikit-learn's validator), so the rankers derive their own
 parameters from it. Subclasses implement
 
 * ``_resolve`` -- the checks that involve several parameters (an ``@k``
@@ -22,9 +21,28 @@ and what depends on the labels (ERR's ``2^{r_max}``) is computed by
 * :meth:`gradient_hessian` -- the public entry point, with ``qid=`` (any row
   order, outputs returned in the caller's order) or ``group_ptr=``;
 * ``__call__`` -- the same object is an XGBoost ``obj=`` callable
-  (``obj(preds, dtrain)``) and a LightGBM objective
-  (``params={"objective": obj}``), so rankkit gradients drop into any
-  training loop.
+  (``obj(preds, dtrain)``), a ``lightgbm.train`` objective
+  (``params={"objective": obj}``) and a ``lightgbm.LGBMRanker(objective=obj)``
+  (``obj(y_true, y_pred, weight, group)``), so rankkit gradients drop into
+  any training loop.
+
+**An objective is an estimator's parameter, not an estimator.** It has
+scikit-learn's parameter protocol except ``get_params``: ``set_params``
+(nested ``objective__sigma`` included), ``sklearn.base.clone``
+(``__sklearn_clone__``) and validation against ``_parameter_constraints``.
+``get_params`` is left out on purpose: scikit-learn's
+``BaseEstimator.get_params(deep=True)`` expands every parameter value that
+has a ``get_params`` into ``<name>__<param>`` entries, and
+``lightgbm.LGBMRanker`` hands everything its ``get_params()`` returns to
+LightGBM (``LGBMModel._process_params`` in LightGBM 4.7): an objective with
+``get_params`` inside ``LGBMRanker(objective=obj)`` would send
+``objective__metric``, ... to LightGBM as unknown parameters, and SGLB's
+wrapped objective (``objective__objective``, not a number or a string) makes
+LightGBM raise ``TypeError: Unknown type of parameter``. Without it,
+``LGBMRanker(objective=LambdaMART())`` trains and clones as is, and
+:class:`rankkit.Ranker`, which owns its ``objective`` parameter, lists the
+nested ``objective__*`` parameters itself (``Ranker.get_params``), so
+``GridSearchCV`` tunes them and the choice of the objective.
 
 Loss convention: gradients of the loss to *minimise* (``-metric``), hessians
 at least :data:`HESSIAN_FLOOR`.
@@ -33,9 +51,11 @@ at least :data:`HESSIAN_FLOOR`.
 from __future__ import annotations
 
 import inspect
+from collections import defaultdict
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import clone
+from sklearn.utils._param_validation import validate_parameter_constraints
 
 from .._groups import group_ptr_from_sizes, make_groups
 from .._metrics._api import evaluate_sorted
@@ -68,7 +88,7 @@ _METRIC_SETTINGS = frozenset(inspect.signature(evaluate_sorted).parameters) - {
 HESSIAN_FLOOR = 1e-6
 
 
-class RankingObjective(BaseEstimator):
+class RankingObjective:
     """Base class of rankkit objectives (see module docstring)."""
 
     #: False when the objective has no useful second derivative: boosters then
@@ -98,10 +118,77 @@ class RankingObjective(BaseEstimator):
         raise NotImplementedError
 
     # -- parameters ---------------------------------------------------------
+    @classmethod
+    def _get_param_names(cls):
+        """Names of the constructor's arguments, sorted (as scikit-learn's)."""
+        signature = inspect.signature(cls.__init__)
+        return sorted(
+            p.name for p in signature.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        )
+
+    def _get_params(self, deep=False):
+        """``{name: value}`` of the constructor's arguments; with ``deep``,
+        also ``<name>__<param>`` for a parameter that is an objective itself
+        (SGLB's ``objective``). Not ``get_params``: see the module docstring."""
+        out = {}
+        for name in self._get_param_names():
+            value = getattr(self, name)
+            if deep and isinstance(value, RankingObjective):
+                out.update((f"{name}__{k}", v) for k, v in value._get_params(deep=True).items())
+            out[name] = value
+        return out
+
+    def set_params(self, **params):
+        """Set parameters, nested ones as ``<name>__<param>`` (scikit-learn's
+        convention: ``SGLB(...).set_params(objective__sigma=2.0)``).
+
+        Returns
+        -------
+        self
+        """
+        valid = self._get_param_names()
+        nested = defaultdict(dict)
+        for key, value in params.items():
+            name, delim, sub = key.partition("__")
+            if name not in valid:
+                raise ValueError(
+                    f"Invalid parameter {name!r} for {type(self).__name__}; valid parameters are {valid}."
+                )
+            if delim:
+                nested[name][sub] = value
+            else:
+                setattr(self, name, value)
+        for name, sub in nested.items():
+            inner = getattr(self, name)
+            if not isinstance(inner, RankingObjective):
+                raise ValueError(
+                    f"{type(self).__name__}.{name} is {inner!r}, which has no parameters to set "
+                    f"({sorted(sub)}); set {name}= to an objective first."
+                )
+            inner.set_params(**sub)
+        return self
+
+    def __sklearn_clone__(self):
+        """A fresh objective with the same (cloned) arguments, for
+        ``sklearn.base.clone``; its seed sequence starts afresh, as the
+        original's did."""
+        return type(self)(**{k: clone(v, safe=False) for k, v in self._get_params().items()})
+
+    def __repr__(self):
+        # The arguments that differ from their defaults, as scikit-learn shows estimators.
+        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
+        changed = {k: v for k, v in self._get_params().items()
+                   if k not in defaults or repr(v) != repr(defaults[k])}
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
     def _check_params(self):
         """Raise a clear error for invalid parameters: each against its
-        declared constraints, then the checks that involve several."""
-        self._validate_params()
+        declared constraints (scikit-learn's messages), then the checks that
+        involve several."""
+        validate_parameter_constraints(
+            self._parameter_constraints, self._get_params(), caller_name=type(self).__name__
+        )
         self._resolve()
 
     def _default_eval_metric(self):
@@ -112,7 +199,7 @@ class RankingObjective(BaseEstimator):
     def _eval_metric_settings(self):
         """The objective's parameters that set up its metric (``gain``,
         ``decay``, ...), for evaluating that metric with the same settings."""
-        return {p: v for p, v in self.get_params(deep=False).items() if p in _METRIC_SETTINGS}
+        return {p: v for p, v in self._get_params().items() if p in _METRIC_SETTINGS}
 
     # -- public API ---------------------------------------------------------
     def gradient_hessian(self, y, raw, *, qid=None, group_ptr=None, sample_weight=None, seed=None):
@@ -189,19 +276,69 @@ class RankingObjective(BaseEstimator):
         self._n_calls += 1
         return int(mix64(np.uint64(self._seed_base) + np.uint64(self._n_calls))) >> 1
 
-    # -- XGBoost / LightGBM custom-objective hook ---------------------------
-    def __call__(self, preds, data):
-        """``obj(preds, dtrain)`` for XGBoost, ``fobj(preds, dataset)`` for LightGBM."""
-        y, ptr = self._labels_and_groups(data)
-        preds = np.asarray(preds, dtype=np.float64).ravel()
-        seed = self._next_seed()
-        self._check_params()
-        return self._gradient_hessian_sorted(y, check_scores(preds, name="preds"), ptr, seed)
+    # -- XGBoost / LightGBM custom-objective hooks --------------------------
+    def __call__(self, preds_or_y_true, data_or_y_pred, weight=None, group=None):
+        """The objective as XGBoost's and LightGBM's custom-objective callable.
 
-    def _labels_and_groups(self, data):
-        cache = getattr(self, "_data_cache", None)
-        if cache is not None and cache[0] is data:
-            return cache[1], cache[2]
+        Three call forms, told apart by the second argument:
+
+        ``obj(preds, dtrain)``
+            ``xgboost.train(params, dtrain, obj=obj)``. ``dtrain`` carries the
+            queries (``DMatrix(X, y, qid=qid)`` or ``set_group``); its weights,
+            one per query (XGBoost's ranking convention) or one per row,
+            multiply the gradients and hessians.
+        ``obj(preds, dataset)``
+            ``lightgbm.train({"objective": obj, ...}, dataset)``. ``dataset``
+            carries the query sizes (``Dataset(X, y, group=sizes)``); its
+            per-row weights multiply the gradients and hessians.
+        ``obj(y_true, y_pred, weight, group)``
+            ``lightgbm.LGBMRanker(objective=obj)``: LightGBM's scikit-learn
+            API counts the four parameters of this method and passes labels,
+            scores, per-row weights (or None) and query sizes.
+
+        Rows of a query must be contiguous, as both engines require. Labels
+        are checked and query boundaries computed once per dataset, then
+        reused on later calls. Every call draws a fresh seed from
+        ``random_state`` (reproducibly), like :meth:`gradient_hessian`.
+
+        Returns
+        -------
+        grad, hess : ndarray of float64, shape (n_samples,)
+        """
+        if hasattr(data_or_y_pred, "get_label"):  # xgboost.DMatrix or lightgbm.Dataset
+            if weight is not None or group is not None:
+                raise TypeError(
+                    "obj(preds, data) takes the weights and groups from data; "
+                    "weight= and group= belong to the form obj(y_true, y_pred, weight, group)."
+                )
+            preds = preds_or_y_true
+            y, ptr, w = self._engine_data(data_or_y_pred)
+        else:
+            preds = data_or_y_pred
+            y, ptr, w = self._sklearn_data(preds_or_y_true, weight, group)
+        preds = check_scores(np.asarray(preds, dtype=np.float64).ravel(), name="preds")
+        if preds.shape[0] != y.shape[0]:
+            raise ValueError(f"preds has {preds.shape[0]} entries but there are {y.shape[0]} labels.")
+        self._check_params()
+        grad, hess = self._gradient_hessian_sorted(y, preds, ptr, self._next_seed())
+        if w is not None:
+            grad *= w
+            hess *= w
+        return grad, hess
+
+    def _cached(self, key):
+        # (labels, group_ptr, weights) of the last dataset seen, matched by
+        # identity: engines hand the same label/group objects to every call.
+        cache = getattr(self, "_hook_cache", None)
+        if cache is not None and len(cache[0]) == len(key) and all(a is b for a, b in zip(cache[0], key)):
+            return cache[1]
+        return None
+
+    def _engine_data(self, data):
+        """(labels, group_ptr, row weights or None) of a DMatrix or Dataset."""
+        hit = self._cached((data,))
+        if hit is not None:
+            return hit
         if hasattr(data, "get_uint_info"):  # xgboost.DMatrix
             ptr = np.asarray(data.get_uint_info("group_ptr"), dtype=np.int64)
             if ptr.size == 0:
@@ -215,10 +352,33 @@ class RankingObjective(BaseEstimator):
                 raise ValueError("The LightGBM Dataset has no query groups: build it with group=sizes.")
             ptr = group_ptr_from_sizes(sizes)
         else:
-            raise TypeError(f"Expected an xgboost.DMatrix or lightgbm.Dataset, got {type(data).__name__}.")
+            raise TypeError(
+                f"Expected an xgboost.DMatrix or lightgbm.Dataset, got {type(data).__name__}; "
+                "LGBMRanker's form is obj(y_true, y_pred, weight, group)."
+            )
         y = self._check_labels(np.asarray(data.get_label(), dtype=np.float64))
-        self._data_cache = (data, y, ptr)
-        return y, ptr
+        w = data.get_weight()
+        w = None if w is None or len(w) == 0 else _row_weights(w, ptr, y.shape[0])
+        self._hook_cache = ((data,), (y, ptr, w))
+        return y, ptr, w
+
+    def _sklearn_data(self, y_true, weight, group):
+        """(labels, group_ptr, row weights or None) of LGBMRanker's call."""
+        hit = self._cached((y_true, weight, group))
+        if hit is not None:
+            return hit
+        if group is None:
+            raise ValueError(
+                "A ranking objective needs query groups: use lightgbm.LGBMRanker and "
+                "fit(X, y, group=sizes), or call obj(y_true, y_pred, weight, group)."
+            )
+        y = self._check_labels(y_true)
+        ptr = group_ptr_from_sizes(group)
+        if ptr[-1] != y.shape[0]:
+            raise ValueError(f"group sizes sum to {ptr[-1]} but there are {y.shape[0]} labels.")
+        w = check_sample_weight(weight, y.shape[0], name="weight")
+        self._hook_cache = ((y_true, weight, group), (y, ptr, w))
+        return y, ptr, w
 
 
 
@@ -277,3 +437,13 @@ class MetricObjective(RankingObjective):
     def _default_eval_metric(self):
         name, k = parse_metric(self.metric, self.k)
         return name if k is None else f"{name}@{k}"
+
+
+def _row_weights(w, group_ptr, n_rows):
+    """Per-row weights from an engine's weights: one per row, or one per query
+    (XGBoost's convention for ranking), repeated over the query's rows."""
+    w = np.asarray(w, dtype=np.float64).ravel()
+    n_queries = group_ptr.shape[0] - 1
+    if w.shape[0] == n_queries and n_queries != n_rows:
+        w = np.repeat(w, np.diff(group_ptr))
+    return check_sample_weight(w, n_rows, name="weight")

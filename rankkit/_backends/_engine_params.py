@@ -1,0 +1,93 @@
+"""``backend_params``: every backend declares the engine parameters it accepts.
+
+The one home of "which engine parameters are valid"; the settings common to
+every engine (``n_estimators``, ``max_depth``, ...) are declared in
+:mod:`rankkit._params`, and :meth:`Backend._check_settings
+<rankkit._backends._base.Backend._check_settings>` checks both. A backend
+class provides
+
+* ``valid_params()`` -- the set of keys its engine understands (the engine's
+  own list where it can be read programmatically: LightGBM's parameter names
+  and aliases, the parameters of a configured ``xgboost.Booster``; the numba
+  backend's own few);
+* ``refused_params(params)`` -- ``{key: reason}`` for keys the engine knows
+  but rankkit sets itself or cannot honour (the objective, the number of
+  iterations, the engine's eval metrics, ...);
+* ``params_help`` -- where the valid keys are listed.
+
+:func:`check_backend_params` turns both into one error that names every bad
+key, the backend, the other backend a key belongs to (so
+``backend_params={"num_leaves": 63}`` on XGBoost says it is a LightGBM
+parameter) and the closest valid spellings (``"tree_methd"`` ->
+``"tree_method"``).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+__all__ = ["check_backend_params"]
+
+
+def check_backend_params(backend_cls, params):
+    """Validated copy of ``params`` (a dict, or None) for ``backend_cls``.
+
+    Raises
+    ------
+    TypeError
+        When ``params`` is not a dict or a key is not a string.
+    ValueError
+        For keys the backend does not accept; the message names each key,
+        why it is refused, the backend it belongs to when it is another
+        engine's, and where the valid keys are listed.
+    """
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise TypeError(f"backend_params must be a dict or None, got {type(params).__name__}.")
+    params = dict(params)
+    for key in params:
+        if not isinstance(key, str):
+            raise TypeError(f"backend_params keys must be strings, got {key!r}.")
+    name = backend_cls.name
+    problems = [f"{key!r}: {why}" for key, why in backend_cls.refused_params(params).items()]
+    valid = backend_cls.valid_params()
+    for key in params:
+        if key in valid:
+            continue
+        owners = _other_backends_accepting(key, name)
+        if owners:
+            where = " or ".join(f"backend={o!r}" for o in owners)
+            problems.append(f"{key!r} is a parameter of {where}, not of backend={name!r}")
+            continue
+        close = difflib.get_close_matches(key, sorted(valid), n=3, cutoff=0.75)
+        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        problems.append(f"{key!r} is not a parameter of backend={name!r}{hint}")
+    if problems:
+        raise ValueError(
+            f"Invalid backend_params for backend={name!r}: " + "; ".join(problems)
+            + f". The valid keys: {backend_cls.params_help}."
+        )
+    return params
+
+
+def _other_backends_accepting(key, this):
+    """Names of the other registered backends whose engines accept ``key``.
+
+    Engines that are not installed are skipped: the hint is a courtesy, the
+    error stands without it.
+    """
+    from . import BACKENDS, get_backend
+
+    owners = []
+    for other in BACKENDS:
+        if other == this:
+            continue
+        try:
+            cls = get_backend(other)
+            accepted = key in cls.valid_params() and not cls.refused_params({key: None})
+        except ImportError:
+            continue
+        if accepted:
+            owners.append(other)
+    return owners

@@ -1,0 +1,414 @@
+"""LightGBM backend: trees from rankkit gradients, with exact SGLB shrinkage.
+
+LightGBM grows each tree from the gradients we hand it (``Booster.update``
+with a callable that returns them: the objective is ``"none"``, so the model
+starts at 0 and never boosts from an average) and keeps its own running sums
+of the trees for the training rows and every eval set (updated in O(n) per
+tree from the binned data, and readable through ``eval_train`` /
+``eval_valid``). Like XGBoost it cannot rescale trees it has built, so SGLB
+(Ustimenko & Prokhorenkova 2021), which multiplies the whole model by ``c_t``
+before iteration ``t``, is tracked beside the booster:
+
+    F_t = c_t F_{t-1} + f_t,    f_t = U_t - U_{t-1},
+
+with ``U_t`` LightGBM's running (unshrunk) sum after ``t`` trees. At the end
+the cumulative factors ``prod_{s > t} c_s`` are folded into the leaf values
+of the model string, so the saved booster predicts that same ``F`` with plain
+LightGBM (``lightgbm.Booster(model_str=...).predict(X, raw_score=True)``).
+
+The factors come from :func:`rankkit._sglb.shrink_factor` and the per-tree
+scales ``prod_{s > t} c_s`` from :func:`rankkit._sglb.fold_scales`, as on the
+XGBoost backend. An iteration whose tree has no split adds no tree to a
+LightGBM model (except the first, kept as a constant 0), so the backend
+records which iteration every stored tree came from; truncation and folding
+work on iterations.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import lightgbm
+import numpy as np
+
+from .._sglb import fold_scales, shrink_factor
+from ._base import Backend, check_gradients
+
+__all__ = ["LightGBMBackend"]
+
+# LightGBM's upper limit for num_leaves.
+_MAX_LEAVES = 131072
+
+
+@functools.lru_cache(maxsize=1)
+def _aliases():
+    """``{main name: [main name, alias, ...]}`` for every LightGBM parameter.
+
+    LightGBM's Python package reads this table from the library itself
+    (``LGBM_DumpParamAliases``), so it always matches the installed version.
+    ``_ConfigAliases`` is private (the package's own parameter handling uses
+    it; LightGBM has no public equivalent): if a release renames it, this is
+    the one place to change.
+    """
+    from lightgbm.basic import _ConfigAliases
+
+    return {main: list(names) for main, names in _ConfigAliases._get_all_param_aliases().items()}
+
+
+@functools.lru_cache(maxsize=1)
+def _main_names():
+    """``{name or alias: main name}``."""
+    return {alias: main for main, names in _aliases().items() for alias in names}
+
+
+def _group(main):
+    return set(_aliases().get(main, [main]))
+
+
+def _resolve_aliases(params):
+    """Checked ``backend_params`` with LightGBM's aliases resolved to main names."""
+    out = {}
+    main_of = _main_names()
+    for key, value in params.items():
+        main = main_of[key]
+        if main in out:
+            raise ValueError(
+                f"backend_params sets LightGBM's {main!r} twice (through {key!r} and another "
+                f"alias of it); keep one of {sorted(k for k in params if main_of[k] == main)}."
+            )
+        out[main] = value
+    return out
+
+
+class LightGBMBackend(Backend):
+    """Trees grown by LightGBM (Ke et al. 2017) from rankkit gradients (``backend="lightgbm"``).
+
+    ``LightGBMBackend(**settings)`` takes the common settings of
+    :data:`rankkit._params.BOOSTING_PARAMS` like every backend, checked when
+    ``fit`` starts. They map to LightGBM's: ``learning_rate``; ``max_depth`` and
+    ``num_leaves = 2 ** max_depth`` (at most 131072), so a tree can be the
+    full depth-``max_depth`` tree the other backends grow; ``min_child_weight
+    -> min_sum_hessian_in_leaf``; ``reg_lambda -> lambda_l2``; ``subsample ->
+    bagging_fraction`` with ``bagging_freq=1`` when below 1;
+    ``colsample_bytree -> feature_fraction``; ``max_bin``; ``n_jobs ->
+    num_threads``; ``random_state -> seed``. ``min_data_in_leaf`` is 1, so
+    that, as on the other backends, ``min_child_weight`` alone bounds a leaf
+    (LightGBM's own default is 20). ``deterministic=True`` with
+    ``force_col_wise=True`` makes the trees the same for any ``n_jobs``.
+
+    ``backend_params`` take any LightGBM parameter or alias (aliases are
+    resolved to LightGBM's main names, then override the mapped values),
+    except those the ranker sets itself: the objective and its ranking
+    parameters (``lambdarank_*``, ``label_gain``), the number of iterations,
+    eval metrics (``metric``, ``eval_at``), boosting types other than
+    ``"gbdt"``, ``bagging_by_query`` (the backend does not see queries) and
+    ``linear_tree`` together with SGLB shrinkage.
+
+    Attributes (after :meth:`fit`)
+    ------------------------------
+    booster_ : lightgbm.Booster
+        The model with SGLB shrinkage folded into its leaves;
+        ``booster_.save_model("m.txt")`` or ``booster_.model_to_string()``
+        serve it without rankkit (``predict(X, raw_score=True)``).
+    params_ : dict
+        The parameters handed to LightGBM.
+    shrink_factors_ : ndarray of float64
+        ``c_t`` applied before iteration ``t`` (1 where no shrinkage).
+    tree_iterations_ : ndarray of int64
+        The iteration each tree of the unfolded model came from.
+    n_iterations_ : int
+        Iterations run (kept after :meth:`truncate`).
+    """
+
+    name = "lightgbm"
+
+    params_help = (
+        "LightGBM's parameters and their aliases "
+        "(https://lightgbm.readthedocs.io/en/stable/Parameters.html; "
+        "rankkit._backends.get_backend('lightgbm').valid_params() lists them)"
+    )
+
+    @classmethod
+    def valid_params(cls):
+        """Every LightGBM parameter name and alias of the installed LightGBM."""
+        return frozenset(_main_names())
+
+    @classmethod
+    def refused_params(cls, params):
+        """``{key: reason}`` for LightGBM parameters the ranker sets itself."""
+        reasons = {}
+        refused = [
+            (_group("objective"), "the objective is the ranker's (rankkit computes the gradients)"),
+            (_group("num_iterations"), "use the ranker's n_estimators"),
+            (_group("metric") | _group("eval_at") | _group("metric_freq"),
+             "the ranker evaluates its eval_set itself: use the ranker's eval_metric"),
+            (_group("label_gain") | _group("objective_seed"),
+             "a parameter of LightGBM's own ranking objectives; set the objective's parameters on the ranker"),
+            (_group("bagging_by_query"),
+             "the backend sees rows, not queries; use subsample for row bagging"),
+        ]
+        for key, value in params.items():
+            for group, why in refused:
+                if key in group:
+                    reasons[key] = why
+            if key.startswith("lambdarank_"):
+                reasons[key] = ("a parameter of LightGBM's own lambdarank; "
+                                "set the objective's parameters on the ranker")
+            if key in _group("boosting") and value not in (None, "gbdt", "gbrt"):
+                reasons[key] = (
+                    f"backend='lightgbm' grows plain gradient-boosted trees (boosting='gbdt'); "
+                    f"{value!r} rescales or averages trees, which SGLB's exact shrinkage cannot follow"
+                )
+        return reasons
+
+    # -- parameters ----------------------------------------------------------
+    def _params(self):
+        """``params`` of the ``lightgbm.Booster`` (see the class docstring for the mapping)."""
+        backend_params = self._check_settings()
+        depth = int(self.max_depth)
+        params = {
+            "objective": "none",
+            "boosting": "gbdt",
+            "learning_rate": float(self.learning_rate),
+            "max_depth": depth,
+            "num_leaves": min(2 ** min(depth, 17), _MAX_LEAVES),
+            "min_sum_hessian_in_leaf": float(self.min_child_weight),
+            "min_data_in_leaf": 1,
+            "lambda_l2": float(self.reg_lambda),
+            "bagging_fraction": float(self.subsample),
+            "bagging_freq": 1 if self.subsample < 1 else 0,
+            "feature_fraction": float(self.colsample_bytree),
+            "max_bin": int(self.max_bin),
+            # The ranker computes its eval metrics from the tracked raw scores.
+            "metric": "None",
+            # A callable objective never boosts from an average; said explicitly
+            # because folding SGLB factors needs a model that is just its trees.
+            "boost_from_average": False,
+            # Column-wise histograms summed in a fixed order: the same trees for
+            # any num_threads (row-wise histograms add per-thread partial sums).
+            "deterministic": True,
+            "force_col_wise": True,
+            "verbosity": -1,
+        }
+        if self.random_state is not None:
+            params["seed"] = int(self.random_state) % (2**31)
+        if self.n_jobs is not None:
+            params["num_threads"] = 0 if self.n_jobs < 0 else int(self.n_jobs)
+        user = _resolve_aliases(backend_params)
+        if user.get("force_row_wise"):
+            params.pop("force_col_wise")
+        params.update(user)
+        return params
+
+    @property
+    def _predict_threads(self):
+        return int(self.params_.get("num_threads", 0))
+
+    # -- training ------------------------------------------------------------
+    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None):
+        """Grow ``n_estimators`` trees: the loop of :mod:`rankkit._backends._base`.
+
+        ``shrink(t)`` must return a factor in (0, 1] (or None). LightGBM
+        names the features ``Column_<i>``; ``feature_names`` is not used (the
+        ranker keeps the caller's names).
+        """
+        self.params_ = params = self._params()
+        if shrink is not None and params.get("linear_tree"):
+            raise ValueError(
+                "backend_params={'linear_tree': True} cannot be combined with SGLB shrinkage "
+                "(model_shrink_rate > 0): only constant leaves are folded. Drop one of them."
+            )
+        n = X.shape[0]
+        sizes = [n] + [E.shape[0] for E in eval_X]
+        train = lightgbm.Dataset(X, params=params, free_raw_data=True).construct()
+        booster = None
+        # LightGBM drops every feature that is constant on the training rows and,
+        # with a callable objective, cannot train without any left (its built-in
+        # objectives return a constant model there). Then the model is the
+        # constant 0, as on the other backends, and no split is ever grown.
+        if any(train.feature_num_bin(j) > 0 for j in range(X.shape[1])):
+            booster = lightgbm.Booster(params, train)
+            for i, E in enumerate(eval_X):
+                booster.add_valid(lightgbm.Dataset(E, reference=train, params=params), f"eval_{i}")
+
+        factors = []
+        tree_iterations = []
+        raw_train = raw_evals = None  # tracked F, from the first shrinkage on
+        sums = None  # LightGBM's running sums U when tracking
+
+        def gradients(preds, _dataset):
+            # Called by booster.update in iteration t of the loop below; preds is
+            # LightGBM's running sum of the trees on the training rows.
+            raw = raw_train if raw_train is not None else preds
+            return check_gradients(*grad_fn(raw, t), n, t)
+
+        for t in range(int(self.n_estimators)):
+            factor = shrink_factor(shrink, t)
+            factors.append(factor)
+            if raw_train is None and factor != 1.0:
+                sums = _running_sums(booster, sizes)
+                raw_train, raw_evals = sums[0].copy(), [s.copy() for s in sums[1:]]
+            if raw_train is not None:
+                raw_train *= factor
+                for r in raw_evals:
+                    r *= factor
+            if booster is None:
+                gradients(np.zeros(n), None)  # checked as always; no tree can use them
+                if t == 0:
+                    tree_iterations.append(t)  # LightGBM's constant first tree
+            else:
+                n_trees = booster.num_trees()
+                booster.update(fobj=gradients)
+                if booster.num_trees() > n_trees:
+                    tree_iterations.append(t)
+            if raw_train is not None:
+                new = _running_sums(booster, sizes)
+                for tracked, now, before in zip([raw_train, *raw_evals], new, sums):
+                    tracked += now - before
+                sums = new
+                cb_train, cb_evals = raw_train, raw_evals
+            elif callback is not None:
+                now = _running_sums(booster, sizes)
+                cb_train, cb_evals = now[0], now[1:]
+            if callback is not None and callback(t, cb_train, cb_evals):
+                break
+
+        self.shrink_factors_ = np.asarray(factors, dtype=np.float64)
+        self.tree_iterations_ = np.asarray(tree_iterations, dtype=np.int64)
+        self.n_iterations_ = len(factors)
+        if booster is not None:
+            self._unfolded = booster.model_to_string(num_iteration=-1)
+        else:
+            self._unfolded = _constant_model(X.shape[1])
+        self.booster_ = self._fold(self.n_iterations_)
+        return self
+
+    # -- the model -----------------------------------------------------------
+    def _fold(self, n_iterations):
+        """Booster of the first ``n_iterations`` iterations, shrinkage folded in.
+
+        The tree of iteration ``t`` is scaled by ``prod_{t < s < n_iterations}
+        c_s``: the factors applied to the model after it was grown.
+        """
+        keep = int(np.searchsorted(self.tree_iterations_, n_iterations))
+        model = self._unfolded
+        if keep < len(self.tree_iterations_):
+            model = lightgbm.Booster(model_str=model).model_to_string(num_iteration=keep)
+        factors = self.shrink_factors_[:n_iterations]
+        if np.any(factors != 1.0):
+            model = _scale_trees(model, fold_scales(factors)[self.tree_iterations_[:keep]])
+        return lightgbm.Booster(model_str=model)
+
+    def _check_fitted(self):
+        if not hasattr(self, "booster_"):
+            raise RuntimeError("This LightGBMBackend is not fitted yet; call fit first.")
+
+    def predict(self, X, n_iterations=None):
+        """Raw scores (float64) of the model after ``n_iterations`` iterations."""
+        self._check_fitted()
+        booster = self.booster_
+        if n_iterations is not None and int(n_iterations) != self.n_iterations_:
+            if not 0 <= int(n_iterations) <= self.n_iterations_:
+                raise ValueError(f"n_iterations must be in [0, {self.n_iterations_}], got {n_iterations}.")
+            if int(n_iterations) == 0:
+                return np.zeros(X.shape[0], dtype=np.float64)
+            booster = self._fold(int(n_iterations))
+        pred = booster.predict(X, raw_score=True, num_threads=self._predict_threads)
+        return np.asarray(pred, dtype=np.float64)
+
+    def truncate(self, n_iterations):
+        """Keep the model after ``n_iterations`` iterations (shrinkage re-folded)."""
+        self._check_fitted()
+        n_iterations = int(n_iterations)
+        if not 1 <= n_iterations <= self.n_iterations_:
+            raise ValueError(f"n_iterations must be in [1, {self.n_iterations_}], got {n_iterations}.")
+        self.booster_ = self._fold(n_iterations)
+        keep = int(np.searchsorted(self.tree_iterations_, n_iterations))
+        self._unfolded = lightgbm.Booster(model_str=self._unfolded).model_to_string(num_iteration=keep)
+        self.tree_iterations_ = self.tree_iterations_[:keep]
+        self.shrink_factors_ = self.shrink_factors_[:n_iterations]
+        self.n_iterations_ = n_iterations
+        return self
+
+    def feature_importances(self, importance_type="gain"):
+        """Total split gain (``"gain"``) or split count (``"split"``) per feature, summing to 1."""
+        self._check_fitted()
+        if importance_type not in ("gain", "split"):
+            raise ValueError(f"importance_type must be 'gain' or 'split', got {importance_type!r}.")
+        out = np.asarray(self.booster_.feature_importance(importance_type=importance_type), dtype=np.float64)
+        total = out.sum()
+        return out / total if total > 0 else out
+
+
+def _running_sums(booster, sizes):
+    """LightGBM's running sums of the trees: training rows, then every eval set.
+
+    ``eval_train`` / ``eval_valid`` hand a custom eval function the booster's
+    own score buffers (float64, already summed, O(n) to copy); the metric
+    list is empty, so nothing else is computed. No booster: the constant 0.
+    """
+    if booster is None:
+        return [np.zeros(k) for k in sizes]
+    out = []
+
+    def grab(preds, _data):
+        out.append(np.array(preds, dtype=np.float64))
+        return []
+
+    booster.eval_train(feval=grab)
+    if len(sizes) > 1:
+        booster.eval_valid(feval=grab)
+    return out
+
+
+def _constant_model(n_features):
+    """Text of a LightGBM model over ``n_features`` features that predicts 0.
+
+    LightGBM's own single-leaf first tree: one iteration with zero gradients
+    on two rows that differ in one feature (so LightGBM has a feature to
+    look at and finds no split worth making).
+    """
+    X = np.zeros((2, n_features))
+    X[1, 0] = 1.0
+    params = {"objective": "none", "min_data_in_leaf": 1, "min_sum_hessian_in_leaf": 0.0, "verbosity": -1,
+              "num_threads": 1}
+    booster = lightgbm.Booster(params, lightgbm.Dataset(X, params=params))
+    booster.update(fobj=lambda preds, _data: (np.zeros(2), np.ones(2)))
+    return booster.model_to_string(num_iteration=-1)
+
+
+_TREE_START = re.compile(r"^Tree=\d+\n", re.MULTILINE)
+
+
+def _scale_trees(model, scales):
+    """LightGBM model string with tree ``i``'s node values multiplied by ``scales[i]``.
+
+    Scales ``leaf_value`` (what prediction sums) and ``internal_value`` (node
+    outputs shown by ``dump_model``), written with ``repr`` (shortest string
+    that reads back to the same double), and rewrites the header's
+    ``tree_sizes`` (byte length of each tree block), which LightGBM uses to
+    split the string.
+    """
+    start = model.index("\nTree=") + 1
+    end = model.index("end of trees")
+    head, body, tail = model[:start], model[start:end], model[end:]
+    starts = [m.start() for m in _TREE_START.finditer(body)] + [len(body)]
+    blocks = [body[a:b] for a, b in zip(starts[:-1], starts[1:])]
+    if len(blocks) != len(scales):
+        raise RuntimeError(f"expected {len(scales)} trees in the LightGBM model, found {len(blocks)}.")
+    scaled = []
+    for block, s in zip(blocks, scales):
+        s = float(s)
+        lines = block.split("\n")
+        for j, line in enumerate(lines):
+            key, sep, values = line.partition("=")
+            if sep and key in ("leaf_value", "internal_value") and values:
+                lines[j] = f"{key}=" + " ".join(repr(float(v) * s) for v in values.split(" "))
+        scaled.append("\n".join(lines))
+    sizes = " ".join(str(len(b.encode())) for b in scaled)
+    head, n_sub = re.subn(r"^tree_sizes=.*$", f"tree_sizes={sizes}", head, count=1, flags=re.MULTILINE)
+    if n_sub != 1:
+        raise RuntimeError("LightGBM model string without a tree_sizes line; cannot fold SGLB shrinkage.")
+    return head + "".join(scaled) + tail
+

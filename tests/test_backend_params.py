@@ -1,0 +1,155 @@
+"""``backend_params`` on every backend: each engine's own parameter list,
+errors that name the key, the backend it belongs to and the valid spellings."""
+
+import numpy as np
+import pytest
+
+import rankkit._estimators as est
+from rankkit._backends import BACKENDS, get_backend
+from rankkit.datasets import make_ranking
+
+
+def _installed(name):
+    try:
+        get_backend(name)
+    except ImportError:
+        return False
+    return True
+
+
+def _needs(*names):
+    missing = [n for n in names if not _installed(n)]
+    return pytest.mark.skipif(bool(missing), reason=f"engine not installed: {missing}")
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, qid = make_ranking(n_queries=20, n_features=4, max_docs=10, random_state=0)
+    return X, y, qid
+
+
+def _fit(data, backend, params):
+    X, y, qid = data
+    return est.QueryRMSERanker(n_estimators=2, max_depth=2, backend=backend, backend_params=params).fit(
+        X, y, qid=qid)
+
+
+@pytest.mark.parametrize("name", sorted(BACKENDS))
+def test_every_backend_declares_its_parameters(name):
+    if not _installed(name):
+        pytest.skip(f"{name} not installed")
+    cls = get_backend(name)
+    valid = cls.valid_params()
+    assert isinstance(valid, frozenset) and valid
+    assert isinstance(cls.params_help, str) and cls.params_help
+    assert cls.refused_params({}) == {}
+
+
+@_needs("xgboost")
+def test_xgboost_list_comes_from_the_engine():
+    import xgboost
+
+    valid = get_backend("xgboost").valid_params()
+    # Canonical names, their aliases and the global ones, as XGBoost reports them.
+    assert {"tree_method", "eta", "learning_rate", "lambda", "reg_lambda", "max_leaves", "grow_policy",
+            "max_cached_hist_node", "verbosity", "nthread"} <= valid
+    assert set(xgboost.get_config()) <= valid
+    assert "num_leaves" not in valid and "tree_methd" not in valid
+
+
+@_needs("lightgbm")
+def test_lightgbm_list_comes_from_the_engine():
+    from lightgbm.basic import _ConfigAliases
+
+    valid = get_backend("lightgbm").valid_params()
+    table = _ConfigAliases._get_all_param_aliases()
+    assert valid == {name for names in table.values() for name in names}
+    assert {"num_leaves", "min_child_samples", "reg_lambda", "deterministic"} <= valid
+    assert "tree_method" not in valid
+
+
+@_needs("xgboost", "lightgbm")
+@pytest.mark.parametrize("backend,key,owner", [
+    ("xgboost", "num_leaves", "lightgbm"),
+    ("xgboost", "min_data_in_leaf", "lightgbm"),
+    ("lightgbm", "tree_method", "xgboost"),
+    ("lightgbm", "grow_policy", "xgboost"),
+    ("numba", "num_leaves", "lightgbm"),
+    ("numba", "tree_method", "xgboost"),
+    ("lightgbm", "grow_policy", "numba"),  # XGBoost's and the numba engine's
+])
+def test_another_engines_parameter_names_its_backend(data, backend, key, owner):
+    with pytest.raises(ValueError) as info:
+        _fit(data, backend, {key: 1})
+    msg = str(info.value)
+    assert f"{key!r} is a parameter of " in msg and f"backend={owner!r}" in msg, msg
+    assert f"backend={backend!r}" in msg
+
+
+@_needs("xgboost")
+def test_misspelt_xgboost_parameter(data):
+    with pytest.raises(ValueError, match=r"'tree_methd' is not a parameter of backend='xgboost' "
+                                         r"\(did you mean 'tree_method'\?\).*xgboost.readthedocs"):
+        _fit(data, "xgboost", {"tree_methd": "hist"})
+
+
+@_needs("lightgbm")
+def test_misspelt_lightgbm_parameter(data):
+    with pytest.raises(ValueError, match=r"'num_leavs'.*did you mean 'num_leaves'.*valid_params\(\)"):
+        _fit(data, "lightgbm", {"num_leavs": 7})
+
+
+def test_misspelt_numba_parameter_lists_the_valid_keys(data):
+    with pytest.raises(ValueError, match=r"'grow_polcy'.*'grow_policy'.*valid keys: \['grow_policy'"):
+        _fit(data, "numba", {"grow_polcy": "oblivious"})
+
+
+def test_every_bad_key_is_named_at_once(data):
+    with pytest.raises(ValueError) as info:
+        _fit(data, "numba", {"zzz": 1, "yyy": 2})
+    assert "'zzz'" in str(info.value) and "'yyy'" in str(info.value)
+
+
+@_needs("lightgbm")
+@pytest.mark.parametrize("key,value,match", [
+    ("objective", "lambdarank", "objective is the ranker's"),
+    ("application", "lambdarank", "objective is the ranker's"),  # an alias of objective
+    ("n_estimators", 10, "n_estimators"),  # an alias of num_iterations
+    ("metric", "ndcg", "eval_metric"),
+    ("eval_at", [5], "eval_metric"),
+    ("lambdarank_truncation_level", 10, "lambdarank"),
+    ("label_gain", [0, 1, 3], "own ranking objectives"),
+    ("bagging_by_query", True, "queries"),
+    ("boosting", "dart", "boosting='gbdt'"),
+])
+def test_lightgbm_parameters_the_ranker_owns(data, key, value, match):
+    with pytest.raises(ValueError, match=match):
+        _fit(data, "lightgbm", {key: value})
+
+
+@_needs("xgboost")
+@pytest.mark.parametrize("key,value,match", [
+    ("objective", "rank:ndcg", "objective is the ranker's"),
+    ("eval_metric", "ndcg", "eval_metric"),
+    ("booster", "gblinear", "gbtree models only"),
+])
+def test_xgboost_parameters_the_ranker_owns(data, key, value, match):
+    with pytest.raises(ValueError, match=match):
+        _fit(data, "xgboost", {key: value})
+
+
+@pytest.mark.parametrize("backend,params", [
+    ("xgboost", {"grow_policy": "lossguide", "max_leaves": 7, "reg_alpha": 0.1}),
+    ("lightgbm", {"num_leaves": 5, "min_child_samples": 3, "extra_trees": True, "boosting": "gbdt"}),
+    ("numba", {"grow_policy": "oblivious", "min_split_gain": 0.0}),
+])
+def test_valid_parameters_pass(data, backend, params):
+    if not _installed(backend):
+        pytest.skip(f"{backend} not installed")
+    model = _fit(data, backend, params)
+    assert np.all(np.isfinite(model.predict(data[0])))
+
+
+def test_backend_params_must_be_a_dict(data):
+    with pytest.raises((TypeError, ValueError), match="backend_params"):
+        _fit(data, "numba", [("grow_policy", "oblivious")])

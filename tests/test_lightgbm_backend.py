@@ -1,0 +1,323 @@
+"""The LightGBM backend: equality with plain ``lightgbm.train``, exact SGLB,
+serving with plain LightGBM, determinism.
+
+SGLB shrinks the whole model before every iteration; LightGBM cannot rescale
+old trees, so the backend tracks the shrunk raw scores and folds the factors
+into the leaves of the model string at the end. The reference below
+recomputes the shrunk model naively from the unscaled trees,
+``F_T = sum_t (prod_{s>t} c_s) f_t``.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+
+# rankkit before LightGBM: importing rankkit starts the OpenMP runtime that numba
+# and LightGBM share with passive waiting (rankkit/_threads.py); loaded first by
+# LightGBM it would spin, which on a busy machine slows LightGBM itself by orders
+# of magnitude (docs/backends.md).
+import rankkit._estimators as est
+from rankkit._groups import make_groups
+from rankkit.datasets import make_ranking
+from rankkit.objectives import LambdaMART, QueryRMSE, YetiRank
+
+lgb = pytest.importorskip("lightgbm")
+
+from rankkit._backends.lightgbm import LightGBMBackend  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, qid = make_ranking(n_queries=60, n_features=6, max_docs=25, random_state=3)
+    return X, y.astype(np.float64), qid
+
+
+def _backend(n_estimators=12, **kw):
+    params = dict(n_estimators=n_estimators, learning_rate=0.3, max_depth=3, min_child_weight=1.0,
+                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=64, n_jobs=1,
+                  random_state=0)
+    params.update(kw)
+    return LightGBMBackend(**params)
+
+
+def _ptr(qid):
+    return make_groups(qid, len(qid)).group_ptr
+
+
+def _naive_shrunk_model(unfolded, X, factors, tree_iterations):
+    """``F = sum_t (prod_{s > t} c_s) f_t`` from the unscaled trees, one by one."""
+    booster = lgb.Booster(model_str=unfolded)
+    total = np.zeros(X.shape[0])
+    for i, t in enumerate(tree_iterations):
+        tree = booster.predict(X, start_iteration=i, num_iteration=1, raw_score=True)
+        total += np.prod(factors[t + 1:]) * tree
+    return total
+
+
+def _run(data, shrink, n_estimators=12, grad_scale=None, **kw):
+    X, y, qid = data
+    ptr = _ptr(qid)
+    obj = QueryRMSE()
+    seen = {"grad_raw": [], "train": [], "eval": []}
+
+    def grad_fn(raw, t):
+        seen["grad_raw"].append(raw.copy())
+        g, h = obj._gradient_hessian_sorted(y, raw, ptr, 0)
+        if grad_scale is not None:
+            g *= grad_scale(t)
+        return g, h
+
+    def callback(t, raw_train, raw_evals):
+        seen["train"].append(raw_train.copy())
+        seen["eval"].append(raw_evals[0].copy())
+        return False
+
+    backend = _backend(n_estimators, **kw).fit(X, grad_fn, eval_X=[X[::3]], shrink=shrink, callback=callback)
+    return backend, seen
+
+
+# -- SGLB shrinkage ------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["constant", "decreasing"])
+def test_sglb_shrinkage_is_exact(data, mode, tmp_path):
+    X, _, _ = data
+    gamma = 0.5
+    if mode == "constant":
+        shrink = lambda t: None if t == 0 else 1.0 - gamma * 0.3  # noqa: E731
+    else:
+        shrink = lambda t: None if t == 0 else 1.0 - gamma / t  # noqa: E731
+    backend, seen = _run(data, shrink)
+    factors = np.array([1.0] + [shrink(t) for t in range(1, 12)])
+    np.testing.assert_array_equal(backend.shrink_factors_, factors)
+    np.testing.assert_array_equal(backend.tree_iterations_, np.arange(12))
+    reference = _naive_shrunk_model(backend._unfolded, X, factors, backend.tree_iterations_)
+    # Tracked scores (float64, from LightGBM's own running sums) equal the naive model ...
+    np.testing.assert_allclose(seen["train"][-1], reference, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(seen["eval"][-1], reference[::3], rtol=1e-12, atol=1e-12)
+    # ... gradients at iteration t saw c_t times the model after t - 1 iterations ...
+    for t in range(1, 12):
+        np.testing.assert_allclose(seen["grad_raw"][t], factors[t] * seen["train"][t - 1], rtol=1e-12)
+    # ... and the folded booster, also saved and loaded by plain LightGBM, predicts
+    # that same model to float64 precision (LightGBM keeps leaves in float64).
+    np.testing.assert_allclose(backend.predict(X), reference, rtol=1e-12, atol=1e-12)
+    served = lgb.Booster(model_str=backend.booster_.model_to_string())
+    np.testing.assert_allclose(served.predict(X, raw_score=True), reference, rtol=1e-12, atol=1e-12)
+    backend.booster_.save_model(str(tmp_path / "m.txt"))
+    from_file = lgb.Booster(model_file=str(tmp_path / "m.txt"))
+    np.testing.assert_allclose(from_file.predict(X, raw_score=True), reference, rtol=1e-12, atol=1e-12)
+    # The shrinkage really changed the model (the test would pass vacuously otherwise).
+    unshrunk = lgb.Booster(model_str=backend._unfolded).predict(X, raw_score=True)
+    assert np.max(np.abs(unshrunk - reference)) > 0.1
+
+
+def test_shrinkage_folds_internal_values_too(data):
+    # dump_model's node values follow the leaves, so the saved model stays self-consistent.
+    backend, _ = _run(data, lambda t: 0.5, n_estimators=3)
+    unfolded = lgb.Booster(model_str=backend._unfolded).dump_model()["tree_info"]
+    folded = backend.booster_.dump_model()["tree_info"]
+    for t, scale in enumerate([0.25, 0.5, 1.0]):  # prod of the factors after tree t
+        a, b = unfolded[t]["tree_structure"], folded[t]["tree_structure"]
+        assert b["internal_value"] == pytest.approx(scale * a["internal_value"], rel=1e-5)
+        assert b["left_child"].get("leaf_value", b["left_child"].get("internal_value")) == pytest.approx(
+            scale * a["left_child"].get("leaf_value", a["left_child"].get("internal_value")), rel=1e-5)
+
+
+def test_truncate_and_staged_predictions_refold_shrinkage(data):
+    X, _, _ = data
+    backend, seen = _run(data, lambda t: None if t == 0 else 0.8)
+    for k in (1, 4, 9):
+        np.testing.assert_allclose(backend.predict(X, n_iterations=k), seen["train"][k - 1], rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(backend.predict(X, n_iterations=0), 0.0)
+    backend.truncate(5)
+    np.testing.assert_allclose(backend.predict(X), seen["train"][4], rtol=1e-12, atol=1e-14)
+    assert backend.booster_.num_trees() == 5 and backend.n_iterations_ == 5
+    served = lgb.Booster(model_str=backend.booster_.model_to_string())
+    np.testing.assert_allclose(served.predict(X, raw_score=True), seen["train"][4], rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="n_iterations must be in"):
+        backend.truncate(6)
+
+
+def test_iterations_without_a_tree(data):
+    """An iteration whose gradients allow no split adds no tree to a LightGBM model;
+    SGLB factors still apply to it, and truncation counts iterations, not trees."""
+    X, _, _ = data
+    silent = {3, 4, 8}  # zero gradients: no split gains anything
+    backend, seen = _run(data, lambda t: None if t == 0 else 0.9,
+                         grad_scale=lambda t: 0.0 if t in silent else 1.0)
+    expected = [t for t in range(12) if t not in silent]
+    np.testing.assert_array_equal(backend.tree_iterations_, expected)
+    assert backend.booster_.num_trees() == len(expected) and backend.n_iterations_ == 12
+    # Shrinkage of the silent iterations is part of the model.
+    np.testing.assert_allclose(seen["train"][4], 0.9 ** 2 * seen["train"][2], rtol=1e-12)
+    for k in (3, 4, 5, 9, 12):
+        np.testing.assert_allclose(backend.predict(X, n_iterations=k), seen["train"][k - 1], rtol=1e-12, atol=1e-14)
+    backend.truncate(5)  # iterations 0..4: trees of 0, 1, 2
+    assert backend.booster_.num_trees() == 3
+    np.testing.assert_allclose(backend.predict(X), seen["train"][4], rtol=1e-12, atol=1e-14)
+
+
+def test_callback_stops_and_eval_scores_match_predict(data):
+    X, y, qid = data
+    ptr = _ptr(qid)
+    E = X[::2] + 0.25
+    stop = []
+
+    def grad_fn(raw, t):
+        return QueryRMSE()._gradient_hessian_sorted(y, raw, ptr, 0)
+
+    b = _backend().fit(X, grad_fn, eval_X=[E, X[:50]],
+                       callback=lambda t, raw, ev: stop.append((raw.copy(), ev[0].copy())) or t == 4)
+    assert b.n_iterations_ == 5 and b.booster_.num_trees() == 5
+    np.testing.assert_allclose(b.predict(E), stop[-1][1], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(b.predict(X), stop[-1][0], rtol=1e-12, atol=1e-14)
+
+
+# -- the same model as plain LightGBM ------------------------------------------------------
+@pytest.mark.parametrize("name", ["queryrmse", "lambdamart", "yetirank"])
+def test_matches_plain_lightgbm_train(data, name):
+    """Without SGLB the ranker is ``lightgbm.train(params={"objective": obj})``:
+    same trees, bit for bit, also for a randomised objective with the same seed."""
+    X, y, qid = data
+    kw = dict(n_estimators=10, max_depth=4, random_state=0, backend="lightgbm", subsample=0.8)
+    if name == "queryrmse":
+        ranker, obj = est.QueryRMSERanker(**kw), QueryRMSE()
+    elif name == "lambdamart":
+        ranker, obj = est.LambdaMARTRanker("ndcg", 10, **kw), LambdaMART("ndcg", 10)
+    else:
+        ranker, obj = est.YetiRanker(n_permutations=3, **kw), YetiRank(n_permutations=3, random_state=0)
+    ranker.fit(X, y, qid=qid)
+    params = {**ranker.backend_.params_, "objective": obj}
+    booster = lgb.train(params, lgb.Dataset(X, y, group=np.diff(_ptr(qid))), num_boost_round=10)
+    np.testing.assert_array_equal(ranker.predict(X), booster.predict(X, raw_score=True))
+
+
+def test_predictions_start_from_zero(data):
+    X, y, qid = data
+    ptr = _ptr(qid)
+    first = []
+    _backend(n_estimators=1).fit(X, lambda raw, t: first.append(raw.copy()) or
+                                 QueryRMSE()._gradient_hessian_sorted(y, raw, ptr, 0))
+    np.testing.assert_array_equal(first[0], 0.0)
+
+
+# -- served by plain LightGBM, through the ranker ----------------------------------------------
+def test_ranker_model_served_by_plain_lightgbm(data, tmp_path):
+    X, y, qid = data
+    Xt, yt, qt = make_ranking(n_queries=30, n_features=6, max_docs=25, random_state=4)
+    params = dict(n_estimators=300, learning_rate=0.5, max_depth=5, backend="lightgbm", langevin=True,
+                  model_shrink_rate=0.05, diffusion_temperature=1e3, random_state=1)
+    model = est.LambdaMARTRanker("ndcg@10", **params).fit(
+        X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt], early_stopping_rounds=5)
+    assert model.best_iteration_ + 1 < 300  # early stopping truncated the model
+    assert isinstance(model.booster_, lgb.Booster)
+    served = lgb.Booster(model_str=model.booster_.model_to_string())
+    np.testing.assert_allclose(served.predict(Xt, raw_score=True), model.predict(Xt), rtol=1e-12, atol=1e-14)
+    model.booster_.save_model(str(tmp_path / "model.txt"))
+    from_file = lgb.Booster(model_file=str(tmp_path / "model.txt"))
+    np.testing.assert_allclose(from_file.predict(Xt, raw_score=True), model.predict(Xt), rtol=1e-12, atol=1e-14)
+    # The truncated, re-folded model is the model trained for exactly that many iterations.
+    again = est.LambdaMARTRanker("ndcg@10", **{**params, "n_estimators": model.best_iteration_ + 1})
+    again.fit(X, y, qid=qid)
+    np.testing.assert_allclose(again.predict(Xt), model.predict(Xt), rtol=1e-12, atol=1e-14)
+    assert model.score(Xt, yt, qid=qt) == pytest.approx(model.best_score_, rel=1e-9)
+
+
+# -- determinism -----------------------------------------------------------------------------
+def _trees(booster):
+    return booster.model_to_string().split("end of trees")[0]
+
+
+def test_same_seed_same_model_any_thread_count(data):
+    X, y, qid = data
+    kw = dict(n_estimators=15, max_depth=4, subsample=0.7, colsample_bytree=0.6, langevin=True,
+              model_shrink_rate=0.01, backend="lightgbm", random_state=7)
+    one = est.YetiRanker(n_jobs=1, **kw).fit(X, y, qid=qid)
+    two = est.YetiRanker(n_jobs=2, **kw).fit(X, y, qid=qid)
+    assert _trees(one.booster_) == _trees(two.booster_)
+    np.testing.assert_array_equal(one.predict(X), two.predict(X))
+    other = est.YetiRanker(n_jobs=2, **{**kw, "random_state": 8}).fit(X, y, qid=qid)
+    assert _trees(other.booster_) != _trees(one.booster_)
+
+
+# -- parameters ----------------------------------------------------------------------------------
+def test_common_params_map_to_lightgbm_names():
+    p = _backend(n_jobs=2, subsample=0.5, colsample_bytree=0.7, reg_lambda=3.0, max_bin=32, max_depth=5,
+                 min_child_weight=0.01, backend_params={"max_depth": 2, "min_child_samples": 20})._params()
+    assert p["lambda_l2"] == 3.0 and p["bagging_fraction"] == 0.5 and p["bagging_freq"] == 1
+    assert p["feature_fraction"] == 0.7 and p["num_threads"] == 2 and p["max_bin"] == 32
+    assert p["seed"] == 0 and p["learning_rate"] == 0.3 and p["num_leaves"] == 32
+    assert p["min_sum_hessian_in_leaf"] == 0.01
+    # backend_params override, under LightGBM's main names (min_child_samples is an alias).
+    assert p["max_depth"] == 2 and p["min_data_in_leaf"] == 20 and "min_child_samples" not in p
+    assert p["objective"] == "none" and p["deterministic"] and p["force_col_wise"]
+    p = _backend(subsample=1.0, max_depth=30, backend_params={"force_row_wise": True})._params()
+    assert p["bagging_freq"] == 0 and p["num_leaves"] == 131072
+    assert p["force_row_wise"] and "force_col_wise" not in p
+
+
+def test_alias_given_twice():
+    with pytest.raises(ValueError, match="'lambda_l2' twice"):
+        _backend(backend_params={"lambda_l2": 1.0, "reg_lambda": 2.0})._params()
+
+
+def test_linear_tree_with_shrinkage_is_refused(data):
+    X, y, qid = data
+    with pytest.raises(ValueError, match="linear_tree.*model_shrink_rate"):
+        est.QueryRMSERanker(backend="lightgbm", model_shrink_rate=0.1,
+                            backend_params={"linear_tree": True}).fit(X, y, qid=qid)
+
+
+# -- persistence, importances, bad input -----------------------------------------------------------
+def test_pickle_round_trip_keeps_refolding(data):
+    X, _, _ = data
+    backend, seen = _run(data, lambda t: None if t == 0 else 0.7)
+    again = pickle.loads(pickle.dumps(backend))
+    np.testing.assert_array_equal(again.predict(X), backend.predict(X))
+    again.truncate(6)
+    np.testing.assert_allclose(again.predict(X), seen["train"][5], rtol=1e-12, atol=1e-14)
+
+
+def test_feature_importances(data):
+    X, y, qid = data
+    rng = np.random.default_rng(0)
+    Xn = np.column_stack([X, rng.normal(size=(X.shape[0], 2))])
+    model = est.QueryRMSERanker(backend="lightgbm", n_estimators=20, random_state=0).fit(Xn, y, qid=qid)
+    gain, split = model.backend_.feature_importances("gain"), model.backend_.feature_importances("split")
+    assert gain.sum() == pytest.approx(1) and split.sum() == pytest.approx(1)
+    np.testing.assert_array_equal(model.feature_importances_, gain)
+    assert gain[-2:].sum() < gain[:-2].sum()
+    with pytest.raises(ValueError, match="importance_type"):
+        model.backend_.feature_importances("cover")
+
+
+def test_bad_inputs(data):
+    X, y, qid = data
+    n = X.shape[0]
+    with pytest.raises(ValueError, match="grad_fn must return"):
+        _backend().fit(X, lambda raw, t: (np.zeros(3), np.ones(3)))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        _backend().fit(X, lambda raw, t: (np.full(n, np.nan), np.ones(n)))
+    with pytest.raises(ValueError, match="shrink"):
+        _backend().fit(X, lambda raw, t: (raw, np.ones(n)), shrink=lambda t: 1.5)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        _backend().predict(X)
+
+
+def test_constant_features_give_the_constant_model(data):
+    """LightGBM drops features that are constant on the training rows and cannot
+    train a callable objective without any; the backend then keeps the constant
+    0 model, as the other backends do (and the ranker warns)."""
+    X, y, qid = data
+    Xc = np.ones_like(X)
+    seen = []
+    with pytest.warns(UserWarning, match="grew no split in 4 trees"):
+        model = est.QueryRMSERanker(backend="lightgbm", n_estimators=4, model_shrink_rate=0.5).fit(
+            Xc, y, qid=qid, eval_set=[(X, y)], eval_qid=[qid], verbose=False)
+    np.testing.assert_array_equal(model.predict(X), 0.0)
+    assert len(model.evals_result_["validation_0"]["ndcg@10"]) == 4
+    served = lgb.Booster(model_str=model.booster_.model_to_string())
+    np.testing.assert_array_equal(served.predict(X, raw_score=True), 0.0)
+    backend = _backend(n_estimators=3).fit(Xc, lambda raw, t: seen.append(raw.copy()) or (raw - y, np.ones_like(y)))
+    assert len(seen) == 3 and backend.n_iterations_ == 3
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        _backend(n_estimators=2).fit(Xc, lambda raw, t: (np.full_like(y, np.nan), np.ones_like(y)))
