@@ -255,6 +255,19 @@ def test_common_params_map_to_lightgbm_names():
     assert p["force_row_wise"] and "force_col_wise" not in p
 
 
+@pytest.mark.parametrize("backend_params", [{}, {"bagging_fraction": 0.01}, {"subsample": 0.01}])
+def test_tiny_subsample_keeps_one_row(backend_params):
+    """LightGBM bags int(bagging_fraction * n) rows and cannot train on none;
+    the backend keeps one, as the numba engine does."""
+    X = np.random.default_rng(0).normal(size=(12, 3))
+    y = X[:, 0]
+    settings = {"subsample": 0.01} if not backend_params else {"subsample": 0.5}
+    b = _backend(n_estimators=3, backend_params=backend_params, **settings)
+    b.fit(X, lambda raw, t: (raw - y, np.ones_like(raw)))
+    assert b.params_["bagging_freq"] == 1 and int(b.params_["bagging_fraction"] * 12) == 1
+    assert np.all(np.isfinite(b.predict(X)))
+
+
 def test_alias_given_twice():
     with pytest.raises(ValueError, match="'lambda_l2' twice"):
         _backend(backend_params={"lambda_l2": 1.0, "reg_lambda": 2.0})._params()

@@ -170,6 +170,31 @@ def test_backend_takes_the_declared_settings(backend):
         cls(langevin=True)
 
 
+def _squared_error(raw, t):
+    return raw - Y, np.ones_like(raw)
+
+
+# Every setting a backend takes but random_state (the ranker hands over a seed).
+SETTINGS_WALK = [(backend, name) for backend in BACKENDS_UNDER_TEST for name in BACKEND_SETTINGS
+                 if name != "random_state"]
+
+
+@pytest.mark.parametrize("backend,name", SETTINGS_WALK)
+def test_backend_and_ranker_accept_and_refuse_the_same_settings(backend, name):
+    """A backend used on its own checks its settings as a ranker on that
+    backend does: the declaration plus the engine's own limits."""
+    cls = get_backend(backend)
+    accepted, refused = [], []
+    for value in VALUES:
+        settings = {**TINY, "backend": backend, name: value}
+        by_ranker = accepts(lambda: rankkit.QueryRMSERanker(**settings).fit(X, Y, qid=QID))
+        settings.pop("backend")
+        by_backend = accepts(lambda: cls(**settings).fit(X, _squared_error))
+        assert by_backend == by_ranker, (backend, name, value, by_backend, by_ranker)
+        (accepted if by_backend else refused).append(value)
+    assert accepted and refused, (name, accepted, refused)
+
+
 # -- the generic Ranker --------------------------------------------------------------
 def test_ranker_with_an_objective_equals_the_named_ranker():
     X, y, qid = make_ranking(n_queries=40, n_features=5, random_state=0)

@@ -220,6 +220,11 @@ class LightGBMBackend(Backend):
                 "(model_shrink_rate > 0): only constant leaves are folded. Drop one of them."
             )
         n = X.shape[0]
+        if params["bagging_freq"] > 0 and params["bagging_fraction"] * n < 1:
+            # LightGBM bags int(bagging_fraction * n) rows and stops with "Check
+            # failed: (num_data) > (0)" when that is 0; like the numba engine,
+            # a subsample this small keeps one row.
+            params["bagging_fraction"] = min(1.0, 1.5 / n)
         sizes = [n] + [E.shape[0] for E in eval_X]
         train = lightgbm.Dataset(X, params=params, free_raw_data=True).construct()
         booster = None
