@@ -30,7 +30,7 @@ with ``f_t`` the tree grown at iteration ``t``. A backend only receives
 (:func:`shrink_factor` reads it), and applies it with one of two helpers:
 
 * :func:`fold_scales` -- for engines that cannot rescale trees they have
-  built (XGBoost): track ``F`` beside the booster during training and, at
+  built (XGBoost, LightGBM): track ``F`` beside the booster during training and, at
   the end, multiply tree ``t``'s leaves by ``prod_{t < s < T} c_s``;
 * :class:`RunningScale` -- for engines that store ``F = S sum_t u_t``
   (rankkit's numba GBDT): a shrink is ``S <- c S`` (O(1)) and a tree ``f``

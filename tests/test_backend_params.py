@@ -8,17 +8,11 @@ import rankkit._estimators as est
 from rankkit._backends import BACKENDS, get_backend
 from rankkit.datasets import make_ranking
 
-
-def _installed(name):
-    try:
-        get_backend(name)
-    except ImportError:
-        return False
-    return True
+from ._backends import installed
 
 
 def _needs(*names):
-    missing = [n for n in names if not _installed(n)]
+    missing = [n for n in names if not installed(n)]
     return pytest.mark.skipif(bool(missing), reason=f"engine not installed: {missing}")
 
 
@@ -36,7 +30,7 @@ def _fit(data, backend, params):
 
 @pytest.mark.parametrize("name", sorted(BACKENDS))
 def test_every_backend_declares_its_parameters(name):
-    if not _installed(name):
+    if not installed(name):
         pytest.skip(f"{name} not installed")
     cls = get_backend(name)
     valid = cls.valid_params()
@@ -144,7 +138,7 @@ def test_xgboost_parameters_the_ranker_owns(data, key, value, match):
     ("numba", {"grow_policy": "oblivious", "min_split_gain": 0.0}),
 ])
 def test_valid_parameters_pass(data, backend, params):
-    if not _installed(backend):
+    if not installed(backend):
         pytest.skip(f"{backend} not installed")
     model = _fit(data, backend, params)
     assert np.all(np.isfinite(model.predict(data[0])))

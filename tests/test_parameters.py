@@ -16,13 +16,15 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 import rankkit
-from rankkit._backends import BACKENDS, get_backend
+from rankkit._backends import get_backend
 from rankkit._params import BACKEND_SETTINGS, BOOSTING_PARAMS
 from rankkit._sglb import SGLB
 from rankkit.datasets import make_ranking
 from rankkit.metrics import make_ranking_scorer
 from rankkit.model_selection import QueryKFold
 from rankkit.objectives import OBJECTIVES, LambdaMART, QueryRMSE, YetiRank
+
+from ._backends import BACKENDS_UNDER_TEST, installed_backends
 
 NAMED_RANKERS = [
     rankkit.StochasticRankRanker,
@@ -57,15 +59,6 @@ QID = np.repeat([0, 1, 2], 4)
 TINY = dict(n_estimators=1, max_depth=1, backend="numba")
 
 
-def _installed(backend):
-    try:
-        get_backend(backend)
-    except ImportError:
-        return False
-    return True
-
-
-BACKENDS_UNDER_TEST = [name for name in BACKENDS if _installed(name)]
 
 
 def objective_parameters(objective_class):
@@ -175,7 +168,7 @@ def _squared_error(raw, t):
 
 
 # Every setting a backend takes but random_state (the ranker hands over a seed).
-SETTINGS_WALK = [(backend, name) for backend in BACKENDS_UNDER_TEST for name in BACKEND_SETTINGS
+SETTINGS_WALK = [(backend, name) for backend in installed_backends() for name in BACKEND_SETTINGS
                  if name != "random_state"]
 
 

@@ -25,6 +25,8 @@ from rankkit.datasets import make_ranking  # noqa: E402
 from rankkit.metrics import dcg_score, err_score, map_score, mrr_score, ndcg_score  # noqa: E402
 from rankkit.plotting import plot_importance, plot_metric, plot_query_comparison  # noqa: E402
 
+from ._backends import BACKENDS_UNDER_TEST  # noqa: E402
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # One thread: small data, and the model does not depend on the thread count.
 FAST = dict(n_estimators=25, max_depth=3, random_state=0, n_jobs=1)
@@ -211,7 +213,7 @@ def _dominant_feature_frame(n_queries=40, docs=25, seed=0):
     return frame, y
 
 
-@pytest.mark.parametrize("backend", ["xgboost", "numba"])
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
 @pytest.mark.parametrize("importance_type", ["gain", "split"])
 def test_plot_importance_bars(backend, importance_type, tmp_path):
     frame, y = _dominant_feature_frame()

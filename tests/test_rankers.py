@@ -16,18 +16,9 @@ from rankkit._metrics._api import evaluate_sorted
 from rankkit._groups import make_groups
 from rankkit.datasets import make_ranking, make_stochasticrank_toy
 
-
-def _backend_param(name):
-    """``name`` as a test parameter, skipped (not failed) when its engine is not installed."""
-    try:
-        get_backend(name)
-    except ImportError as exc:
-        return pytest.param(name, marks=pytest.mark.skip(reason=str(exc)))
-    return name
+from ._backends import BACKENDS_UNDER_TEST
 
 
-# Every registered backend runs the shared tests; one whose engine is missing is skipped.
-BACKENDS_UNDER_TEST = [_backend_param(name) for name in BACKENDS]
 
 # name -> (class, objective params); small but representative settings.
 RANKERS = {

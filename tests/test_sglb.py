@@ -10,6 +10,8 @@ from rankkit._objectives.query_rmse import QueryRMSE
 from rankkit._sglb import SGLB, RunningScale, fold_scales, shrink_factor, shrink_schedule
 from rankkit._objectives.stochastic_rank import StochasticRank
 
+from ._backends import BACKENDS_UNDER_TEST
+
 
 def _data(n_q=2000, size=50, seed=0):
     rng = np.random.default_rng(seed)
@@ -176,22 +178,7 @@ def test_fold_scales_and_running_scale_describe_the_same_model():
 
 
 # -- ranker level ------------------------------------------------------------------
-def _installed_backends():
-    import importlib
-
-    from rankkit._backends import BACKENDS
-
-    out = []
-    for name, path in BACKENDS.items():
-        try:
-            importlib.import_module(path.partition(":")[0])
-        except ImportError:
-            continue
-        out.append(name)
-    return out
-
-
-@pytest.mark.parametrize("backend", _installed_backends())
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
 def test_ranker_decreasing_mode_is_one_minus_gamma_over_t(backend):
     """model_shrink_mode='decreasing' shrinks by 1 - gamma / t before iteration
     t >= 1: the ranker's model equals the backend trained on that schedule
@@ -220,7 +207,7 @@ def test_ranker_decreasing_mode_is_one_minus_gamma_over_t(backend):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", _installed_backends())
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
 def test_toy_global_optimum(backend):
     """StochasticRank's Table 1 toy (global optimum NDCG@3 = 0.917, local 0.903)
     with the paper's settings, seeds 0..9: StochasticRank + SGLB ends at the
