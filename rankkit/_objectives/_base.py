@@ -326,6 +326,13 @@ class RankingObjective:
             hess *= w
         return grad, hess
 
+    def __getstate__(self):
+        # The engine hook's cache holds the engine's dataset (an xgboost.DMatrix
+        # cannot be pickled); it is rebuilt on the next call.
+        state = dict(self.__dict__)
+        state.pop("_hook_cache", None)
+        return state
+
     def _cached(self, key):
         # (labels, group_ptr, weights) of the last dataset seen, matched by
         # identity: engines hand the same label/group objects to every call.
