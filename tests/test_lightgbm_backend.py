@@ -26,19 +26,16 @@ lgb = pytest.importorskip("lightgbm")
 
 from rankkit._backends.lightgbm import LightGBMBackend  # noqa: E402
 
+from ._backends import fit_recording, ranking_data, small_backend  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def data():
-    X, y, qid = make_ranking(n_queries=60, n_features=6, max_docs=25, random_state=3)
-    return X, y.astype(np.float64), qid
+    return ranking_data()
 
 
 def _backend(n_estimators=12, **kw):
-    params = dict(n_estimators=n_estimators, learning_rate=0.3, max_depth=3, min_child_weight=1.0,
-                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=64, n_jobs=1,
-                  random_state=0)
-    params.update(kw)
-    return LightGBMBackend(**params)
+    return small_backend(LightGBMBackend, n_estimators, **kw)
 
 
 def _ptr(qid):
@@ -56,25 +53,7 @@ def _naive_shrunk_model(unfolded, X, factors, tree_iterations):
 
 
 def _run(data, shrink, n_estimators=12, grad_scale=None, **kw):
-    X, y, qid = data
-    ptr = _ptr(qid)
-    obj = QueryRMSE()
-    seen = {"grad_raw": [], "train": [], "eval": []}
-
-    def grad_fn(raw, t):
-        seen["grad_raw"].append(raw.copy())
-        g, h = obj._gradient_hessian_sorted(y, raw, ptr, 0)
-        if grad_scale is not None:
-            g *= grad_scale(t)
-        return g, h
-
-    def callback(t, raw_train, raw_evals):
-        seen["train"].append(raw_train.copy())
-        seen["eval"].append(raw_evals[0].copy())
-        return False
-
-    backend = _backend(n_estimators, **kw).fit(X, grad_fn, eval_X=[X[::3]], shrink=shrink, callback=callback)
-    return backend, seen
+    return fit_recording(_backend(n_estimators, **kw), data, shrink, grad_scale)
 
 
 # -- SGLB shrinkage ------------------------------------------------------------

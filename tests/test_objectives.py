@@ -23,7 +23,6 @@ from rankkit._objectives._swap import (
 )
 from rankkit._random import noise_ranks
 from rankkit._objectives.lambdamart import LambdaMART, lambdamart_gradients
-from rankkit._objectives.query_rmse import QueryRMSE
 from rankkit._objectives.stochastic_rank import StochasticRank
 from rankkit._objectives.xendcg import XENDCG
 from rankkit._objectives.yetirank import NOISES, YetiRank, yeti_noisy_scores

@@ -15,21 +15,17 @@ xgboost = pytest.importorskip("xgboost")
 import rankkit._estimators as est  # noqa: E402
 from rankkit._backends.xgboost import XGBoostBackend  # noqa: E402
 from rankkit._objectives.query_rmse import QueryRMSE  # noqa: E402
-from rankkit.datasets import make_ranking  # noqa: E402
+
+from ._backends import fit_recording, ranking_data, small_backend  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def data():
-    X, y, qid = make_ranking(n_queries=60, n_features=6, max_docs=25, random_state=3)
-    return X, y.astype(np.float64), qid
+    return ranking_data()
 
 
 def _backend(n_estimators=12, **kw):
-    params = dict(n_estimators=n_estimators, learning_rate=0.3, max_depth=3, min_child_weight=1.0,
-                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=64, n_jobs=1,
-                  random_state=0)
-    params.update(kw)
-    return XGBoostBackend(**params)
+    return small_backend(XGBoostBackend, n_estimators, **kw)
 
 
 def _naive_shrunk_model(booster, dmat, factors):
@@ -42,22 +38,7 @@ def _naive_shrunk_model(booster, dmat, factors):
 
 
 def _run_with_shrink(data, shrink, n_estimators=12):
-    X, y, qid = data
-    ptr = np.r_[0, np.flatnonzero(np.diff(qid)) + 1, len(qid)].astype(np.int64)
-    obj = QueryRMSE()
-    seen = {"grad_raw": [], "train": [], "eval": []}
-
-    def grad_fn(raw, t):
-        seen["grad_raw"].append(raw.copy())
-        return obj._gradient_hessian_sorted(y, raw, ptr, 0)
-
-    def callback(t, raw_train, raw_evals):
-        seen["train"].append(raw_train.copy())
-        seen["eval"].append(raw_evals[0].copy())
-        return False
-
-    backend = _backend(n_estimators).fit(X, grad_fn, eval_X=[X[::3]], shrink=shrink, callback=callback)
-    return backend, seen
+    return fit_recording(_backend(n_estimators), data, shrink)
 
 
 @pytest.mark.parametrize("mode", ["constant", "decreasing"])
