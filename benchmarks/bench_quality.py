@@ -188,14 +188,15 @@ def _engine_version(engine):
     return getattr(importlib.import_module(engine), "__version__", "?")
 
 
-def fit_rankkit(cls_name, params, fold, cfg, eval_metric="ndcg@10"):
+def fit_rankkit(cls_name, params, fold, cfg, eval_metric="ndcg@10", seed=0):
     import rankkit
 
-    params = {"eval_metric": eval_metric, **params, **cfg.overrides}
-    model = getattr(rankkit, cls_name)(
-        n_estimators=cfg.n_estimators, learning_rate=cfg.lr, max_depth=cfg.depth,
-        n_jobs=cfg.n_jobs, random_state=0, backend=cfg.backend, **params,
-    )
+    params = {
+        "n_estimators": cfg.n_estimators, "learning_rate": cfg.lr, "max_depth": cfg.depth,
+        "n_jobs": cfg.n_jobs, "random_state": seed, "backend": cfg.backend, "eval_metric": eval_metric,
+        **params, **cfg.overrides,
+    }
+    model = getattr(rankkit, cls_name)(**params)
     (Xt, yt, qt), (Xv, yv, qv) = fold["train"], fold["vali"]
     with Timer() as t:
         model.fit(Xt, yt, qid=qt, eval_set=[(Xv, yv)], eval_qid=[qv], early_stopping_rounds=cfg.patience)
@@ -295,6 +296,7 @@ def _cache_key(dataset, fold, label, engine, params, metric, cfg):
     blob = json.dumps(
         [dataset, fold, label, engine, _engine_version(engine), repr(params), metric, cfg.n_estimators,
          cfg.lr, cfg.depth, cfg.patience, cfg.backend if engine == "rankkit" else None,
+         cfg.seeds if engine == "rankkit" else 1,
          sorted(cfg.overrides.items()) if engine == "rankkit" else None],
         sort_keys=True, default=str,
     )
@@ -307,10 +309,17 @@ def run_one(dataset, k, fold, label, spec, cfg):
     path = CACHE / f"{key}.json"
     if cfg.cache and path.exists() and engine != "rankkit" or (cfg.cache_rankkit and path.exists()):
         return json.loads(path.read_text())
-    predict, seconds, trees = fit(*args, fold, cfg, eval_metric=metric)
     Xs, ys, qs = fold["test"]
-    pq = per_query_metrics(ys, np.asarray(predict(Xs), dtype=np.float64), qs)
-    out = {"seconds": seconds, "trees": int(trees), "per_query": {m: np.asarray(v).tolist() for m, v in pq.items()}}
+    # Random objectives are averaged over ``--seeds`` fits (per-query metrics
+    # averaged), so a comparison is not decided by one draw of the noise.
+    runs = []
+    for seed in range(cfg.seeds if engine == "rankkit" else 1):
+        kw = {"seed": seed} if engine == "rankkit" else {}
+        predict, seconds, trees = fit(*args, fold, cfg, eval_metric=metric, **kw)
+        runs.append((per_query_metrics(ys, np.asarray(predict(Xs), dtype=np.float64), qs), seconds, trees))
+    pq = {m: np.mean([np.asarray(r[0][m], dtype=np.float64) for r in runs], axis=0) for m in METRICS}
+    out = {"seconds": float(np.median([r[1] for r in runs])), "trees": int(np.median([r[2] for r in runs])),
+           "per_query": {m: v.tolist() for m, v in pq.items()}}
     CACHE.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out))
     return out
@@ -373,6 +382,8 @@ def main(argv=None):
     parser.add_argument("--patience", type=int, default=100)
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--backend", default="xgboost", help="rankkit backend")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="fit every rankkit method with random_state 0..seeds-1 and average")
     parser.add_argument("--only", default=None, help="comma-separated substrings of method labels")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a rankkit parameter for every rankkit method (repeatable)")
