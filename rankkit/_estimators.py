@@ -60,7 +60,7 @@ from ._backends import get_backend
 from ._groups import make_groups, missing_qid_error, split_qid
 from ._metrics._api import evaluate_sorted
 from ._metrics._common import parse_metric
-from ._objectives._base import RankingObjective
+from ._objectives._base import RankingObjective, query_hessian_units
 from ._objectives.lambdamart import LambdaMART
 from ._objectives.query_rmse import QueryRMSE
 from ._objectives.stochastic_rank import StochasticRank
@@ -68,7 +68,7 @@ from ._objectives.xendcg import XENDCG
 from ._objectives.yetirank import YetiRank
 from ._params import BACKEND_SETTINGS, BOOSTING_CONSTRAINTS, parameter_docs
 from ._random import mix64, seed_from
-from ._sglb import SGLB, shrink_schedule
+from ._sglb import SGLB, add_gaussian_noise, auto_diffusion_temperature, langevin_noise_scale, shrink_schedule
 from ._validation import check_sample_weight
 
 def _iteration_seed(seed_base, t):
@@ -135,6 +135,18 @@ class _EvalMonitor:
         if self.best_iteration is None or last > self.best_score:
             self.best_score, self.best_iteration = last, t
         return self.early_stopping_rounds is not None and t - self.best_iteration >= self.early_stopping_rounds
+
+
+def _has_varying_feature(X):
+    """Whether some feature takes two values on the rows (missing counts as a value)."""
+    if hasattr(X, "toarray"):
+        X = X.toarray()  # only reached to explain a constant model
+    X = np.asarray(X, dtype=np.float64)
+    missing = np.isnan(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
+        varies = np.nanmax(X, axis=0, initial=-np.inf) > np.nanmin(X, axis=0, initial=np.inf)
+    return bool(np.any(varies) or np.any(missing.any(axis=0) & ~missing.all(axis=0)))
 
 
 def _mean_metric(metric, y, raw, group_ptr, settings):
@@ -258,13 +270,31 @@ class BaseRanker(BaseEstimator):
 
     # -- fit -----------------------------------------------------------------
     def _objective_for_fit(self):
-        """The validated objective, wrapped in SGLB's noise with ``langevin=True``."""
+        """The validated objective."""
         objective = self._make_objective()
-        if self.langevin:
-            objective = SGLB(objective, learning_rate=self.learning_rate,
-                             diffusion_temperature=self.diffusion_temperature)
         objective._check_params()
         return objective
+
+    def _langevin_noise_scale(self, objective, train, seed_base):
+        """The SGLB noise scale ``sqrt(2 / (learning_rate * beta))`` (0 without
+        ``langevin``), with ``diffusion_temperature="auto"`` resolved from the
+        first iteration's gradients (every backend starts from scores 0);
+        sets ``diffusion_temperature_`` to the ``beta`` used."""
+        self.diffusion_temperature_ = None
+        if not self.langevin:
+            return 0.0
+        beta = self.diffusion_temperature
+        if isinstance(beta, str):  # "auto"
+            first = self._gradient_function(objective, train, seed_base)
+            beta = auto_diffusion_temperature(first(np.zeros(train.y.shape[0]), 0)[0], self.learning_rate)
+        self.diffusion_temperature_ = float(beta)
+        scale = langevin_noise_scale(self.learning_rate, beta)
+        if not np.isfinite(scale):
+            raise ValueError(
+                "sqrt(2 / (learning_rate * diffusion_temperature)) overflows; raise learning_rate "
+                "or diffusion_temperature."
+            )
+        return scale
 
     def _eval_metric(self, objective):
         """``(metric, settings)`` of ``score`` and early stopping: ``eval_metric``
@@ -279,17 +309,31 @@ class BaseRanker(BaseEstimator):
         return get_backend(self.backend)(**settings)
 
     @staticmethod
-    def _gradient_function(objective, train, seed_base):
-        """``grad_fn(raw, t)`` of the backend contract: the objective's
-        gradients on the training rows, seeded per iteration, weighted."""
+    def _gradient_function(objective, train, seed_base, noise_scale=0.0):
+        """``grad_fn(raw, t)`` of the backend contract, on the training rows:
+
+        1. the objective's gradients and hessians, seeded per iteration;
+        2. times the sample weights;
+        3. for objectives with Newton leaves and a loss per query, both
+           scaled so that the mean hessian per query is 1 (:func:`~rankkit._objectives._base.query_hessian_units`):
+           ``min_child_weight`` and ``reg_lambda`` then count in queries
+           whatever the objective's scale;
+        4. plus SGLB's Langevin noise ``noise_scale * N(0, 1)`` per document
+           (:func:`~rankkit._sglb.add_gaussian_noise`).
+        """
+        n_queries = train.group_ptr.shape[0] - 1
+        scratch = np.empty((3, train.y.shape[0]), dtype=np.int64) if noise_scale else None
 
         def grad_fn(raw, t):
-            grad, hess = objective._gradient_hessian_sorted(
-                train.y, raw, train.group_ptr, _iteration_seed(seed_base, t)
-            )
+            seed = _iteration_seed(seed_base, t)
+            grad, hess = objective._gradient_hessian_sorted(train.y, raw, train.group_ptr, seed)
             if train.weight is not None:
                 grad *= train.weight
                 hess *= train.weight
+            if objective.uses_hessian and objective.per_query_loss:
+                query_hessian_units(grad, hess, n_queries)
+            if noise_scale:
+                add_gaussian_noise(grad, train.y, raw, train.group_ptr, noise_scale, np.int64(seed), scratch)
             return grad, hess
 
         return grad_fn
@@ -334,17 +378,19 @@ class BaseRanker(BaseEstimator):
         monitor = _EvalMonitor(evals, *self._eval_metric(objective), early_stopping_rounds=early_stopping_rounds,
                                verbose=verbose, n_estimators=self.n_estimators)
         seed_base = seed_from(self.random_state)
+        noise_scale = self._langevin_noise_scale(objective, train, seed_base)
         backend = self._make_backend(seed_base)
+        grad_fn = self._gradient_function(objective, train, seed_base, noise_scale)
         backend.fit(
             train.X,
-            self._gradient_function(objective, train, seed_base),
+            grad_fn,
             eval_X=[e.X for e in evals],
             shrink=shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate),
             callback=monitor if evals else None,
         )
-        return self._finish(backend, objective, monitor, early_stopping_rounds)
+        return self._finish(backend, objective, monitor, early_stopping_rounds, train, grad_fn)
 
-    def _finish(self, backend, objective, monitor, early_stopping_rounds):
+    def _finish(self, backend, objective, monitor, early_stopping_rounds, train, grad_fn):
         """Fitted attributes; the model cut back to its best iteration after early stopping."""
         if monitor.evals:
             n_done = len(next(iter(monitor.history.values()))[monitor.label])
@@ -364,14 +410,52 @@ class BaseRanker(BaseEstimator):
         if not np.any(backend.feature_importances("split")):
             warnings.warn(
                 f"{type(self).__name__} grew no split in {n_done} trees: the model is a constant. "
-                f"Either no split gained anything or every split left a child with a hessian sum "
-                f"below min_child_weight={self.min_child_weight}. Pairwise and list-wise objectives "
-                "have small hessians (LambdaMART's are normalised per query): on small data, lower "
-                "min_child_weight (e.g. 1e-3).",
+                + self._why_constant(train, grad_fn),
                 UserWarning,
                 stacklevel=3,  # the caller of fit, above scikit-learn's fit wrapper
             )
         return self
+
+    def _why_constant(self, train, grad_fn):
+        """The cause of a model without any split, found from the data and the
+        first iteration's gradients (what the backend saw)."""
+        ptr = train.group_ptr
+        sizes = np.diff(ptr)
+        if ptr.shape[0] > 1:
+            lo = np.minimum.reduceat(train.y, ptr[:-1]) if train.y.size else np.zeros(0)
+            hi = np.maximum.reduceat(train.y, ptr[:-1]) if train.y.size else np.zeros(0)
+            varied = int(np.sum((sizes >= 2) & (hi > lo)))
+        else:
+            varied = 0
+        if varied == 0:
+            return (
+                f"No query has two documents with different labels ({int(np.sum(sizes < 2))} of "
+                f"{sizes.shape[0]} queries have a single document, the others equal labels), so "
+                "there is nothing to rank: check the labels and the query ids."
+            )
+        grad, hess = grad_fn(np.zeros(train.y.shape[0]), 0)
+        if not np.any(grad):
+            return (
+                f"{varied} queries have documents with different labels, but every gradient of "
+                "the objective is zero: the metric sees no relevant document to move (check "
+                "relevance_threshold, k and the metric against the labels)."
+            )
+        if not _has_varying_feature(train.X):
+            return "Every feature is constant on the training rows: no split can separate documents."
+        total = float(hess.sum())
+        per_query = self.objective_.uses_hessian and self.objective_.per_query_loss
+        units = "queries: one unit is the mean curvature of a query" if per_query else "documents"
+        if total < 2.0 * self.min_child_weight:
+            return (
+                f"The training rows' hessians sum to {total:.3g} (in {units}), less than twice "
+                f"min_child_weight={self.min_child_weight}, so every split leaves a child below it: "
+                "lower min_child_weight."
+            )
+        return (
+            f"Every split left a child whose hessian sum is below min_child_weight={self.min_child_weight} "
+            f"(the training rows sum to {total:.3g}, in {units}) or gained nothing under "
+            f"backend_params={self.backend_params}: with this little data, lower min_child_weight."
+        )
 
     # -- predict / score -------------------------------------------------------
     def predict(self, X):
@@ -458,7 +542,7 @@ class Ranker(BaseRanker):
     def __init__(self, objective=None, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="xgboost", backend_params=None, langevin=False,
-                 diffusion_temperature=1e4, model_shrink_rate=0.0, model_shrink_mode="constant",
+                 diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, qid_col="qid"):
         _store_arguments(self, locals())
 
@@ -545,11 +629,11 @@ class StochasticRankRanker(_NamedRanker):
 
     _objective_class = StochasticRank
 
-    def __init__(self, metric="ndcg", k=None, *, sigma=1.0, mu=0.0, nu=0.01, sfa=True, n_estimations=1,
+    def __init__(self, metric="ndcg", k=None, *, sigma=1.0, mu=0.1, nu=0.01, sfa=True, n_estimations=1,
                  gain="exp", relevance_threshold=0.0, err_mapping=None, err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=1.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
-                 backend="xgboost", backend_params=None, langevin=False, diffusion_temperature=1e4,
+                 backend="xgboost", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None, qid_col="qid"):
         _store_arguments(self, locals())
 
@@ -568,7 +652,7 @@ class YetiRanker(_NamedRanker):
                  err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=1.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
-                 backend="xgboost", backend_params=None, langevin=False, diffusion_temperature=1e4,
+                 backend="xgboost", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None, qid_col="qid"):
         _store_arguments(self, locals())
 
@@ -586,7 +670,7 @@ class LambdaMARTRanker(_NamedRanker):
                  relevance_threshold=0.0, err_mapping=None, err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=1.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
-                 backend="xgboost", backend_params=None, langevin=False, diffusion_temperature=1e4,
+                 backend="xgboost", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None, qid_col="qid"):
         _store_arguments(self, locals())
 
@@ -602,7 +686,7 @@ class XENDCGRanker(_NamedRanker):
     def __init__(self, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="xgboost", backend_params=None, langevin=False,
-                 diffusion_temperature=1e4, model_shrink_rate=0.0, model_shrink_mode="constant",
+                 diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, qid_col="qid"):
         _store_arguments(self, locals())
 
@@ -620,6 +704,6 @@ class QueryRMSERanker(_NamedRanker):
     def __init__(self, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="xgboost", backend_params=None, langevin=False,
-                 diffusion_temperature=1e4, model_shrink_rate=0.0, model_shrink_mode="constant",
+                 diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, qid_col="qid"):
         _store_arguments(self, locals())

@@ -66,7 +66,10 @@ BOOSTING_PARAMS = {
         "SGLB gradient noise ``sqrt(2 / (learning_rate * diffusion_temperature)) N(0, 1)`` "
         "(Ustimenko & Prokhorenkova 2021; ``rankkit._sglb``)."),
     "diffusion_temperature": Param(
-        1e4, SGLB_CONSTRAINTS["diffusion_temperature"], "float", "SGLB inverse temperature ``beta``."),
+        "auto", SGLB_CONSTRAINTS["diffusion_temperature"], 'float or "auto"',
+        "SGLB inverse temperature ``beta``. ``\"auto\"`` makes the noise one tenth of the root mean "
+        "square of the first iteration's gradients, ``beta = 2 / (learning_rate * (0.1 g_rms)^2)`` "
+        "(``rankkit._sglb.auto_diffusion_temperature``); the value used is ``diffusion_temperature_``."),
     "model_shrink_rate": Param(
         0.0, SGLB_CONSTRAINTS["model_shrink_rate"], "float",
         "SGLB model shrinkage ``gamma`` (applied whenever positive, as in CatBoost)."),

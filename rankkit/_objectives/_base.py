@@ -88,6 +88,33 @@ _METRIC_SETTINGS = frozenset(inspect.signature(evaluate_sorted).parameters) - {
 HESSIAN_FLOOR = 1e-6
 
 
+def query_hessian_units(grad, hess, n_queries):
+    r"""Scale ``grad`` and ``hess`` in place so that the hessians sum to ``n_queries``.
+
+    A tree's Newton leaf ``-G / (H + lambda)`` and its split constraint
+    ``H >= min_child_weight`` were designed for squared error, where every
+    row brings a hessian of 1. Ranking objectives bring whatever their loss
+    gives: a YetiLoss NDCG@10 on lists of 500 documents brings 1e-5 per
+    document, so with XGBoost's ``min_child_weight=1`` no split is possible
+    and the model stays constant, while other objectives bring 100 times
+    more. Multiplying gradients and hessians by one positive factor leaves
+    every Newton step ``-G / H`` unchanged and gives the two regularisers one
+    meaning for every objective: ``min_child_weight=1`` asks a leaf for the
+    curvature of one average query, ``reg_lambda=1`` weighs like one query.
+    The query, not the document, is the unit because the loss is a sum over
+    queries. Applied by the rankers to objectives with Newton leaves, every
+    iteration (``docs/user_guide.md``, "Defaults and why"). Returns the factor.
+    """
+    total = float(hess.sum())
+    if total <= 0.0 or n_queries <= 0:
+        return 1.0
+    factor = n_queries / total
+    grad *= factor
+    hess *= factor
+    np.maximum(hess, HESSIAN_FLOOR, out=hess)  # the floor holds in the new units too
+    return factor
+
+
 class RankingObjective:
     """Base class of rankkit objectives (see module docstring)."""
 
@@ -98,6 +125,12 @@ class RankingObjective:
     #: True when the loss does not change if all scores of a query shift by a
     #: constant, so gradients sum to zero per query.
     translation_invariant = True
+
+    #: True when the loss is a sum of one term per query (pairwise and
+    #: list-wise objectives); rankers then measure its hessians in queries
+    #: (:func:`query_hessian_units`). False for a sum over documents
+    #: (QueryRMSE), whose hessians already count documents.
+    per_query_loss = True
 
     #: Seeds :meth:`gradient_hessian` calls without ``seed=``; objectives with
     #: randomness take it as a parameter.

@@ -36,6 +36,9 @@ class QueryRMSE(RankingObjective):
     ([-1.0, 1.0, 0.0], [1.0, 1.0, 1.0])
     """
 
+    #: A sum of squared errors over documents: hessians already count documents.
+    per_query_loss = False
+
     def __init__(self):
         pass
 
