@@ -415,11 +415,12 @@ def test_all_backends_registered():
 
 @pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
 def test_warns_when_no_tree_splits(backend):
-    """The StochasticRank paper's toy: LambdaMART's per-query-normalised hessians
-    stay below min_child_weight=1, so no tree splits; the user is told why."""
+    """The StochasticRank paper's toy: two queries, so the hessians (in query
+    units) sum to 2 and no split leaves min_child_weight=1 on both sides; the
+    user is told why and what to change."""
     X, y, qid = make_stochasticrank_toy()
     params = dict(n_estimators=5, max_depth=3, backend=backend, random_state=0)
-    with pytest.warns(UserWarning, match=r"grew no split in 5 trees.*min_child_weight=1.0"):
+    with pytest.warns(UserWarning, match=r"grew no split in 5 trees.*min_child_weight=1.0.*in queries.*lower"):
         model = est.LambdaMARTRanker(**params).fit(X, y, qid=qid)
     assert np.ptp(model.predict(X)) == 0.0
     with warnings.catch_warnings():
