@@ -82,3 +82,20 @@ def fit_recording(backend, data, shrink, grad_scale=None):
 
     backend.fit(X, grad_fn, eval_X=[X[::3]], shrink=shrink, callback=callback)
     return backend, seen
+
+
+def in_query_units(objective):
+    """``objective`` as an engine hook whose gradients and hessians reach the
+    engine the way a ranker hands them over: per-query losses in query units
+    (``query_hessian_units``), others as they are."""
+    from rankkit._objectives._base import query_hessian_units
+
+    def hook(preds, data):
+        grad, hess = objective(preds, data)
+        if objective.uses_hessian and objective.per_query_loss:
+            n_queries = len(data.get_group()) if hasattr(data, "get_group") else len(
+                data.get_uint_info("group_ptr")) - 1
+            query_hessian_units(grad, hess, n_queries)
+        return grad, hess
+
+    return hook

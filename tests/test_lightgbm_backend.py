@@ -26,7 +26,7 @@ lgb = pytest.importorskip("lightgbm")
 
 from rankkit._backends.lightgbm import LightGBMBackend  # noqa: E402
 
-from ._backends import fit_recording, ranking_data, small_backend  # noqa: E402
+from ._backends import fit_recording, in_query_units, ranking_data, small_backend  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,8 @@ def test_callback_stops_and_eval_scores_match_predict(data):
 # -- the same model as plain LightGBM ------------------------------------------------------
 @pytest.mark.parametrize("name", ["queryrmse", "lambdamart", "yetirank"])
 def test_matches_plain_lightgbm_train(data, name):
-    """Without SGLB the ranker is ``lightgbm.train(params={"objective": obj})``:
+    """Without SGLB the ranker is ``lightgbm.train(params={"objective": obj})``
+    with the objective's hessians in query units, as rankers hand them over:
     same trees, bit for bit, also for a randomised objective with the same seed."""
     X, y, qid = data
     kw = dict(n_estimators=10, max_depth=4, random_state=0, backend="lightgbm", subsample=0.8)
@@ -165,7 +166,7 @@ def test_matches_plain_lightgbm_train(data, name):
     else:
         ranker, obj = est.YetiRanker(n_permutations=3, **kw), YetiRank(n_permutations=3, random_state=0)
     ranker.fit(X, y, qid=qid)
-    params = {**ranker.backend_.params_, "objective": obj}
+    params = {**ranker.backend_.params_, "objective": in_query_units(obj)}
     booster = lgb.train(params, lgb.Dataset(X, y, group=np.diff(_ptr(qid))), num_boost_round=10)
     np.testing.assert_array_equal(ranker.predict(X), booster.predict(X, raw_score=True))
 

@@ -75,7 +75,7 @@ def test_kernel_matches_reference_on_tied_sampled_scores(metric):
     """Zero noise leaves tied sampled scores: both sides break ties by row order."""
     y, raw, ptr = _tricky_data(3)
     okw, rkw = _metric_kwargs(metric, y)
-    obj = StochasticRank(metric, sfa=False, gain="linear", **okw)
+    obj = StochasticRank(metric, mu=0.0, sfa=False, gain="linear", **okw)
     eps = np.zeros((1, len(y)))
     grad, _ = _kernel(obj, y, raw, ptr, 0, eps=eps)
     ref = ccs_reference(y, raw, ptr, eps, metric, exp_gain=False, sfa=False, **rkw)
@@ -87,7 +87,7 @@ def test_err_with_probability_labels_matches_reference():
     ptr = _ptr([4, 6, 1])
     y = rng.choice([0.0, 0.25, 0.5, 1.0], ptr[-1])
     raw = rng.normal(size=ptr[-1])
-    obj = StochasticRank("err@4", sfa=False, n_estimations=3)
+    obj = StochasticRank("err@4", mu=0.0, sfa=False, n_estimations=3)
     grad, _ = _kernel(obj, y, raw, ptr, 99)
     ref = ccs_reference(y, raw, ptr, obj.sampled_noise(y, raw, ptr, 99), "err", 4, sfa=False)
     np.testing.assert_allclose(grad, ref, rtol=1e-10, atol=1e-12)
@@ -100,7 +100,7 @@ def test_long_query_matches_reference():
     y = rng.integers(0, 3, ptr[-1]).astype(float)
     raw = rng.integers(0, 4, ptr[-1]).astype(float)
     for metric, k in [("ndcg", 5), ("mrr", None), ("map", 10)]:
-        obj = StochasticRank(metric, k, sfa=True)
+        obj = StochasticRank(metric, k, mu=0.0, sfa=True)
         grad, _ = _kernel(obj, y, raw, ptr, 4)
         ref = ccs_reference(y, raw, ptr, obj.sampled_noise(y, raw, ptr, 4), metric, k)
         np.testing.assert_allclose(grad, ref, rtol=1e-10, atol=1e-12)
@@ -354,8 +354,9 @@ def test_mrr_map_binarise_graded_labels():
     y = rng.integers(0, 4, ptr[-1]).astype(float)
     raw = rng.normal(size=ptr[-1])
     for metric in ("mrr", "map"):
-        g, _ = StochasticRank(metric, relevance_threshold=1.5).gradient_hessian(y, raw, group_ptr=ptr, seed=2)
-        gb, _ = StochasticRank(metric).gradient_hessian((y > 1.5).astype(float), raw, group_ptr=ptr, seed=2)
+        # mu = 0: the shift sigma mu r uses the graded label r (as CatBoost does)
+        g, _ = StochasticRank(metric, mu=0.0, relevance_threshold=1.5).gradient_hessian(y, raw, group_ptr=ptr, seed=2)
+        gb, _ = StochasticRank(metric, mu=0.0).gradient_hessian((y > 1.5).astype(float), raw, group_ptr=ptr, seed=2)
         np.testing.assert_array_equal(g, gb)
 
 

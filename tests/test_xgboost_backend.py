@@ -16,7 +16,7 @@ import rankkit._estimators as est  # noqa: E402
 from rankkit._backends.xgboost import XGBoostBackend  # noqa: E402
 from rankkit._objectives.query_rmse import QueryRMSE  # noqa: E402
 
-from ._backends import fit_recording, ranking_data, small_backend  # noqa: E402
+from ._backends import fit_recording, in_query_units, ranking_data, small_backend  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,8 @@ def test_matches_plain_xgboost_train(data, name):
     ranker.fit(X, y, qid=qid)
     params = {"tree_method": "hist", "eta": 0.1, "max_depth": 4, "min_child_weight": 1.0, "lambda": 1.0,
               "max_bin": 256, "base_score": 0.0, "disable_default_eval_metric": 1}
-    booster = xgboost.train(params, xgboost.DMatrix(X, y, qid=qid), 10, obj=obj)
+    # the ranker hands per-query losses over in query units (query_hessian_units)
+    booster = xgboost.train(params, xgboost.DMatrix(X, y, qid=qid), 10, obj=in_query_units(obj))
     np.testing.assert_array_equal(ranker.predict(X), booster.predict(xgboost.DMatrix(X), output_margin=True))
 
 
