@@ -150,12 +150,13 @@ def test_saved_model_keeps_the_categories_and_serves_codes(data, backend, tmp_pa
     with zipfile.ZipFile(tmp_path / "m.rkm") as archive:
         serving = json.loads(archive.read("rankkit.json"))["serving"]
         model = archive.read(serving["model_file"])
+    # As docs/persistence.md builds the matrix.
     X = test[serving["feature_names"]].copy()
-    for j, cats in serving["categories"].items():
+    for j, categories in serving["categories"].items():
         column = X.columns[int(j)]
-        X[column] = pd.Categorical(X[column], categories=cats).codes
-    X = X.to_numpy(float)
-    X[X == -1] = np.nan  # only the categorical column has -1 (no numeric -1 exactly)
+        codes = pd.Index(categories).get_indexer(X[column])
+        X[column] = np.where(codes >= 0, codes, np.nan)
+    X = X.to_numpy(dtype=float)
     if backend == "xgboost":
         import xgboost
 
