@@ -137,7 +137,7 @@ def _encode(value, where):
         return {"__tuple__": [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
     if isinstance(value, dict):
         items = [(k, _encode(v, f"{where}[{k!r}]")) for k, v in value.items()]
-        if all(isinstance(k, str) for k, _ in items) and not (len(items) == 1 and items[0][0] in _TAGS):
+        if all(isinstance(k, str) and k not in _TAGS for k, _ in items):
             return dict(items)
         return {"__dict__": [[_encode(k, where), v] for k, v in items]}
     if isinstance(value, np.ndarray):
@@ -316,6 +316,8 @@ def _rebuild(header, files, classes):
         )
     ranker = cls(**params)
     for name, value in header["fitted"].items():
+        if not (name.endswith("_") and not name.startswith("_") and name not in _REBUILT):
+            raise ValueError(f"The file's fitted attribute {name!r} is not a fitted attribute name.")
         setattr(ranker, name, _decode(value, classes))
     backend = get_backend(header["backend"]).load(_decode(header["backend_state"], classes), files)
     ranker.backend_ = backend

@@ -376,3 +376,37 @@ def test_every_backend_saves():
 
 def test_load_model_is_public():
     assert "load_model" in rankkit.__all__ and rankkit.load_model is load_model
+
+
+def test_values_json_lacks_round_trip_through_their_tags():
+    from rankkit._persistence import _decode, _encode
+    from rankkit.objectives import SGLB, LambdaMART
+
+    value = {
+        "floats": [1.5, float("nan"), float("inf"), -float("inf"), np.float32(0.25)],
+        "tuple": (1, ("a", None)),
+        "int keys": {3: np.array(["x", "y"], dtype=object), 0: np.arange(3)},
+        "__tuple__": "a key that looks like a tag",
+        "state": np.random.RandomState(7),
+        "objective": SGLB(LambdaMART(metric="mrr", sigma=2.0), learning_rate=0.3),
+        "numpy scalars": [np.int64(4), np.bool_(True)],
+    }
+    text = json.dumps(_encode(value, "value"), allow_nan=False)  # strict JSON: no NaN literals
+    back = _decode(json.loads(text), ())
+    assert back["floats"][0] == 1.5 and np.isnan(back["floats"][1]) and back["floats"][2:4] == [np.inf, -np.inf]
+    assert back["floats"][4] == 0.25
+    assert back["tuple"] == (1, ("a", None))
+    assert list(back["int keys"]) == [3, 0] and back["int keys"][3].dtype == object
+    assert np.array_equal(back["int keys"][0], np.arange(3))
+    assert back["__tuple__"] == "a key that looks like a tag"
+    assert _same_value(back["state"], np.random.RandomState(7))
+    sglb = back["objective"]
+    assert type(sglb) is SGLB and sglb.learning_rate == 0.3
+    assert type(sglb.objective) is LambdaMART and sglb.objective.metric == "mrr" and sglb.objective.sigma == 2.0
+    assert back["numpy scalars"] == [4, True] and type(back["numpy scalars"][0]) is int
+
+
+def test_a_file_cannot_set_arbitrary_attributes(saved, tmp_path):
+    path = _rewrite_header(saved, tmp_path / "a.rkm", lambda h: h["fitted"].update(predict=1))
+    with pytest.raises(ValueError, match="'predict' is not a fitted attribute name"):
+        load_model(path)

@@ -77,8 +77,12 @@ def _xgboost_parameter_names():
     return frozenset(names)
 
 
-#: Bytes of one dense float64 block handed to XGBoost (rows = this / (8 * n_features)).
+#: Bytes of one dense float64 block handed to XGBoost.
 _BLOCK_BYTES = 64 * 2**20
+
+
+def _block_rows(X):
+    return max(1, _BLOCK_BYTES // (8 * max(1, X.shape[1])))
 
 
 class _DenseBlocks(xgboost.DataIter):
@@ -91,7 +95,7 @@ class _DenseBlocks(xgboost.DataIter):
     def __init__(self, X, feature_names, feature_types):
         super().__init__(release_data=True)
         self._X = X
-        self._block_rows = max(1, _BLOCK_BYTES // (8 * max(1, X.shape[1])))
+        self._block_rows = _block_rows(X)
         self._meta = {"feature_names": feature_names, "feature_types": feature_types}
         self._blocks = None
 
@@ -334,8 +338,7 @@ class XGBoostBackend(Backend):
             return np.asarray(booster.inplace_predict(X, predict_type="margin"), dtype=np.float64)
         # Sparse: dense blocks, so that absent entries are 0 here as in training.
         out = np.empty(X.shape[0], dtype=np.float64)
-        block_rows = max(1, _BLOCK_BYTES // (8 * max(1, X.shape[1])))
-        for a, block in iter_row_blocks(X, block_rows):
+        for a, block in iter_row_blocks(X, _block_rows(X)):
             out[a:a + block.shape[0]] = booster.inplace_predict(block, predict_type="margin")
         return out
 
