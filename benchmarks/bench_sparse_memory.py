@@ -27,8 +27,12 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import reset_peak, rss_peak_mb  # noqa: E402
 
 CONFIGS = {
     "xgboost DMatrix(csr), absent = missing (before)": "xgb_dmatrix_csr",
@@ -59,18 +63,6 @@ def make_data(rows, features, density, seed=0):
     y = np.concatenate(labels).astype(np.float64)
     ptr = np.append(np.arange(0, rows, 120), rows).astype(np.int64)
     return X, y, ptr
-
-
-def rss_peak_mb():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-
-
-def reset_peak():
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
 
 
 def worker(args):

@@ -178,6 +178,22 @@ class Backend:
         """The settings this backend was made with (``state["settings"]`` of :meth:`save`)."""
         return {name: getattr(self, name) for name in BACKEND_SETTINGS}
 
+    def _folding_state(self):
+        """The ``state`` of an engine that folds SGLB shrinkage into its model
+        (XGBoost, LightGBM): the settings, the parameters handed to the
+        engine, the shrink factor of every iteration and the iterations run."""
+        return {"settings": self._settings(), "params": self.params_, "shrink_factors": self.shrink_factors_,
+                "n_iterations": int(self.n_iterations_)}
+
+    @classmethod
+    def _from_folding_state(cls, state):
+        """A backend with what :meth:`_folding_state` saved, its model still to load."""
+        backend = cls(**state["settings"])
+        backend.params_ = dict(state["params"])
+        backend.shrink_factors_ = np.asarray(state["shrink_factors"], dtype=np.float64)
+        backend.n_iterations_ = int(state["n_iterations"])
+        return backend
+
 
 def check_gradients(grad, hess, n, t):
     """``grad_fn``'s output as contiguous float64 arrays of shape ``(n,)``

@@ -370,18 +370,13 @@ class LightGBMBackend(Backend):
         files = {"model.txt": self.booster_.model_to_string(num_iteration=-1).encode()}
         if np.any(self.shrink_factors_ != 1.0):
             files["model_unfolded.txt"] = self._unfolded.encode()
-        state = {"settings": self._settings(), "params": self.params_, "shrink_factors": self.shrink_factors_,
-                 "tree_iterations": self.tree_iterations_, "n_iterations": int(self.n_iterations_)}
-        return state, files
+        return {**self._folding_state(), "tree_iterations": self.tree_iterations_}, files
 
     @classmethod
     def load(cls, state, files):
         """The backend :meth:`save` described."""
-        backend = cls(**state["settings"])
-        backend.params_ = dict(state["params"])
-        backend.shrink_factors_ = np.asarray(state["shrink_factors"], dtype=np.float64)
+        backend = cls._from_folding_state(state)
         backend.tree_iterations_ = np.asarray(state["tree_iterations"], dtype=np.int64)
-        backend.n_iterations_ = int(state["n_iterations"])
         model = files["model.txt"].decode()
         backend.booster_ = lightgbm.Booster(model_str=model)
         backend._unfolded = files["model_unfolded.txt"].decode() if "model_unfolded.txt" in files else model

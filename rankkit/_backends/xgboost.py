@@ -377,17 +377,12 @@ class XGBoostBackend(Backend):
         files = {"booster.ubj": bytes(self.booster_.save_raw("ubj"))}
         if np.any(self.shrink_factors_ != 1.0):
             files["booster_unfolded.ubj"] = bytes(self._unfolded.save_raw("ubj"))
-        state = {"settings": self._settings(), "params": self.params_,
-                 "shrink_factors": self.shrink_factors_, "n_iterations": int(self.n_iterations_)}
-        return state, files
+        return self._folding_state(), files
 
     @classmethod
     def load(cls, state, files):
         """The backend :meth:`save` described."""
-        backend = cls(**state["settings"])
-        backend.params_ = dict(state["params"])
-        backend.shrink_factors_ = np.asarray(state["shrink_factors"], dtype=np.float64)
-        backend.n_iterations_ = int(state["n_iterations"])
+        backend = cls._from_folding_state(state)
         threads = {"nthread": backend.params_.get("nthread", 0)}
         backend.booster_ = xgboost.Booster(threads, model_file=bytearray(files["booster.ubj"]))
         unfolded = files.get("booster_unfolded.ubj")
