@@ -331,7 +331,8 @@ def test_files_that_are_not_rankkit_models(frames, tmp_path, kind):
             pytest.skip(f"{kind} not installed")
         ranker = QueryRMSERanker(backend=kind, qid_col="query", random_state=0, **BOOST).fit(train, y)
         ranker.booster_.save_model(str(path))
-        expected += {"xgboost": r".*XGBoost model: xgboost\.Booster", "lightgbm": r".*LightGBM.*lightgbm\.Booster"}[kind]
+        hints = {"xgboost": r".*XGBoost model: xgboost\.Booster", "lightgbm": r".*LightGBM.*lightgbm\.Booster"}
+        expected += hints[kind]
     with pytest.raises(ValueError, match=expected):
         load_model(path)
 
@@ -410,3 +411,18 @@ def test_a_file_cannot_set_arbitrary_attributes(saved, tmp_path):
     path = _rewrite_header(saved, tmp_path / "a.rkm", lambda h: h["fitted"].update(predict=1))
     with pytest.raises(ValueError, match="'predict' is not a fitted attribute name"):
         load_model(path)
+
+
+@pytest.mark.parametrize("backend", [b for b in ("xgboost", "lightgbm") if installed(b)])
+def test_the_documented_code_runs(backend, tmp_path, monkeypatch):
+    """docs/persistence.md's code blocks, in order, on each engine (their asserts check the results)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "persistence.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 2
+    code = blocks[0].replace('n_estimators=50)', f'n_estimators=50, backend="{backend}")') + blocks[1]
+    assert f'backend="{backend}"' in code
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/persistence.md", "exec"), {})
