@@ -69,6 +69,7 @@ def test_engines_split_on_sets_of_categories(data, backend):
     train, y, test, _ = data
     ranker = _stump(backend).fit(train, y)
     assert list(ranker.categories_) == [1] and list(ranker.categories_[1]) == SITES
+    assert isinstance(train["site"].dtype, pd.CategoricalDtype)  # the caller's frame is left as it was
     # One split puts the alternating sites on either side: a set split, no threshold on codes.
     assert _groups_of_one_split(ranker, test) == [["a", "c", "e"], ["b", "d", "f"]]
     if backend == "xgboost":
