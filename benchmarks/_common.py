@@ -133,3 +133,17 @@ def save_result(name, text):
     path = RESULTS / name
     path.write_text(text + "\n")
     return path
+
+
+def rss_peak_mb():
+    """The process's peak resident memory (``VmHWM``), in MB (Linux)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+
+
+def reset_peak():
+    """Reset the peak resident memory to the current one (``/proc/self/clear_refs``, Linux)."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")

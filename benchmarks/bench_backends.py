@@ -30,6 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import reset_peak, rss_peak_mb  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 MQ2008 = ROOT / ".." / "shared" / "data" / "MQ2008" / "Fold1" / "train.txt.gz"
 
@@ -56,18 +59,6 @@ def load(dataset, n_docs):
     _, starts = np.unique(qid, return_index=True)
     ptr = np.append(np.sort(starts), len(qid)).astype(np.int64)
     return X, np.asarray(y, dtype=np.float64), ptr
-
-
-def rss_peak_mb():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-
-
-def reset_peak():
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
 
 
 def best_of_3(res, predict):

@@ -17,6 +17,7 @@ from ._estimators import (  # noqa: E402
     XENDCGRanker,
     YetiRanker,
 )
+from ._persistence import load_model  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -27,5 +28,6 @@ __all__ = [
     "LambdaMARTRanker",
     "XENDCGRanker",
     "QueryRMSERanker",
+    "load_model",
     "__version__",
 ]

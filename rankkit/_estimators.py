@@ -57,6 +57,7 @@ from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backends import get_backend
+from ._categorical import apply_categories, fit_categories
 from ._groups import make_groups, missing_qid_error, split_qid
 from ._metrics._api import evaluate_sorted
 from ._metrics._common import parse_metric
@@ -189,9 +190,16 @@ class BaseRanker(BaseEstimator):
         """Query ids of rows that came without any: an error saying how to pass them."""
         raise missing_qid_error(X, self.qid_col, where=where, qid_name=qid_name)
 
-    def _validate_X(self, X, *, reset):
+    def _validate_X(self, X, *, reset, where="X"):
+        # Categorical columns become their codes against the training
+        # categories (rankkit._categorical, fitted in categories_).
+        if reset:
+            X, self.categories_ = fit_categories(X, where=where)
+        else:
+            X = apply_categories(X, getattr(self, "categories_", {}), where=where)
         # NaN is a missing value (every backend learns a default direction per
-        # split); infinite values are an error.
+        # split); infinite values are an error. In a sparse matrix an absent
+        # entry is 0, as in scikit-learn, on every backend.
         return validate_data(
             self,
             X,
@@ -210,7 +218,7 @@ class BaseRanker(BaseEstimator):
         """
         X_in = X
         X, qid = split_qid(X, qid, self.qid_col)
-        X = self._validate_X(X, reset=reset)
+        X = self._validate_X(X, reset=reset, where=where)
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "
@@ -387,6 +395,8 @@ class BaseRanker(BaseEstimator):
             eval_X=[e.X for e in evals],
             shrink=shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate),
             callback=monitor if evals else None,
+            feature_names=getattr(self, "feature_names_in_", None),
+            categorical_features=sorted(self.categories_),
         )
         return self._finish(backend, objective, monitor, early_stopping_rounds, train, grad_fn)
 
@@ -490,6 +500,23 @@ class BaseRanker(BaseEstimator):
         data = self._prepare(X, y, qid, self.objective_, reset=False)
         metric, settings = self._eval_metric(self.objective_)
         return _mean_metric(metric, data.y, self.backend_.predict(data.X), data.group_ptr, settings)
+
+    def save_model(self, path):
+        """Save the fitted ranker to one file, read back by :func:`rankkit.load_model`.
+
+        The file (format ``rankkit-model``, ``docs/persistence.md``) is a ZIP
+        archive of a JSON header (parameters, fitted attributes, feature
+        names, categories) and the engine's own model (XGBoost UBJSON,
+        LightGBM text, the numba engine's trees as NumPy arrays), servable
+        without rankkit. No pickle: loading runs no code from the file.
+
+        Parameters
+        ----------
+        path : str, path-like or binary file object
+        """
+        from ._persistence import save_model
+
+        save_model(self, path)
 
     @property
     def feature_importances_(self):

@@ -22,9 +22,24 @@ Iteration ``t`` (0-based) of :meth:`Backend.fit`:
 After ``fit`` the backend's own model object predicts exactly the tracked raw
 scores (shrink factors folded into leaves where the engine cannot scale old
 trees in place).
+
+What the features mean is the same on every backend: NaN is a missing value;
+in a sparse matrix an absent entry is 0, as in scikit-learn (an engine that
+reads absent entries as missing, XGBoost, is handed dense row blocks);
+``fit(..., feature_names=)`` names the features in the engine's model where
+the engine can carry the names; ``categorical_features`` are indices of
+columns holding category codes (:mod:`rankkit._categorical`), split natively
+or refused with an error naming them.
+
+Persistence: :meth:`Backend.save` returns the fitted model as a JSON-ready
+``state`` dict and ``{name: bytes}`` files in the engine's own formats, and
+:meth:`Backend.load` rebuilds the backend from them; the file around them is
+:mod:`rankkit._persistence`'s.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 from sklearn.utils._param_validation import validate_parameter_constraints
@@ -92,8 +107,14 @@ class Backend:
         validate_parameter_constraints(self._engine_constraints, settings, caller_name=caller)
         return check_backend_params(type(self), self.backend_params)
 
-    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None):
-        """Train; see the module docstring. Returns self."""
+    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
+            categorical_features=()):
+        """Train; see the module docstring. Returns self.
+
+        ``feature_names``: one string per column (or None), stored in the
+        engine's model when the engine allows them (:meth:`_engine_feature_names`);
+        ``categorical_features``: indices of the columns holding category codes.
+        """
         raise NotImplementedError
 
     def predict(self, X, n_iterations=None):
@@ -108,6 +129,71 @@ class Backend:
         """Per-feature importance, normalised to sum to 1 (zeros if no split)."""
         raise NotImplementedError
 
+    # -- feature names -----------------------------------------------------------
+    #: Characters the engine refuses in a feature name.
+    _forbidden_name_chars = ""
+
+    def _engine_feature_names(self, feature_names):
+        """``feature_names`` as the engine's model will carry them, or None.
+
+        Names the engine refuses (a character of ``_forbidden_name_chars``,
+        duplicates) are not passed: the engine then names features by
+        position and a warning says so; the ranker keeps the column names
+        in ``feature_names_in_`` either way.
+        """
+        if feature_names is None:
+            return None
+        names = [str(name) for name in feature_names]
+        bad = [name for name in names if any(c in name for c in self._forbidden_name_chars)]
+        if bad or len(set(names)) != len(names):
+            what = (f"names containing any of {list(self._forbidden_name_chars)} ({bad[:5]})" if bad
+                    else "duplicate names")
+            warnings.warn(
+                f"backend={self.name!r}: the engine cannot store feature {what}, so its model names "
+                "the features by position; the ranker keeps the column names (feature_names_in_). "
+                "Rename the columns to have the engine's model carry them.",
+                UserWarning,
+                stacklevel=4,
+            )
+            return None
+        return names
+
+    # -- persistence -------------------------------------------------------------
+    def save(self):
+        """The fitted model as ``(state, files)``.
+
+        ``state`` is a dict of plain values (numbers, strings, lists, dicts,
+        NumPy arrays) that :mod:`rankkit._persistence` writes as JSON;
+        ``files`` maps file names to bytes in the engine's own formats, the
+        model a server loads first.
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def load(cls, state, files):
+        """The backend that :meth:`save` described, ready to predict."""
+        raise NotImplementedError
+
+    def _settings(self):
+        """The settings this backend was made with (``state["settings"]`` of :meth:`save`)."""
+        return {name: getattr(self, name) for name in BACKEND_SETTINGS}
+
+    def _folding_state(self):
+        """The ``state`` of an engine that folds SGLB shrinkage into its model
+        (XGBoost, LightGBM): the settings, the parameters handed to the
+        engine, the shrink factor of every iteration and the iterations run."""
+        return {"settings": self._settings(), "params": self.params_, "shrink_factors": self.shrink_factors_,
+                "n_iterations": int(self.n_iterations_)}
+
+    @classmethod
+    def _from_folding_state(cls, state):
+        """A backend with what :meth:`_folding_state` saved, its model still to load."""
+        backend = cls(**state["settings"])
+        backend.params_ = dict(state["params"])
+        backend.shrink_factors_ = np.asarray(state["shrink_factors"], dtype=np.float64)
+        backend.n_iterations_ = int(state["n_iterations"])
+        return backend
+
 
 def check_gradients(grad, hess, n, t):
     """``grad_fn``'s output as contiguous float64 arrays of shape ``(n,)``
@@ -120,3 +206,23 @@ def check_gradients(grad, hess, n, t):
     if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
         raise ValueError(f"grad_fn returned NaN or infinite gradients/hessians at iteration {t}.")
     return grad, hess
+
+
+def iter_row_blocks(X, block_rows):
+    """Yield ``(start, block)``: ``X``'s rows in C-contiguous dense blocks of
+    ``block_rows`` rows, float32 if ``X`` is, else float64.
+
+    A sparse matrix is densified one block at a time, so an absent entry is
+    the value 0 (scikit-learn's meaning) and memory holds one dense block at
+    most; a dense ``X`` yields views (no copy when it is C-contiguous).
+    """
+    n = X.shape[0]
+    sparse = hasattr(X, "toarray")
+    if sparse and getattr(X, "format", "csr") != "csr":
+        X = X.tocsr()  # row slices of CSR are cheap
+    dtype = np.float32 if X.dtype == np.float32 else np.float64
+    for a in range(0, n, block_rows):
+        b = min(n, a + block_rows)
+        blk = X[a:b]
+        blk = blk.toarray() if sparse else blk
+        yield a, np.ascontiguousarray(blk, dtype=dtype)

@@ -123,6 +123,10 @@ class LightGBMBackend(Backend):
 
     name = "lightgbm"
 
+    # LightGBM refuses these in feature names ("special JSON characters");
+    # it replaces whitespace by "_" itself.
+    _forbidden_name_chars = '",:[]{}'
+
     params_help = (
         "LightGBM's parameters and their aliases "
         "(https://lightgbm.readthedocs.io/en/stable/Parameters.html; "
@@ -206,14 +210,25 @@ class LightGBMBackend(Backend):
         return int(self.params_.get("num_threads", 0))
 
     # -- training ------------------------------------------------------------
-    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None):
+    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
+            categorical_features=()):
         """Grow ``n_estimators`` trees: the loop of :mod:`rankkit._backends._base`.
 
-        ``shrink(t)`` must return a factor in (0, 1] (or None). LightGBM
-        names the features ``Column_<i>``; ``feature_names`` is not used (the
-        ranker keeps the caller's names).
+        ``shrink(t)`` must return a factor in (0, 1] (or None).
+        ``feature_names`` name the features of the model
+        (``booster_.feature_name()``; LightGBM's own ``Column_<i>`` without
+        them or when LightGBM refuses them); ``categorical_features`` are
+        LightGBM's ``categorical_feature`` (category codes; ``max_cat_to_onehot``,
+        ``cat_smooth``, ``min_data_per_group``, ... in ``backend_params``).
         """
         self.params_ = params = self._params()
+        names = self._engine_feature_names(feature_names)
+        categorical = [int(j) for j in categorical_features]
+        if categorical and params.get("categorical_feature") not in (None, "", []):
+            raise ValueError(
+                "backend_params sets LightGBM's categorical_feature, but X is a DataFrame with category "
+                "columns, which are the categorical features already: drop one of the two."
+            )
         if shrink is not None and params.get("linear_tree"):
             raise ValueError(
                 "backend_params={'linear_tree': True} cannot be combined with SGLB shrinkage "
@@ -226,7 +241,8 @@ class LightGBMBackend(Backend):
             # a subsample this small keeps one row.
             params["bagging_fraction"] = min(1.0, 1.5 / n)
         sizes = [n] + [E.shape[0] for E in eval_X]
-        train = lightgbm.Dataset(X, params=params, free_raw_data=True).construct()
+        data_args = {"feature_name": names or "auto", "categorical_feature": categorical or "auto"}
+        train = lightgbm.Dataset(X, params=params, free_raw_data=True, **data_args).construct()
         booster = None
         # LightGBM drops every feature that is constant on the training rows and,
         # with a callable objective, cannot train without any left (its built-in
@@ -285,7 +301,7 @@ class LightGBMBackend(Backend):
         if booster is not None:
             self._unfolded = booster.model_to_string(num_iteration=-1)
         else:
-            self._unfolded = _constant_model(X.shape[1])
+            self._unfolded = _constant_model(X.shape[1], names)
         self.booster_ = self._fold(self.n_iterations_)
         return self
 
@@ -345,6 +361,27 @@ class LightGBMBackend(Backend):
         total = out.sum()
         return out / total if total > 0 else out
 
+    # -- persistence -------------------------------------------------------------
+    def save(self):
+        """``(state, files)``: the model string (``model.txt``, LightGBM's own
+        text format), plus the model before SGLB folding
+        (``model_unfolded.txt``) when a shrink factor was applied."""
+        self._check_fitted()
+        files = {"model.txt": self.booster_.model_to_string(num_iteration=-1).encode()}
+        if np.any(self.shrink_factors_ != 1.0):
+            files["model_unfolded.txt"] = self._unfolded.encode()
+        return {**self._folding_state(), "tree_iterations": self.tree_iterations_}, files
+
+    @classmethod
+    def load(cls, state, files):
+        """The backend :meth:`save` described."""
+        backend = cls._from_folding_state(state)
+        backend.tree_iterations_ = np.asarray(state["tree_iterations"], dtype=np.int64)
+        model = files["model.txt"].decode()
+        backend.booster_ = lightgbm.Booster(model_str=model)
+        backend._unfolded = files["model_unfolded.txt"].decode() if "model_unfolded.txt" in files else model
+        return backend
+
 
 def _running_sums(booster, sizes):
     """LightGBM's running sums of the trees: training rows, then every eval set.
@@ -367,7 +404,7 @@ def _running_sums(booster, sizes):
     return out
 
 
-def _constant_model(n_features):
+def _constant_model(n_features, feature_names=None):
     """Text of a LightGBM model over ``n_features`` features that predicts 0.
 
     LightGBM's own single-leaf first tree: one iteration with zero gradients
@@ -378,7 +415,8 @@ def _constant_model(n_features):
     X[1, 0] = 1.0
     params = {"objective": "none", "min_data_in_leaf": 1, "min_sum_hessian_in_leaf": 0.0, "verbosity": -1,
               "num_threads": 1}
-    booster = lightgbm.Booster(params, lightgbm.Dataset(X, params=params))
+    data = lightgbm.Dataset(X, params=params, feature_name=feature_names or "auto")
+    booster = lightgbm.Booster(params, data)
     booster.update(fobj=lambda preds, _data: (np.zeros(2), np.ones(2)))
     return booster.model_to_string(num_iteration=-1)
 

@@ -9,6 +9,7 @@ keeps the model (:class:`~rankkit._backends._gbm.booster.TreeEnsemble`).
 from __future__ import annotations
 
 import contextlib
+import io
 from numbers import Integral, Real
 
 import numba
@@ -23,6 +24,7 @@ from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms
 from ._gbm.grower import TreeGrower
 from ._gbm.predictor import add_tree_binned
+from ._gbm.tree import NODE_DTYPE
 
 #: Accepted ``backend_params``: default and constraints.
 BACKEND_PARAMS = {
@@ -123,8 +125,22 @@ class NumbaBackend(Backend):
         return p
 
     # -- training ----------------------------------------------------------
-    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None):
-        """Train; see :mod:`rankkit._backends._base` for the loop. Returns self."""
+    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
+            categorical_features=()):
+        """Train; see :mod:`rankkit._backends._base` for the loop. Returns self.
+
+        ``categorical_features`` must be empty: this engine splits on ordered
+        values only (the error names the columns and the alternatives).
+        """
+        if len(categorical_features):
+            columns = [feature_names[j] if feature_names is not None else j for j in categorical_features]
+            raise ValueError(
+                f"backend='numba' does not split on categorical features, and columns {columns} have "
+                "pandas' category dtype. Use backend='xgboost' or backend='lightgbm' (both split on sets "
+                "of categories), or encode the columns as numbers first, e.g. "
+                "sklearn.preprocessing.OrdinalEncoder (codes split as ordered values) or TargetEncoder "
+                "in a Pipeline."
+            )
         p = self._check_params()
         X = _check_X(X)
         n, n_features = X.shape
@@ -225,3 +241,39 @@ class NumbaBackend(Backend):
         if importance_type not in ("gain", "split"):
             raise ValueError(f"importance_type must be 'gain' or 'split', got {importance_type!r}.")
         return self.booster_.feature_importances(importance_type)
+
+    # -- persistence -------------------------------------------------------------
+    def save(self):
+        """``(state, files)``: the trees in ``trees.npz`` (NumPy's format, no
+        pickle): ``nodes``, every tree's record array of
+        :data:`~rankkit._backends._gbm.tree.NODE_DTYPE` concatenated;
+        ``tree_ptr``, where each tree starts (``len + 1`` offsets);
+        ``scales``, the SGLB scale ``S`` after each iteration. The model after
+        ``n`` iterations predicts ``scales[n - 1] * sum_{t < n} tree_t(x)``."""
+        self._check_fitted()
+        trees = self.booster_.trees
+        ptr = np.zeros(len(trees) + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum([t.shape[0] for t in trees])
+        nodes = np.concatenate(trees) if trees else np.zeros(0, dtype=NODE_DTYPE)
+        buffer = io.BytesIO()
+        np.savez(buffer, nodes=nodes, tree_ptr=ptr, scales=np.asarray(self.booster_.scales, dtype=np.float64))
+        state = {"settings": self._settings(), "n_features": int(self.n_features_in_),
+                 "feature_names": self.feature_names_in_}
+        return state, {"trees.npz": buffer.getvalue()}
+
+    @classmethod
+    def load(cls, state, files):
+        """The backend :meth:`save` described."""
+        backend = cls(**state["settings"])
+        with np.load(io.BytesIO(files["trees.npz"]), allow_pickle=False) as npz:
+            nodes, ptr, scales = npz["nodes"], npz["tree_ptr"], npz["scales"]
+        if nodes.dtype != NODE_DTYPE:
+            raise ValueError(f"trees.npz holds nodes of dtype {nodes.dtype}, expected {NODE_DTYPE}.")
+        ensemble = TreeEnsemble(int(state["n_features"]))
+        for t in range(len(ptr) - 1):
+            ensemble.append(nodes[ptr[t]:ptr[t + 1]].copy(), float(scales[t]))
+        backend.booster_ = ensemble
+        backend.n_features_in_ = int(state["n_features"])
+        names = state.get("feature_names")
+        backend.feature_names_in_ = None if names is None else np.asarray(names, dtype=object)
+        return backend

@@ -14,6 +14,19 @@ same ``F`` without rankkit.
 Without shrinkage the booster's own prediction cache gives the margins
 (incremental, O(n) per iteration), exactly what ``xgboost.train(obj=...)``
 feeds a custom objective.
+
+Sparse input: XGBoost reads an entry absent from a sparse matrix as a missing
+value, whatever ``missing`` says (``missing`` only concerns stored values).
+rankkit's meaning is scikit-learn's, the same on every backend: an absent
+entry is 0 and NaN is missing. So XGBoost never sees a sparse matrix: the
+training and eval data reach it as dense row blocks (:class:`_DenseBlocks`,
+densified one at a time) that it quantises into a ``QuantileDMatrix`` as they
+come, and prediction densifies block by block too. Dense input takes the same
+blocks (views, no copy), so dense and sparse input give the same model bit
+for bit. Memory is XGBoost's quantised matrix plus one block, less than a
+``DMatrix`` of the data (``benchmarks/bench_sparse_memory.py``).
+``tree_method="approx"`` or ``"exact"`` need a ``DMatrix``: a sparse ``X`` is
+then densified whole.
 """
 
 from __future__ import annotations
@@ -25,7 +38,7 @@ import numpy as np
 import xgboost
 
 from .._sglb import fold_scales, shrink_factor
-from ._base import Backend, check_gradients
+from ._base import Backend, check_gradients, iter_row_blocks
 
 __all__ = ["XGBoostBackend"]
 
@@ -64,8 +77,52 @@ def _xgboost_parameter_names():
     return frozenset(names)
 
 
-def _dmatrix(X, nthread):
-    return xgboost.DMatrix(X, nthread=nthread)
+#: Bytes of one dense float64 block handed to XGBoost.
+_BLOCK_BYTES = 64 * 2**20
+
+
+def _block_rows(X):
+    return max(1, _BLOCK_BYTES // (8 * max(1, X.shape[1])))
+
+
+class _DenseBlocks(xgboost.DataIter):
+    """``X`` as dense row blocks for a ``QuantileDMatrix`` (see the module docstring).
+
+    XGBoost calls :meth:`next` until it returns False, once per pass over the
+    data (it makes two: quantile sketch, then quantisation).
+    """
+
+    def __init__(self, X, feature_names, feature_types):
+        super().__init__(release_data=True)
+        self._X = X
+        self._block_rows = _block_rows(X)
+        self._meta = {"feature_names": feature_names, "feature_types": feature_types}
+        self._blocks = None
+
+    def next(self, input_data):
+        if self._blocks is None:
+            self._blocks = iter_row_blocks(self._X, self._block_rows)
+        block = next(self._blocks, None)
+        if block is None:
+            return False
+        input_data(data=block[1], **self._meta)
+        return True
+
+    def reset(self):
+        self._blocks = None
+
+
+def _data_matrix(X, params, nthread, *, feature_names=None, feature_types=None, ref=None):
+    """XGBoost's matrix of ``X``, absent sparse entries as 0 (see the module docstring)."""
+    categorical = feature_types is not None
+    if params.get("tree_method", "hist") in ("hist", "auto"):
+        return xgboost.QuantileDMatrix(
+            _DenseBlocks(X, feature_names, feature_types), ref=ref, max_bin=int(params["max_bin"]),
+            nthread=nthread, enable_categorical=categorical,
+        )
+    dense = X.toarray() if hasattr(X, "toarray") else X
+    return xgboost.DMatrix(dense, feature_names=feature_names, feature_types=feature_types, nthread=nthread,
+                           enable_categorical=categorical)
 
 
 class XGBoostBackend(Backend):
@@ -88,6 +145,9 @@ class XGBoostBackend(Backend):
     """
 
     name = "xgboost"
+
+    # XGBoost refuses these in feature names (``DMatrix(feature_names=)``).
+    _forbidden_name_chars = "[]<"
 
     params_help = (
         "XGBoost's booster parameters for tree_method='hist' "
@@ -151,7 +211,8 @@ class XGBoostBackend(Backend):
             return -1
         return int(self.n_jobs)
 
-    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None):
+    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
+            categorical_features=()):
         """Grow ``n_estimators`` trees; see :mod:`rankkit._backends._base`.
 
         Parameters
@@ -167,10 +228,21 @@ class XGBoostBackend(Backend):
             iteration ``t`` (``None`` or 1.0: no shrinkage).
         callback : callable or None
             ``callback(t, raw_train, raw_evals)``; returns True to stop.
+        feature_names : sequence of str or None
+            Stored in the booster (``booster_.feature_names``) unless XGBoost
+            refuses them.
+        categorical_features : sequence of int
+            Columns holding category codes: feature type ``"c"``, split on
+            sets of categories (``max_cat_to_onehot``, ``max_cat_threshold``
+            in ``backend_params``).
         """
         self.params_ = self._params()
-        dtrain = _dmatrix(X, self._nthread)
-        devals = [_dmatrix(Xe, self._nthread) for Xe in eval_X]
+        meta = {"feature_names": self._engine_feature_names(feature_names), "feature_types": None}
+        if len(categorical_features):
+            cats = set(int(j) for j in categorical_features)
+            meta["feature_types"] = ["c" if j in cats else "q" for j in range(X.shape[1])]
+        dtrain = _data_matrix(X, self.params_, self._nthread, **meta)
+        devals = [_data_matrix(Xe, self.params_, self._nthread, ref=dtrain, **meta) for Xe in eval_X]
         booster = xgboost.Booster(self.params_, cache=[dtrain, *devals])
         # Tracked raw scores, needed from the first shrinkage on (before that
         # the booster's prediction cache holds exactly the same sums).
@@ -262,9 +334,13 @@ class XGBoostBackend(Backend):
         booster = self.booster_
         if n_iterations is not None and n_iterations != self.n_iterations_:
             booster = self._fold(int(n_iterations))
-        if hasattr(X, "tocsr") and getattr(X, "format", "csr") != "csr":
-            X = X.tocsr()
-        return np.asarray(booster.inplace_predict(X, predict_type="margin"), dtype=np.float64)
+        if not hasattr(X, "toarray"):
+            return np.asarray(booster.inplace_predict(X, predict_type="margin"), dtype=np.float64)
+        # Sparse: dense blocks, so that absent entries are 0 here as in training.
+        out = np.empty(X.shape[0], dtype=np.float64)
+        for a, block in iter_row_blocks(X, _block_rows(X)):
+            out[a:a + block.shape[0]] = booster.inplace_predict(block, predict_type="margin")
+        return out
 
     def truncate(self, n_iterations):
         """Keep the model after ``n_iterations`` iterations (shrinkage re-folded)."""
@@ -284,8 +360,32 @@ class XGBoostBackend(Backend):
         if n_features is None:
             n_features = int(self.booster_.num_features())
         out = np.zeros(n_features, dtype=np.float64)
+        # Keys are the booster's feature names, or "f<index>" without names.
+        names = self.booster_.feature_names
+        index = {name: j for j, name in enumerate(names)} if names else None
         for name, value in scores.items():
-            # Features are unnamed ("f<index>") because the booster is trained on arrays.
-            out[int(name[1:])] = value
+            out[index[name] if index else int(name[1:])] = value
         total = out.sum()
         return out / total if total > 0 else out
+
+    # -- persistence -------------------------------------------------------------
+    def save(self):
+        """``(state, files)``: the booster as XGBoost's UBJSON (``booster.ubj``),
+        plus the booster before SGLB folding (``booster_unfolded.ubj``) when a
+        shrink factor was applied, so early-stopped and staged predictions
+        refold exactly as before saving."""
+        files = {"booster.ubj": bytes(self.booster_.save_raw("ubj"))}
+        if np.any(self.shrink_factors_ != 1.0):
+            files["booster_unfolded.ubj"] = bytes(self._unfolded.save_raw("ubj"))
+        return self._folding_state(), files
+
+    @classmethod
+    def load(cls, state, files):
+        """The backend :meth:`save` described."""
+        backend = cls._from_folding_state(state)
+        threads = {"nthread": backend.params_.get("nthread", 0)}
+        backend.booster_ = xgboost.Booster(threads, model_file=bytearray(files["booster.ubj"]))
+        unfolded = files.get("booster_unfolded.ubj")
+        backend._unfolded = (backend.booster_ if unfolded is None
+                             else xgboost.Booster(threads, model_file=bytearray(unfolded)))
+        return backend

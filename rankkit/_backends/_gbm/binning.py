@@ -19,27 +19,13 @@ import numba
 import numpy as np
 from numba import njit
 
+from .._base import iter_row_blocks
+
 MISSING_BIN = 255
 #: Rows per densified block (dense float64 block of ``BLOCK_ROWS * n_features``).
 BLOCK_ROWS = 8192
 #: Rows used to fit quantiles (an evenly strided subset beyond this).
 QUANTILE_ROWS = 200_000
-
-
-def iter_row_blocks(X, block_rows=BLOCK_ROWS):
-    """Yield ``(start, block)``: C-contiguous float32 (if ``X`` is) or float64 rows.
-
-    float32 stays float32 (no copy of the data); every comparison against
-    float64 edges is then exact, the same as on the float64 cast.
-    """
-    n = X.shape[0]
-    sparse = hasattr(X, "toarray")
-    dtype = np.float32 if X.dtype == np.float32 else np.float64
-    for a in range(0, n, block_rows):
-        b = min(n, a + block_rows)
-        blk = X[a:b]
-        blk = blk.toarray() if sparse else blk
-        yield a, np.ascontiguousarray(blk, dtype=dtype)
 
 
 def _take_rows(X, idx):
@@ -125,6 +111,6 @@ def transform(X, edges, edges_ptr):
     """uint8 bins of ``X`` in Fortran layout (feature columns contiguous)."""
     n, n_features = X.shape
     out = np.empty((n, n_features), dtype=np.uint8, order="F")
-    for a, blk in iter_row_blocks(X):
+    for a, blk in iter_row_blocks(X, BLOCK_ROWS):
         bin_block(blk, edges, edges_ptr, out, a)
     return out

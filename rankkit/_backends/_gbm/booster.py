@@ -12,7 +12,8 @@ import numpy as np
 from numba import njit
 
 from ..._random import key, uniform
-from .binning import iter_row_blocks
+from .._base import iter_row_blocks
+from .binning import BLOCK_ROWS
 from .predictor import flat_trees, predict_raw
 from .tree import NODE_DTYPE
 
@@ -71,7 +72,7 @@ class TreeEnsemble:
             return out
         fields = self._flat()
         scale = self.scales[n - 1]
-        for a, blk in iter_row_blocks(X):
+        for a, blk in iter_row_blocks(X, BLOCK_ROWS):
             predict_raw(*fields[:7], n, blk, scale, out, a)
         return out
 

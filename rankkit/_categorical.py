@@ -1,0 +1,158 @@
+"""Categorical features: pandas ``category`` columns as codes, one mapping for every backend.
+
+A DataFrame column of pandas' ``category`` dtype is a categorical feature (as
+for XGBoost's ``enable_categorical``, LightGBM and scikit-learn's
+``HistGradientBoosting*(categorical_features="from_dtype")``). At ``fit`` the
+ranker records every such column's categories, those of its dtype in their
+order (``categories_``: feature index -> categories, so that category ``i``
+is code ``i``, pandas' own numbering), and the engines receive the codes
+``0 .. k - 1`` as floats, NaN for a missing value; XGBoost (feature type
+``"c"``) and LightGBM (``categorical_feature``) split on sets of categories.
+
+Wherever the ranker reads features again (``predict``, ``score``, eval sets),
+a categorical column is coded against the *training* categories by value,
+whatever its own categories and their order (a column of plain strings works
+too). A value that is not one of the training categories is coded as NaN: a
+missing value, which follows every split's learned missing direction, like
+scikit-learn's ``HistGradientBoosting*`` does with unknown categories. A
+NumPy array (or sparse matrix) has no categories: its categorical columns
+must hold the codes themselves (``categories_[j]`` numbers them), as a
+booster served without rankkit expects; other values are an error.
+
+This module is the one home of that mapping; the backends only learn which
+feature indices are categorical.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["fit_categories", "apply_categories"]
+
+
+def _is_dataframe(X):
+    return hasattr(X, "columns") and hasattr(X, "iloc")
+
+
+def _is_categorical(column):
+    import pandas as pd
+
+    return isinstance(column.dtype, pd.CategoricalDtype)
+
+
+def _float_codes(codes):
+    """Integer codes as floats, ``-1`` (missing, unseen) as NaN."""
+    codes = np.asarray(codes, dtype=np.float64)
+    codes[codes < 0] = np.nan
+    return codes
+
+
+def _names(X, indices):
+    return [X.columns[i] for i in indices]
+
+
+def _is_text(column):
+    """A column of strings (or strings mixed with numbers) that is not categorical."""
+    import pandas as pd
+
+    types = pd.api.types
+    if _is_categorical(column) or types.is_numeric_dtype(column.dtype) or types.is_bool_dtype(column.dtype):
+        return False
+    return types.infer_dtype(column, skipna=True) in ("string", "bytes", "mixed", "mixed-integer")
+
+
+def _check_no_strings(X, where, skip=()):
+    """An error for text columns that are not categorical: they cannot be
+    features as they are, and saying how to mark them beats scikit-learn's
+    ``could not convert string to float``."""
+    text = [X.columns[i] for i in range(X.shape[1]) if i not in skip and _is_text(X.iloc[:, i])]
+    if text:
+        first = text[0]
+        raise ValueError(
+            f"{where} has text columns {text} that are not categorical. Mark categorical features with "
+            f"pandas' category dtype, e.g. X[{first!r}] = X[{first!r}].astype('category') "
+            "(backend='xgboost' and backend='lightgbm' split on categories natively), or encode them "
+            "as numbers first (sklearn.preprocessing.OrdinalEncoder, TargetEncoder)."
+        )
+
+
+def fit_categories(X, *, where="X"):
+    """``(X with its categorical columns as float codes, categories)``.
+
+    ``categories`` maps the index of every categorical column to its
+    categories (a NumPy array, code order); ``{}`` for anything but a
+    DataFrame with ``category`` columns (then ``X`` is returned as is).
+    """
+    if not _is_dataframe(X):
+        return X, {}
+    _check_no_strings(X, where)
+    indices = [i for i in range(X.shape[1]) if _is_categorical(X.iloc[:, i])]
+    if not indices:
+        return X, {}
+    categories = {i: np.asarray(X.iloc[:, i].cat.categories) for i in indices}
+    X = X.copy(deep=False)
+    for i in indices:
+        X.isetitem(i, _float_codes(X.iloc[:, i].cat.codes))
+    return X, categories
+
+
+def apply_categories(X, categories, *, where="X"):
+    """``X`` with its categorical columns coded against the training ``categories``.
+
+    See the module docstring: values are matched by value, unseen ones
+    become NaN (missing); a DataFrame's ``category`` column where the model
+    saw numbers, or an array's categorical column holding anything but
+    codes, is an error.
+    """
+    if not _is_dataframe(X):
+        if categories:
+            _check_codes(X, categories, where)
+        return X
+    _check_no_strings(X, where, skip=categories)
+    n_fit = max(categories, default=-1) + 1
+    if X.shape[1] < n_fit:
+        return X  # the feature-count check reports this
+    unexpected = [i for i in range(X.shape[1]) if i not in categories and _is_categorical(X.iloc[:, i])]
+    if unexpected:
+        raise ValueError(
+            f"{where} has category columns {_names(X, unexpected)} that held numbers when the ranker was "
+            "fitted: pass them as numbers, or refit with them as categories."
+        )
+    if not categories:
+        return X
+    import pandas as pd
+
+    X = X.copy(deep=False)
+    for i, cats in categories.items():
+        column = X.iloc[:, i]
+        training = pd.Index(cats)
+        if _is_categorical(column):
+            # Each of the column's categories looked up once among the training
+            # ones (-1: unseen), then every row through its code (-1: missing).
+            lookup = np.append(training.get_indexer(column.cat.categories), -1)
+            codes = lookup[np.asarray(column.cat.codes)]
+        else:
+            codes = training.get_indexer(column)  # by value; unseen and missing -> -1
+        X.isetitem(i, _float_codes(codes))
+    return X
+
+
+def _check_codes(X, categories, where):
+    """An array's categorical columns must hold codes: NaN or whole numbers in ``[0, k)``."""
+    columns = X.tocsc() if hasattr(X, "tocsc") else np.asarray(X)
+    if getattr(columns, "ndim", 2) != 2 or columns.shape[1] <= max(categories):
+        return  # the shape checks report this
+    for i, cats in categories.items():
+        values = columns[:, [i]].toarray().ravel() if hasattr(columns, "toarray") else columns[:, i]
+        try:
+            values = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            values = np.array([np.inf])
+        present = values[~np.isnan(values)]
+        if present.size and not (np.all(present == np.floor(present)) and present.min() >= 0
+                                 and present.max() < len(cats)):
+            raise ValueError(
+                f"Column {i} of {where} is a categorical feature: an array must hold its category codes "
+                f"(0 to {len(cats) - 1}, the positions in categories_[{i}]) or NaN. Pass a DataFrame with "
+                "the column itself (category dtype or its values) to have rankkit code it."
+            )

@@ -1,0 +1,209 @@
+"""pandas categorical feature columns (rankkit/_categorical.py).
+
+XGBoost and LightGBM split on sets of categories; the numba engine refuses
+them with an error naming the columns. Categories are matched by value
+between fit and predict, an unseen category is a missing value, and a saved
+model keeps them.
+"""
+
+import io
+import json
+import warnings
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankkit import QueryRMSERanker, load_model
+
+from ._backends import installed
+
+ENGINES = [b if installed(b) else pytest.param(b, marks=pytest.mark.skip(reason=f"{b} not installed"))
+           for b in ("xgboost", "lightgbm")]
+SITES = list("abcdef")
+BOOST = {"n_estimators": 15, "max_depth": 3, "learning_rate": 0.3, "n_jobs": 1, "random_state": 0}
+
+
+def _frame(n_queries, seed):
+    """Relevance driven by a site category whose effect alternates with its
+    code (a, c, e up; b, d, f down): one split on the set {a, c, e} captures
+    it, no threshold on the codes can. A few sites are missing."""
+    rng = np.random.default_rng(seed)
+    qid = np.repeat(np.arange(n_queries), 15)
+    n = qid.size
+    x = rng.normal(size=(n, 2))
+    site = rng.integers(0, 6, n)
+    score = 0.5 * x[:, 0] + np.where(site % 2 == 0, 1.5, -1.5) + 0.2 * rng.normal(size=n)
+    y = np.digitize(score, [-1.0, 0.5, 1.5, 2.0]).astype(np.float64)
+    codes = np.where(rng.random(n) < 0.03, -1, site)
+    df = pd.DataFrame({"x0": x[:, 0], "site": pd.Categorical.from_codes(codes, categories=SITES), "x1": x[:, 1]})
+    df["qid"] = qid
+    return df, y
+
+
+@pytest.fixture(scope="module")
+def data():
+    train, y = _frame(80, 0)
+    test, yt = _frame(20, 1)
+    return train, y, test, yt
+
+
+def _stump(backend, **backend_params):
+    return QueryRMSERanker(backend=backend, n_estimators=1, max_depth=1, learning_rate=1.0, n_jobs=1,
+                           backend_params=backend_params or None)
+
+
+def _groups_of_one_split(ranker, test):
+    """The sets of sites a one-split model sends to each side (rows with a site)."""
+    pred = ranker.predict(test)
+    has_site = test["site"].notna().to_numpy()
+    sides = {}
+    for site, p in zip(test["site"][has_site].astype(str), pred[has_site]):
+        sides.setdefault(p, set()).add(site)
+    return sorted(sorted(s) for s in sides.values())
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_engines_split_on_sets_of_categories(data, backend):
+    train, y, test, _ = data
+    ranker = _stump(backend).fit(train, y)
+    assert list(ranker.categories_) == [1] and list(ranker.categories_[1]) == SITES
+    assert isinstance(train["site"].dtype, pd.CategoricalDtype)  # the caller's frame is left as it was
+    # One split puts the alternating sites on either side: a set split, no threshold on codes.
+    assert _groups_of_one_split(ranker, test) == [["a", "c", "e"], ["b", "d", "f"]]
+    if backend == "xgboost":
+        assert ranker.booster_.feature_types == ["q", "c", "q"]
+    else:
+        assert "cat_threshold=" in ranker.booster_.model_to_string()
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_category_parameters_reach_the_engine(data, backend):
+    train, y, test, _ = data
+    # Up to max_cat_to_onehot categories, a split isolates one category (one-hot).
+    one_hot = _stump(backend, max_cat_to_onehot=8).fit(train, y)
+    groups = _groups_of_one_split(one_hot, test)
+    assert sorted(len(g) for g in groups) == [1, 5], groups
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_categories_are_matched_by_value(data, backend):
+    train, y, test, _ = data
+    ranker = QueryRMSERanker(backend=backend, **BOOST).fit(train, y)
+    expected = ranker.predict(test)
+    assert len(np.unique(expected)) > 10
+    variants = {
+        "reordered": test["site"].cat.reorder_categories(SITES[::-1]),
+        "extra unused category": test["site"].cat.add_categories(["zz"]),
+        "strings": test["site"].astype(object),
+        "only the categories present": test["site"].astype(str).replace("nan", np.nan).astype("category"),
+    }
+    for what, column in variants.items():
+        np.testing.assert_array_equal(ranker.predict(test.assign(site=column)), expected, err_msg=what)
+    # A score on the reordered frame is the same too.
+    assert ranker.score(test.assign(site=variants["reordered"]), data[3]) == ranker.score(test, data[3])
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_an_unseen_category_is_a_missing_value(data, backend):
+    train, y, test, _ = data
+    ranker = QueryRMSERanker(backend=backend, **BOOST).fit(train, y)
+    unseen = test.assign(site=pd.Categorical(["zz"] * len(test)))
+    missing = test.assign(site=pd.Categorical([None] * len(test), categories=SITES))
+    np.testing.assert_array_equal(ranker.predict(unseen), ranker.predict(missing))
+    assert not np.array_equal(ranker.predict(missing), ranker.predict(test))  # the column matters
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_arrays_hold_the_category_codes(data, backend):
+    train, y, test, _ = data
+    ranker = QueryRMSERanker(backend=backend, **BOOST).fit(train, y)
+    codes = test.drop(columns="qid").assign(site=test["site"].cat.codes.replace(-1, np.nan)).to_numpy(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # scikit-learn: "X does not have valid feature names"
+        np.testing.assert_array_equal(ranker.predict(codes), ranker.predict(test))
+        codes[0, 1] = 6  # not a code of the six sites
+        with pytest.raises(ValueError, match=r"Column 1 of X is a categorical feature.*0 to 5"):
+            ranker.predict(codes)
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_eval_sets_with_categories(data, backend):
+    train, y, test, yt = data
+    plain = QueryRMSERanker(backend=backend, **BOOST).fit(train, y, eval_set=[(test, yt)])
+    reordered = test.assign(site=test["site"].cat.reorder_categories(SITES[::-1]))
+    other = QueryRMSERanker(backend=backend, **BOOST).fit(train, y, eval_set=[(reordered, yt)])
+    assert other.evals_result_ == plain.evals_result_
+    assert plain.evals_result_["validation_0"]["ndcg@10"][-1] > plain.evals_result_["validation_0"]["ndcg@10"][0]
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_saved_model_keeps_the_categories_and_serves_codes(data, backend, tmp_path):
+    train, y, test, _ = data
+    ranker = QueryRMSERanker(backend=backend, model_shrink_rate=0.2, **BOOST).fit(train, y)
+    ranker.save_model(tmp_path / "m.rkm")
+    loaded = load_model(tmp_path / "m.rkm")
+    assert list(loaded.categories_[1]) == SITES
+    reordered = test.assign(site=test["site"].cat.reorder_categories(SITES[::-1]))
+    np.testing.assert_array_equal(loaded.predict(reordered), ranker.predict(test))
+    # Without rankkit: the engine's model on the codes the header's categories define.
+    with zipfile.ZipFile(tmp_path / "m.rkm") as archive:
+        serving = json.loads(archive.read("rankkit.json"))["serving"]
+        model = archive.read(serving["model_file"])
+    # As docs/persistence.md builds the matrix.
+    X = test[serving["feature_names"]].copy()
+    for j, categories in serving["categories"].items():
+        column = X.columns[int(j)]
+        codes = pd.Index(categories).get_indexer(X[column])
+        X[column] = np.where(codes >= 0, codes, np.nan)
+    X = X.to_numpy(dtype=float)
+    if backend == "xgboost":
+        import xgboost
+
+        served = xgboost.Booster(model_file=bytearray(model)).inplace_predict(X)
+    else:
+        import lightgbm
+
+        served = lightgbm.Booster(model_str=model.decode()).predict(X, raw_score=True)
+    np.testing.assert_array_equal(served, ranker.predict(test))
+
+
+def test_numba_refuses_categories_naming_columns_and_alternatives(data):
+    train, y, _, _ = data
+    train = train.assign(device=pd.Categorical(np.where(np.arange(len(train)) % 2, "mobile", "desktop")))
+    with pytest.raises(ValueError, match=(r"backend='numba' does not split on categorical features.*"
+                                          r"\['site', 'device'\].*backend='xgboost' or backend='lightgbm'.*"
+                                          r"OrdinalEncoder")):
+        QueryRMSERanker(backend="numba", **BOOST).fit(train, y)
+
+
+def test_text_columns_that_are_not_categorical(data):
+    train, y, _, _ = data
+    with pytest.raises(ValueError, match=r"text columns \['site'\].*astype\('category'\)"):
+        QueryRMSERanker(**BOOST).fit(train.assign(site=train["site"].astype(str)), y)
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_a_category_column_where_fit_saw_numbers(data, backend):
+    train, y, test, _ = data
+    ranker = QueryRMSERanker(backend=backend, **BOOST).fit(train, y)
+    with pytest.raises(ValueError, match=r"category columns \['x0'\] that held numbers"):
+        ranker.predict(test.assign(x0=pd.Categorical(test["x0"].round())))
+
+
+@pytest.mark.skipif(not installed("lightgbm"), reason="lightgbm not installed")
+def test_lightgbm_categorical_feature_given_twice(data):
+    train, y, _, _ = data
+    with pytest.raises(ValueError, match="categorical_feature.*category columns.*drop one"):
+        QueryRMSERanker(backend="lightgbm", backend_params={"categorical_feature": [0]}, **BOOST).fit(train, y)
+
+
+def test_categories_survive_a_file_object_round_trip(data):
+    pytest.importorskip("xgboost")
+    train, y, test, _ = data
+    ranker = QueryRMSERanker(**BOOST).fit(train, y)
+    buffer = io.BytesIO()
+    ranker.save_model(buffer)
+    buffer.seek(0)
+    np.testing.assert_array_equal(load_model(buffer).predict(test), ranker.predict(test))

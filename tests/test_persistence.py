@@ -1,0 +1,428 @@
+"""save_model / load_model: the rankkit-model file (rankkit/_persistence.py) on every backend.
+
+A loaded ranker must be the saved one: same class, same parameters (a
+``Ranker``'s objective included), same fitted attributes and predictions
+equal bit for bit; the engines' models inside stay servable by plain
+XGBoost and LightGBM; bad files get errors that say what they are.
+"""
+
+import io
+import json
+import pickle
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.exceptions import NotFittedError
+
+import rankkit
+from rankkit import LambdaMARTRanker, QueryRMSERanker, Ranker, StochasticRankRanker, load_model
+from rankkit._backends import BACKENDS, get_backend
+from rankkit._persistence import FORMAT_VERSION
+from rankkit.datasets import make_ranking
+from rankkit.objectives import QueryRMSE, RankingObjective, YetiRank
+
+from ._backends import BACKENDS_UNDER_TEST, installed
+
+BOOST = {"n_estimators": 12, "max_depth": 3, "learning_rate": 0.3, "n_jobs": 1, "min_child_weight": 1e-3}
+COLUMNS = ["bm25", "pagerank", "clicks", "age", "length"]
+
+
+@pytest.fixture(scope="module")
+def frames():
+    """Train and test DataFrames with the query column "query" placed between features."""
+    X, y, qid = make_ranking(n_queries=70, n_features=5, max_docs=20, random_state=4)
+    train = qid < 50
+
+    def frame(rows):
+        df = pd.DataFrame(X[rows], columns=COLUMNS)
+        df.insert(2, "query", qid[rows])
+        return df
+
+    return frame(train), y[train].astype(np.float64), frame(~train), y[~train].astype(np.float64)
+
+
+# The rankers under test: SGLB shrinkage (folded leaves, unfolded copy), a
+# generic Ranker with an objective instance and a RandomState, early stopping.
+def _rankers(backend):
+    return {
+        "lambdamart_sglb": LambdaMARTRanker(metric="ndcg@5", model_shrink_rate=0.2, backend=backend,
+                                            qid_col="query", random_state=0, **BOOST),
+        "ranker_objective": Ranker(objective=YetiRank(metric="mrr", n_permutations=3), backend=backend,
+                                   qid_col="query", random_state=np.random.RandomState(5), **BOOST),
+        "stochasticrank_langevin": StochasticRankRanker(metric="ndcg", k=5, langevin=True, backend=backend,
+                                                        qid_col="query", random_state=2, **BOOST),
+    }
+
+
+def _same_value(a, b):
+    if isinstance(a, RankingObjective):
+        return type(a) is type(b) and _same_params(a._get_params(), b._get_params())
+    if isinstance(a, np.random.RandomState):
+        sa, sb = a.get_state(), b.get_state()
+        return sa[0] == sb[0] and np.array_equal(sa[1], sb[1]) and sa[2:] == sb[2:]
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _same_params(a, b):
+    return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+@pytest.mark.parametrize("name", ["lambdamart_sglb", "ranker_objective", "stochasticrank_langevin"])
+def test_loaded_ranker_is_the_saved_one(frames, backend, name, tmp_path):
+    train, y, test, yt = frames
+    ranker = _rankers(backend)[name]
+    params_before = ranker.get_params(deep=False)
+    ranker.fit(train, y, eval_set=[(test, yt)], early_stopping_rounds=4)
+    path = tmp_path / "model.rkm"
+    ranker.save_model(path)
+    loaded = load_model(path)
+
+    assert type(loaded) is type(ranker)
+    # Parameters: as given to the constructor (a RandomState as it was when saved).
+    assert _same_params(loaded.get_params(deep=False), ranker.get_params(deep=False))
+    assert _same_params(loaded.get_params(deep=True), ranker.get_params(deep=True))
+    assert set(params_before) == set(loaded.get_params(deep=False))
+    # Fitted attributes.
+    assert list(loaded.feature_names_in_) == COLUMNS and loaded.feature_names_in_.dtype == object
+    for attr in ["n_features_in_", "best_iteration_", "best_score_", "evals_result_", "n_iterations_",
+                 "categories_"]:
+        assert _same_value(getattr(loaded, attr), getattr(ranker, attr)), attr
+    assert type(loaded.objective_) is type(ranker.objective_)
+    assert loaded.backend_.name == backend
+    # Predictions bit for bit, through the query column (dropped) and without it.
+    np.testing.assert_array_equal(loaded.predict(test), ranker.predict(test))
+    np.testing.assert_array_equal(loaded.predict(test.drop(columns="query")), ranker.predict(test))
+    assert loaded.score(test, yt) == ranker.score(test, yt)
+    np.testing.assert_array_equal(loaded.feature_importances_, ranker.feature_importances_)
+    # Staged predictions (early stopping, SGLB re-folding) too.
+    X = test.drop(columns="query").to_numpy()
+    for n in (1, ranker.n_iterations_ // 2, ranker.backend_.n_iterations_):
+        np.testing.assert_array_equal(loaded.backend_.predict(X, n), ranker.backend_.predict(X, n))
+    # And the loaded ranker pickles and saves again to the same bytes.
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(loaded)).predict(test), ranker.predict(test))
+    again = tmp_path / "again.rkm"
+    loaded.save_model(again)
+    assert again.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_file_objects_and_deterministic_bytes(frames, backend):
+    train, y, test, _ = frames
+    ranker = QueryRMSERanker(backend=backend, qid_col="query", random_state=0, **BOOST).fit(train, y)
+    first, second = io.BytesIO(), io.BytesIO()
+    ranker.save_model(first)
+    ranker.save_model(second)
+    assert first.getvalue() == second.getvalue()  # no timestamps: the same model, the same bytes
+    first.seek(0)
+    np.testing.assert_array_equal(load_model(first).predict(test), ranker.predict(test))
+
+
+def _members(path):
+    with zipfile.ZipFile(path) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+@pytest.mark.skipif(not installed("xgboost"), reason="xgboost not installed")
+def test_xgboost_model_served_by_plain_xgboost(frames, tmp_path):
+    import xgboost
+
+    train, y, test, _ = frames
+    ranker = _rankers("xgboost")["lambdamart_sglb"].fit(train, y)
+    assert np.any(ranker.backend_.shrink_factors_ != 1.0)  # the SGLB factors to fold
+    ranker.save_model(tmp_path / "m.rkm")
+    members = _members(tmp_path / "m.rkm")
+    header = json.loads(members["rankkit.json"])
+    model_file = tmp_path / header["serving"]["model_file"]
+    model_file.write_bytes(members[header["serving"]["model_file"]])
+    served = xgboost.Booster(model_file=str(model_file))
+    X = test[header["serving"]["feature_names"]]  # the query column dropped, columns in order
+    assert served.feature_names == COLUMNS
+    np.testing.assert_array_equal(served.predict(xgboost.DMatrix(X), output_margin=True), ranker.predict(test))
+    np.testing.assert_array_equal(served.inplace_predict(X.to_numpy()), ranker.predict(test))
+    # The unfolded trees predict something else: the folding is what makes them equal.
+    unfolded = xgboost.Booster(model_file=bytearray(members["booster_unfolded.ubj"]))
+    assert np.max(np.abs(unfolded.inplace_predict(X.to_numpy()) - ranker.predict(test))) > 1e-3
+
+
+@pytest.mark.skipif(not installed("lightgbm"), reason="lightgbm not installed")
+def test_lightgbm_model_served_by_plain_lightgbm(frames, tmp_path):
+    import lightgbm
+
+    train, y, test, _ = frames
+    ranker = _rankers("lightgbm")["lambdamart_sglb"].fit(train, y)
+    assert np.any(ranker.backend_.shrink_factors_ != 1.0)
+    ranker.save_model(tmp_path / "m.rkm")
+    members = _members(tmp_path / "m.rkm")
+    header = json.loads(members["rankkit.json"])
+    served = lightgbm.Booster(model_str=members[header["serving"]["model_file"]].decode())
+    assert served.feature_name() == COLUMNS
+    X = test[header["serving"]["feature_names"]].to_numpy()
+    np.testing.assert_array_equal(served.predict(X, raw_score=True), ranker.predict(test))
+    unfolded = lightgbm.Booster(model_str=members["model_unfolded.txt"].decode())
+    assert np.max(np.abs(unfolded.predict(X, raw_score=True) - ranker.predict(test))) > 1e-3
+
+
+def test_numba_model_is_numpy_arrays_without_pickle(frames, tmp_path):
+    from rankkit._backends._gbm.tree import NODE_DTYPE
+
+    train, y, test, _ = frames
+    ranker = _rankers("numba")["lambdamart_sglb"].fit(train, y)
+    ranker.save_model(tmp_path / "m.rkm")
+    with np.load(io.BytesIO(_members(tmp_path / "m.rkm")["trees.npz"]), allow_pickle=False) as npz:
+        nodes, ptr, scales = npz["nodes"], npz["tree_ptr"], npz["scales"]
+    assert nodes.dtype == NODE_DTYPE and len(ptr) == len(scales) + 1 == ranker.n_iterations_ + 1
+    # The documented formula: scales[n - 1] * (sum of the trees' leaves).
+    X = test.drop(columns="query").to_numpy()
+    total = np.zeros(len(X))
+    for t in range(len(scales)):
+        tree = nodes[ptr[t]:ptr[t + 1]]
+        for i, x in enumerate(X):
+            node = 0
+            while tree[node]["left"] >= 0:
+                v = x[tree[node]["feature"]]
+                left = tree[node]["missing_left"] if np.isnan(v) else v <= tree[node]["threshold"]
+                node = tree[node]["left"] if left else tree[node]["right"]
+            total[i] += tree[node]["value"]
+    np.testing.assert_allclose(scales[-1] * total, ranker.predict(test), rtol=1e-12, atol=1e-12)
+
+
+def test_loading_a_numba_model_never_imports_the_engines(frames, tmp_path):
+    train, y, _, _ = frames
+    _rankers("numba")["lambdamart_sglb"].fit(train, y).save_model(tmp_path / "m.rkm")
+    code = (
+        "import sys; sys.modules['xgboost'] = None; sys.modules['lightgbm'] = None\n"
+        "import numpy as np, rankkit\n"
+        f"m = rankkit.load_model({str(tmp_path / 'm.rkm')!r})\n"
+        "print(m.predict(np.zeros((3, 5))).shape)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "(3,)"
+
+
+# -- feature names in the engines' models -------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_engine_models_carry_the_column_names(frames, backend):
+    train, y, test, _ = frames
+    from_frame = QueryRMSERanker(backend=backend, qid_col="query", random_state=0, **BOOST).fit(train, y)
+    X = train.drop(columns="query").to_numpy()
+    from_array = QueryRMSERanker(backend=backend, random_state=0, **BOOST).fit(X, y, qid=train["query"])
+    if backend == "xgboost":
+        assert from_frame.booster_.feature_names == COLUMNS
+        assert from_array.booster_.feature_names is None
+    elif backend == "lightgbm":
+        assert from_frame.booster_.feature_name() == COLUMNS
+        assert from_array.booster_.feature_name() == [f"Column_{i}" for i in range(5)]
+    else:
+        assert list(from_frame.backend_.feature_names_in_) == COLUMNS
+    # Same model, importances indexed by column either way.
+    np.testing.assert_array_equal(from_frame.predict(test), from_array.predict(test.drop(columns="query").to_numpy()))
+    np.testing.assert_array_equal(from_frame.feature_importances_, from_array.feature_importances_)
+    assert from_frame.feature_importances_.shape == (5,) and from_frame.feature_importances_.sum() > 0
+
+
+@pytest.mark.parametrize("backend", [b for b in ("xgboost", "lightgbm") if installed(b)])
+def test_names_the_engine_refuses_fall_back_to_positions(frames, backend):
+    train, y, test, _ = frames
+    bad = {"bm25": "bm25[title]", "age": "a:b<c"}
+    ranker = QueryRMSERanker(backend=backend, qid_col="query", random_state=0, **BOOST)
+    with pytest.warns(UserWarning, match="cannot store feature names.*feature_names_in_"):
+        ranker.fit(train.rename(columns=bad), y)
+    assert list(ranker.feature_names_in_) == [bad.get(c, c) for c in COLUMNS]
+    plain = QueryRMSERanker(backend=backend, qid_col="query", random_state=0, **BOOST).fit(train, y)
+    np.testing.assert_array_equal(ranker.predict(test.rename(columns=bad)), plain.predict(test))
+
+
+@pytest.mark.parametrize("backend", [b for b in ("xgboost", "lightgbm") if installed(b)])
+def test_forbidden_name_characters_are_the_engines(backend):
+    """The characters a backend keeps out of feature names are exactly those its engine refuses."""
+    import string
+
+    cls = get_backend(backend)
+
+    def engine_accepts(name):
+        X = np.random.default_rng(0).normal(size=(20, 2))
+        try:
+            if backend == "xgboost":
+                import xgboost
+
+                xgboost.DMatrix(X, feature_names=[name, "other"])
+            else:
+                import lightgbm
+
+                lightgbm.Dataset(X, feature_name=[name, "other"], params={"verbosity": -1}).construct()
+        except Exception:  # each engine's own exception type
+            return False
+        return True
+
+    for char in string.punctuation:
+        assert engine_accepts(f"a{char}b") == (char not in cls._forbidden_name_chars), char
+
+
+# -- bad files ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def saved(frames, tmp_path_factory):
+    train, y, _, _ = frames
+    path = tmp_path_factory.mktemp("saved") / "m.rkm"
+    QueryRMSERanker(backend="numba", qid_col="query", random_state=0, **BOOST).fit(train, y).save_model(path)
+    return path
+
+
+def _rewrite_header(path, out, change):
+    members = _members(path)
+    header = json.loads(members["rankkit.json"])
+    change(header)
+    members["rankkit.json"] = json.dumps(header).encode()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out
+
+
+def test_newer_format_version_is_refused_with_both_versions(saved, tmp_path):
+    path = _rewrite_header(saved, tmp_path / "new.rkm",
+                           lambda h: h.update(version=FORMAT_VERSION + 1, rankkit_version="9.0"))
+    with pytest.raises(ValueError, match=(rf"format version {FORMAT_VERSION + 1}, written by rankkit 9\.0.*"
+                                          rf"reads format versions up to {FORMAT_VERSION}\. Upgrade rankkit")):
+        load_model(path)
+
+
+def test_parameters_of_a_newer_rankkit_are_refused(saved, tmp_path):
+    path = _rewrite_header(saved, tmp_path / "p.rkm", lambda h: h["params"].update(shiny_new_option=3))
+    with pytest.raises(ValueError, match=r"\['shiny_new_option'\].*upgrade rankkit"):
+        load_model(path)
+
+
+def test_a_damaged_file_says_so(saved, tmp_path):
+    members = _members(saved)
+    with zipfile.ZipFile(tmp_path / "d.rkm", "w") as archive:
+        archive.writestr("rankkit.json", members["rankkit.json"])
+    with pytest.raises(ValueError, match=r"damaged.*\['trees\.npz'\]"):
+        load_model(tmp_path / "d.rkm")
+
+
+@pytest.mark.parametrize("kind", ["text", "pickle", "xgboost", "lightgbm", "zip", "json"])
+def test_files_that_are_not_rankkit_models(frames, tmp_path, kind):
+    train, y, _, _ = frames
+    path = tmp_path / "f"
+    expected = "not a rankkit model file"
+    if kind == "text":
+        path.write_text("qid,bm25\n1,0.5\n")
+    elif kind == "pickle":
+        path.write_bytes(pickle.dumps({"a": 1}))
+        expected += ".*pickle"
+    elif kind == "zip":
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("other.txt", "x")
+    elif kind == "json":
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("rankkit.json", json.dumps({"format": "something-else"}))
+    else:
+        if not installed(kind):
+            pytest.skip(f"{kind} not installed")
+        ranker = QueryRMSERanker(backend=kind, qid_col="query", random_state=0, **BOOST).fit(train, y)
+        ranker.booster_.save_model(str(path))
+        hints = {"xgboost": r".*XGBoost model: xgboost\.Booster", "lightgbm": r".*LightGBM.*lightgbm\.Booster"}
+        expected += hints[kind]
+    with pytest.raises(ValueError, match=expected):
+        load_model(path)
+
+
+def test_unfitted_ranker_cannot_be_saved(tmp_path):
+    with pytest.raises(NotFittedError):
+        QueryRMSERanker().save_model(tmp_path / "m.rkm")
+
+
+def test_a_parameter_that_is_code_cannot_be_saved(frames, tmp_path):
+    train, y, _, _ = frames
+    ranker = QueryRMSERanker(backend="numba", qid_col="query", **BOOST).fit(train, y)
+    ranker.qid_col = lambda: "query"  # noqa: E731 - not a storable value
+    with pytest.raises(TypeError, match="Cannot save parameter qid_col=.*never code"):
+        ranker.save_model(tmp_path / "m.rkm")
+
+
+class ShiftedQueryRMSE(QueryRMSE):
+    """A user-written objective (module level, so that a file can name it)."""
+
+
+def test_user_objective_classes_are_passed_not_imported(frames, tmp_path):
+    train, y, test, _ = frames
+    ranker = Ranker(objective=ShiftedQueryRMSE(), backend="numba", qid_col="query", random_state=0, **BOOST)
+    ranker.fit(train, y).save_model(tmp_path / "m.rkm")
+    with pytest.raises(ValueError, match=r"tests\.test_persistence\.ShiftedQueryRMSE.*classes=\[ShiftedQueryRMSE\]"):
+        load_model(tmp_path / "m.rkm")
+    loaded = load_model(tmp_path / "m.rkm", classes=[ShiftedQueryRMSE])
+    assert type(loaded.objective) is ShiftedQueryRMSE
+    np.testing.assert_array_equal(loaded.predict(test), ranker.predict(test))
+
+
+def test_every_backend_saves():
+    """Each registered backend implements the save/load pair of the contract."""
+    from rankkit._backends._base import Backend
+
+    for name in BACKENDS:
+        if installed(name):
+            cls = get_backend(name)
+            assert cls.save is not Backend.save and cls.load.__func__ is not Backend.load.__func__, name
+
+
+def test_load_model_is_public():
+    assert "load_model" in rankkit.__all__ and rankkit.load_model is load_model
+
+
+def test_values_json_lacks_round_trip_through_their_tags():
+    from rankkit._persistence import _decode, _encode
+    from rankkit.objectives import SGLB, LambdaMART
+
+    value = {
+        "floats": [1.5, float("nan"), float("inf"), -float("inf"), np.float32(0.25)],
+        "tuple": (1, ("a", None)),
+        "int keys": {3: np.array(["x", "y"], dtype=object), 0: np.arange(3)},
+        "__tuple__": "a key that looks like a tag",
+        "state": np.random.RandomState(7),
+        "objective": SGLB(LambdaMART(metric="mrr", sigma=2.0), learning_rate=0.3),
+        "numpy scalars": [np.int64(4), np.bool_(True)],
+    }
+    text = json.dumps(_encode(value, "value"), allow_nan=False)  # strict JSON: no NaN literals
+    back = _decode(json.loads(text), ())
+    assert back["floats"][0] == 1.5 and np.isnan(back["floats"][1]) and back["floats"][2:4] == [np.inf, -np.inf]
+    assert back["floats"][4] == 0.25
+    assert back["tuple"] == (1, ("a", None))
+    assert list(back["int keys"]) == [3, 0] and back["int keys"][3].dtype == object
+    assert np.array_equal(back["int keys"][0], np.arange(3))
+    assert back["__tuple__"] == "a key that looks like a tag"
+    assert _same_value(back["state"], np.random.RandomState(7))
+    sglb = back["objective"]
+    assert type(sglb) is SGLB and sglb.learning_rate == 0.3
+    assert type(sglb.objective) is LambdaMART and sglb.objective.metric == "mrr" and sglb.objective.sigma == 2.0
+    assert back["numpy scalars"] == [4, True] and type(back["numpy scalars"][0]) is int
+
+
+def test_a_file_cannot_set_arbitrary_attributes(saved, tmp_path):
+    path = _rewrite_header(saved, tmp_path / "a.rkm", lambda h: h["fitted"].update(predict=1))
+    with pytest.raises(ValueError, match="'predict' is not a fitted attribute name"):
+        load_model(path)
+
+
+@pytest.mark.parametrize("backend", [b for b in ("xgboost", "lightgbm") if installed(b)])
+def test_the_documented_code_runs(backend, tmp_path, monkeypatch):
+    """docs/persistence.md's code blocks, in order, on each engine (their asserts check the results)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "persistence.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 2
+    code = blocks[0].replace('n_estimators=50)', f'n_estimators=50, backend="{backend}")') + blocks[1]
+    assert f'backend="{backend}"' in code
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/persistence.md", "exec"), {})
