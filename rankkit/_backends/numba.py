@@ -197,14 +197,19 @@ class NumbaBackend(Backend):
         if not hasattr(self, "booster_"):
             raise RuntimeError("This NumbaBackend is not fitted yet; call fit first.")
 
-    def predict(self, X, n_iterations=None):
-        """Raw scores (float64) of the first ``n_iterations`` trees (all by default)."""
+    def predict(self, X, n_iterations=None, *, start_iteration=0):
+        """Raw scores (float64) of the model after ``n_iterations`` iterations
+        (from ``start_iteration`` on: see :meth:`Backend.predict`)."""
         self._check_fitted()
         X = _check_X(X, n_features=self.n_features_in_)
-        if n_iterations is not None and not (0 <= int(n_iterations) <= len(self.booster_)):
-            raise ValueError(f"n_iterations must be in [0, {len(self.booster_)}], got {n_iterations}.")
+        n = len(self.booster_) if n_iterations is None else int(n_iterations)
+        if not 0 <= int(start_iteration) <= n <= len(self.booster_):
+            raise ValueError(
+                f"need 0 <= start_iteration <= n_iterations <= {len(self.booster_)}, got "
+                f"{start_iteration} and {n_iterations}."
+            )
         with _threads(self.n_jobs):
-            return self.booster_.predict(X, n_iterations)
+            return self.booster_.predict(X, n, start=int(start_iteration))
 
     def truncate(self, n_iterations):
         """Keep the model as it was after ``n_iterations`` iterations."""

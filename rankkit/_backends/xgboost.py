@@ -257,14 +257,19 @@ class XGBoostBackend(Backend):
         folded.set_param({"nthread": self.params_.get("nthread", 0)})
         return folded
 
-    def predict(self, X, n_iterations=None):
-        """Raw scores (float64) of the model after ``n_iterations`` iterations."""
+    def predict(self, X, n_iterations=None, *, start_iteration=0):
+        """Raw scores (float64) of the model after ``n_iterations`` iterations
+        (from ``start_iteration`` on: see :meth:`Backend.predict`)."""
         booster = self.booster_
-        if n_iterations is not None and n_iterations != self.n_iterations_:
-            booster = self._fold(int(n_iterations))
+        n = self.n_iterations_ if n_iterations is None else int(n_iterations)
+        if n != self.n_iterations_:
+            booster = self._fold(n)
         if hasattr(X, "tocsr") and getattr(X, "format", "csr") != "csr":
             X = X.tocsr()
-        return np.asarray(booster.inplace_predict(X, predict_type="margin"), dtype=np.float64)
+        # The folded booster of n iterations holds each tree with its factor in
+        # that model, so a range of its trees is the range's contribution.
+        kwargs = {"iteration_range": (int(start_iteration), n)} if start_iteration else {}
+        return np.asarray(booster.inplace_predict(X, predict_type="margin", **kwargs), dtype=np.float64)
 
     def truncate(self, n_iterations):
         """Keep the model after ``n_iterations`` iterations (shrinkage re-folded)."""
