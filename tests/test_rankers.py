@@ -464,6 +464,16 @@ def test_nan_labels(data):
         _ranker("queryrmse").fit(X, y, qid=qid)
 
 
+def test_labels_whose_exp_gain_overflows(data):
+    X, y, qid, _, _, _ = data
+    big = y * 600.0  # up to 2400: 2^2400 is not a float64
+    for name in ("lambdamart", "stochasticrank", "yetiloss"):
+        with pytest.raises(ValueError, match=r"label 2400\b.*overflows float64.*gain='linear'"):
+            _ranker(name, metric="ndcg").fit(X, big, qid=qid)
+    model = _ranker("lambdamart", gain="linear").fit(X, big, qid=qid)
+    assert np.isfinite(model.score(X, big, qid=qid))
+
+
 def test_eval_set_without_eval_qid(data):
     X, y, qid, Xt, yt, _ = data
     with pytest.raises(ValueError, match=r"eval_qid\[0\]="):
