@@ -51,3 +51,17 @@ def test_doc_block_runs(code, tmp_path, monkeypatch):
     finally:
         plt.close("all")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_api_md_method_signatures_are_the_rankers():
+    """docs/api.md writes the rankers' fit, predict and score signatures out;
+    they must be the real ones (and say nothing the rankers do not take)."""
+    import inspect
+
+    from rankkit import LambdaMARTRanker
+
+    text = (ROOT / "docs" / "api.md").read_text()
+    for method in ("fit", "predict", "score"):
+        documented = re.search(rf"\| `{method}\((.*?)\)` \|", text).group(1)
+        real = str(inspect.signature(getattr(LambdaMARTRanker, method))).strip("()")
+        assert documented == real.replace("self, ", ""), method
