@@ -118,6 +118,17 @@ class Backend:
         raise NotImplementedError
 
 
+def check_iteration_range(start_iteration, n_iterations, n_total):
+    """``n_iterations`` as an int (None: ``n_total``), after checking
+    ``0 <= start_iteration <= n_iterations <= n_total``."""
+    n = n_total if n_iterations is None else int(n_iterations)
+    if not 0 <= int(start_iteration) <= n <= n_total:
+        raise ValueError(
+            f"need 0 <= start_iteration <= n_iterations <= {n_total}, got {start_iteration} and {n_iterations}."
+        )
+    return n
+
+
 def check_gradients(grad, hess, n, t):
     """``grad_fn``'s output as contiguous float64 arrays of shape ``(n,)``
     (``hess=None``: ones), or a clear error: every backend hands the engine

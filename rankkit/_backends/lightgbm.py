@@ -33,7 +33,7 @@ import lightgbm
 import numpy as np
 
 from .._sglb import fold_scales, shrink_factor
-from ._base import Backend, check_gradients
+from ._base import Backend, check_gradients, check_iteration_range
 
 __all__ = ["LightGBMBackend"]
 
@@ -314,12 +314,7 @@ class LightGBMBackend(Backend):
         (from ``start_iteration`` on: see :meth:`Backend.predict`)."""
         self._check_fitted()
         booster = self.booster_
-        n = self.n_iterations_ if n_iterations is None else int(n_iterations)
-        if not 0 <= int(start_iteration) <= n <= self.n_iterations_:
-            raise ValueError(
-                f"need 0 <= start_iteration <= n_iterations <= {self.n_iterations_}, got "
-                f"{start_iteration} and {n_iterations}."
-            )
+        n = check_iteration_range(start_iteration, n_iterations, self.n_iterations_)
         # Iterations whose tree had no split stored no tree: count stored trees.
         first, stop = np.searchsorted(self.tree_iterations_, [int(start_iteration), n])
         if stop == first:

@@ -18,7 +18,7 @@ from sklearn.utils._param_validation import StrOptions, validate_parameter_const
 from .._random import seed_from
 from .._sglb import RunningScale, shrink_factor
 from .._validation import Interval
-from ._base import Backend, check_gradients
+from ._base import Backend, check_gradients, check_iteration_range
 from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms
 from ._gbm.grower import TreeGrower
@@ -202,12 +202,7 @@ class NumbaBackend(Backend):
         (from ``start_iteration`` on: see :meth:`Backend.predict`)."""
         self._check_fitted()
         X = _check_X(X, n_features=self.n_features_in_)
-        n = len(self.booster_) if n_iterations is None else int(n_iterations)
-        if not 0 <= int(start_iteration) <= n <= len(self.booster_):
-            raise ValueError(
-                f"need 0 <= start_iteration <= n_iterations <= {len(self.booster_)}, got "
-                f"{start_iteration} and {n_iterations}."
-            )
+        n = check_iteration_range(start_iteration, n_iterations, len(self.booster_))
         with _threads(self.n_jobs):
             return self.booster_.predict(X, n, start=int(start_iteration))
 

@@ -25,7 +25,7 @@ import numpy as np
 import xgboost
 
 from .._sglb import fold_scales, shrink_factor
-from ._base import Backend, check_gradients
+from ._base import Backend, check_gradients, check_iteration_range
 
 __all__ = ["XGBoostBackend"]
 
@@ -261,7 +261,9 @@ class XGBoostBackend(Backend):
         """Raw scores (float64) of the model after ``n_iterations`` iterations
         (from ``start_iteration`` on: see :meth:`Backend.predict`)."""
         booster = self.booster_
-        n = self.n_iterations_ if n_iterations is None else int(n_iterations)
+        n = check_iteration_range(start_iteration, n_iterations, self.n_iterations_)
+        if n == start_iteration:  # an empty range: no tree
+            return np.zeros(X.shape[0], dtype=np.float64)
         if n != self.n_iterations_:
             booster = self._fold(n)
         if hasattr(X, "tocsr") and getattr(X, "format", "csr") != "csr":
