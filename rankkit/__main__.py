@@ -216,7 +216,8 @@ def main(argv=None):
         seconds = time.perf_counter() - start
         pred = model.predict(X_te)
         metrics = _test_metrics(y_te, pred, q_te)
-        results.append({"label": label, "short": short, "model": model, "pred": pred, "metrics": metrics, "seconds": seconds})
+        results.append({"label": label, "short": short, "model": model, "pred": pred, "metrics": metrics,
+                        "seconds": seconds})
         print(f"[{i}/{len(names)}] {label}: done in {seconds:.1f} s, test NDCG@10 {metrics[0]:.4f}", flush=True)
 
     width = max(len("random scores"), *(len(r["label"]) for r in results))

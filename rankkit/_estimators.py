@@ -117,7 +117,9 @@ class _EvalMonitor:
         elif isinstance(verbose, Integral) and verbose >= 0:
             self.period = int(verbose)
         else:
-            raise ValueError(f"verbose must be a bool or a non-negative int (print every N iterations), got {verbose!r}.")
+            raise ValueError(
+                f"verbose must be a bool or a non-negative int (print every N iterations), got {verbose!r}."
+            )
         watched = [name for name, data in sets if data is not None]
         self.watch = watched[-1] if watched else None
         if early_stopping_rounds is not None:
@@ -186,6 +188,11 @@ class _EvalMonitor:
             values += [(self.TRAINING, m, self._metric(m, self.train, raw_train)) for m in self.metrics]
         values += [(name, m, curve[-1]) for name, result in self.history.items() for m, curve in result.items()]
         print(f"[{t}]" + "".join(f"\t{name}-{m}:{v:.5f}" for name, m, v in values), file=sys.stdout, flush=True)
+
+    def before_training(self, ranker):
+        """The callbacks' ``before_training``."""
+        if self.callbacks:
+            self.callbacks.before_training(ranker)
 
     def after_training(self, ranker):
         """The final progress line, then the callbacks' ``after_training``."""
@@ -482,8 +489,7 @@ class BaseRanker(BaseEstimator):
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
         seed_base = seed_from(self.random_state)
         backend = self._make_backend(seed_base)
-        if monitor.callbacks:
-            monitor.callbacks.before_training(self)
+        monitor.before_training(self)
         backend.fit(
             train.X,
             self._gradient_function(objective, train, seed_base),

@@ -109,7 +109,8 @@ class _Recorder(TrainingCallback):
         self.calls.append(("before", hasattr(ranker, "backend_")))
 
     def after_iteration(self, ranker, iteration, evals_log):
-        self.calls.append(("iteration", iteration, {s: {m: list(v) for m, v in r.items()} for s, r in evals_log.items()}))
+        copy = {name: {m: list(v) for m, v in result.items()} for name, result in evals_log.items()}
+        self.calls.append(("iteration", iteration, copy))
         return iteration == self.stop_at
 
     def after_training(self, ranker):
