@@ -20,8 +20,9 @@ itself, ``"validation_<i>"`` for the others) and every ``eval_metric``; it
 is empty without an eval set. During training, ``ranker`` gives the
 parameters; fitted attributes (``best_iteration_``, ``evals_result_``,
 ``predict``, ...) are set when ``after_training`` is called. Callbacks run
-after the eval metrics, early stopping and progress of each iteration, in
-list order, and each one is called even when an earlier one asked to stop.
+after each iteration's eval metrics and early-stopping check (and before its
+progress line), in list order, and each one is called even when an earlier
+one asked to stop.
 
 Engine callbacks act on an engine's booster (XGBoost's ``EarlyStopping``,
 LightGBM's ``early_stopping`` / ``log_evaluation``, ...), which a ranker's
