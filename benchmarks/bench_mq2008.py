@@ -90,7 +90,8 @@ def fit_rankkit(label, fold, cfg, *, early_stopping=True, n_estimators=None, bac
     kw = {}
     if early_stopping:
         Xv, yv, qv = fold["vali"]
-        kw = dict(eval_set=[(Xv, yv)], eval_qid=[qv], early_stopping_rounds=cfg.patience)
+        kw = dict(eval_set=[(Xv, yv)], eval_qid=[qv])
+        model.set_params(early_stopping_rounds=cfg.patience)
     with Timer() as t:
         model.fit(Xt, yt, qid=qt, **kw)
     n_trees = (model.best_iteration_ + 1) if getattr(model, "best_iteration_", None) is not None else None

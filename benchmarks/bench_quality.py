@@ -194,12 +194,12 @@ def fit_rankkit(cls_name, params, fold, cfg, eval_metric="ndcg@10", seed=0):
     params = {
         "n_estimators": cfg.n_estimators, "learning_rate": cfg.lr, "max_depth": cfg.depth,
         "n_jobs": cfg.n_jobs, "random_state": seed, "backend": cfg.backend, "eval_metric": eval_metric,
-        **params, **cfg.overrides,
+        "early_stopping_rounds": cfg.patience, **params, **cfg.overrides,
     }
     model = getattr(rankkit, cls_name)(**params)
     (Xt, yt, qt), (Xv, yv, qv) = fold["train"], fold["vali"]
     with Timer() as t:
-        model.fit(Xt, yt, qid=qt, eval_set=[(Xv, yv)], eval_qid=[qv], early_stopping_rounds=cfg.patience)
+        model.fit(Xt, yt, qid=qt, eval_set=[(Xv, yv)], eval_qid=[qv])
     return model.predict, t.seconds, model.best_iteration_ + 1
 
 

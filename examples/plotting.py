@@ -35,14 +35,14 @@ valid = qid.isin(queries[180:240])  # drives early stopping
 test = qid.isin(queries[240:])  # judged once, at the end
 
 # One thread: the data is small, and the model is the same for any thread count.
-common = dict(n_estimators=300, learning_rate=0.1, max_depth=4, eval_metric="ndcg@10", random_state=0,
-              n_jobs=1)
+common = dict(n_estimators=300, learning_rate=0.1, max_depth=4, eval_metric="ndcg@10", early_stopping_rounds=25,
+              random_state=0, n_jobs=1)
 rankers = {
     "QueryRMSE": QueryRMSERanker(**common),
     "LambdaMART": LambdaMARTRanker(metric="ndcg", k=10, **common),
 }
 for name, ranker in rankers.items():
-    ranker.fit(X[train], y[train], eval_set=[(X[valid], y[valid])], early_stopping_rounds=25)
+    ranker.fit(X[train], y[train], eval_set=[(X[valid], y[valid])])
     print(f"{name:10s}: best iteration {ranker.best_iteration_:3d}, "
           f"validation NDCG@10 {ranker.best_score_:.4f}, test NDCG@10 {ranker.score(X[test], y[test]):.4f}")
 

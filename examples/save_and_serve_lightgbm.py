@@ -26,8 +26,8 @@ X, y, qid = make_ranking(n_queries=200, random_state=2)
 X_tr, X_va, y_tr, y_va, q_tr, q_va = query_train_test_split(X, y, qid=qid, test_size=0.25, random_state=0)
 ranker = StochasticRankRanker(
     metric="ndcg", k=10, n_estimators=300, backend="lightgbm", langevin=True, model_shrink_rate=1e-2,
-    random_state=0,
-).fit(X_tr, y_tr, qid=q_tr, eval_set=[(X_va, y_va)], eval_qid=[q_va], early_stopping_rounds=20)
+    random_state=0, early_stopping_rounds=20,
+).fit(X_tr, y_tr, qid=q_tr, eval_set=[(X_va, y_va)], eval_qid=[q_va])
 print(f"best iteration {ranker.best_iteration_} of {ranker.n_iterations_}, "
       f"validation NDCG@10 {ranker.best_score_:.4f}")
 

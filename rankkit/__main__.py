@@ -1,90 +1,243 @@
-"""``python -m rankkit``: train and compare rankers on built-in synthetic data.
+"""``python -m rankkit``: train and compare rankers on held-out queries.
 
-Generates :func:`rankkit.datasets.make_ranking` data (no download), splits it
-by query, trains every rankkit ranker and XGBoost's built-in ``rank:ndcg``
-with the same trees, depth and learning rate, and prints test metrics (worst
-ties) and fit times.
+The data is synthetic (:func:`rankkit.datasets.make_ranking`, no download)
+or a LETOR folder (``--data DIR``: ``DIR/Fold1/{train,vali,test}.txt[.gz]``,
+or a fold folder itself; without ``vali`` a fifth of the training queries
+validates). Every ranker is trained with the same trees, depth and learning
+rate, records NDCG@10 on the validation queries every iteration (the
+learning curves of ``--plot``), and is judged once on the test queries:
+NDCG@10, MRR, MAP and ERR@10 (worst-order ties; a query without a relevant
+document scores 1.0; ERR with Chapelle's mapping) and the fit time. A line
+is printed when each ranker starts and ends. The fit time excludes numba's
+one-time compilation of rankkit's kernels (a 2-tree fit on a few queries
+runs first; the compiled kernels are cached for later runs).
+
+With ``--plot FILE`` a figure is saved (matplotlib needed): the validation
+NDCG@10 curve of every rankkit ranker, and the per-query comparison of the
+best two rankers on the test queries (:mod:`rankkit.plotting`).
 """
 
 import argparse
+import sys
 import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 
+#: ``--rankers`` name -> (label, short label, class name in rankkit or None, objective parameters).
+RANKERS = {
+    "stochasticrank": ("StochasticRank NDCG@10", "StochasticRank", "StochasticRankRanker", {"metric": "ndcg", "k": 10}),
+    "yetirank": ("YetiRank", "YetiRank", "YetiRanker", {}),
+    "yetiloss": ("YetiLoss NDCG@10", "YetiLoss", "YetiRanker", {"metric": "ndcg", "k": 10}),
+    "lambdamart": ("LambdaMART NDCG@10", "LambdaMART", "LambdaMARTRanker", {"metric": "ndcg", "k": 10}),
+    "xendcg": ("XE-NDCG", "XE-NDCG", "XENDCGRanker", {}),
+    "queryrmse": ("QueryRMSE", "QueryRMSE", "QueryRMSERanker", {}),
+    "xgboost": ("XGBoost rank:ndcg (built-in)", "XGBoost", None, {}),
+}
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m rankkit", description=__doc__.splitlines()[0])
-    parser.add_argument("--n-queries", type=int, default=600)
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m rankkit", description=__doc__.splitlines()[0].split(": ", 1)[1],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--data", metavar="DIR", default=None,
+                        help="LETOR folder (DIR/Fold1/train.txt[.gz], vali, test) instead of synthetic data")
+    parser.add_argument("--rankers", default=",".join(RANKERS),
+                        help=f"comma-separated, from: {', '.join(RANKERS)}")
+    parser.add_argument("--n-queries", type=int, default=600, help="synthetic data: number of queries")
     parser.add_argument("--n-estimators", type=int, default=200)
     parser.add_argument("--max-depth", type=int, default=6)
     parser.add_argument("--learning-rate", type=float, default=0.1)
     parser.add_argument("--backend", default="xgboost", help="xgboost, lightgbm or numba")
+    parser.add_argument("--n-jobs", type=int, default=1,
+                        help="threads per fit (-1: all cores); one is fastest on data this small")
     parser.add_argument("--random-state", type=int, default=0)
-    args = parser.parse_args(argv)
+    parser.add_argument("--plot", metavar="FILE", default=None,
+                        help="save a figure: learning curves and the best two rankers query by query")
+    return parser
 
-    import rankkit
-    from rankkit.datasets import make_ranking
-    from rankkit.metrics import err_score, map_score, mrr_score, ndcg_score
+
+def _rankers(text, parser):
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in RANKERS]
+    if unknown or not names:
+        parser.error(f"--rankers: unknown {unknown or 'empty list'}; choose from {', '.join(RANKERS)}")
+    return list(dict.fromkeys(names))
+
+
+def _fold_files(directory):
+    """``{split: path}`` of a LETOR fold: ``DIR/Fold1`` if present, else ``DIR`` itself."""
+    directory = Path(directory)
+    fold = directory / "Fold1" if (directory / "Fold1").is_dir() else directory
+    files = {}
+    for split in ("train", "vali", "test"):
+        for name in (f"{split}.txt", f"{split}.txt.gz"):
+            if (fold / name).is_file():
+                files[split] = fold / name
+    missing = [split for split in ("train", "test") if split not in files]
+    if missing:
+        raise ValueError(
+            f"--data {directory}: no {' or '.join(f'{m}.txt[.gz]' for m in missing)} in {fold} "
+            "(a LETOR folder has Fold1/train.txt, vali.txt and test.txt, optionally gzipped)"
+        )
+    return files
+
+
+def load_data(args):
+    """``(description, {"train": (X, y, qid), "vali": ..., "test": ...})``."""
+    from rankkit.datasets import load_svmlight, make_ranking
     from rankkit.model_selection import query_train_test_split
 
-    X, y, qid = make_ranking(args.n_queries, random_state=args.random_state)
-    X_tr, X_te, y_tr, y_te, q_tr, q_te = query_train_test_split(
-        X, y, qid=qid, test_size=0.3, random_state=args.random_state
-    )
-    print(
-        f"make_ranking: {len(np.unique(qid))} queries, {X.shape[0]} documents, {X.shape[1]} features; "
-        f"train {len(np.unique(q_tr))} / test {len(np.unique(q_te))} queries"
-    )
-    common = dict(
-        n_estimators=args.n_estimators,
-        max_depth=args.max_depth,
-        learning_rate=args.learning_rate,
-        random_state=args.random_state,
-        backend=args.backend,
-    )
-    models = {
-        "StochasticRank NDCG@10": rankkit.StochasticRankRanker(metric="ndcg", k=10, **common),
-        "YetiRank": rankkit.YetiRanker(**common),
-        "YetiLoss NDCG@10": rankkit.YetiRanker(metric="ndcg", k=10, **common),
-        "LambdaMART NDCG@10": rankkit.LambdaMARTRanker(metric="ndcg", k=10, **common),
-        "XE-NDCG": rankkit.XENDCGRanker(**common),
-        "QueryRMSE": rankkit.QueryRMSERanker(**common),
-    }
-    rows = []
-    for name, model in models.items():
-        t0 = time.perf_counter()
-        model.fit(X_tr, y_tr, qid=q_tr)
-        fit_s = time.perf_counter() - t0
-        rows.append((name, model.predict(X_te), fit_s))
+    if args.data is None:
+        X, y, qid = make_ranking(args.n_queries, random_state=args.random_state)
+        X_rest, X_te, y_rest, y_te, q_rest, q_te = query_train_test_split(
+            X, y, qid=qid, test_size=0.25, random_state=args.random_state)
+        name = f"make_ranking({args.n_queries}, random_state={args.random_state})"
+        parts = {"rest": (X_rest, y_rest, q_rest), "test": (X_te, y_te, q_te)}
+    else:
+        files = _fold_files(args.data)
+        train = load_svmlight(files["train"], dense=True)
+        n_features = train[0].shape[1]
+        parts = {"rest" if "vali" not in files else "train": train,
+                 "test": load_svmlight(files["test"], n_features=n_features, dense=True)}
+        if "vali" in files:
+            parts["vali"] = load_svmlight(files["vali"], n_features=n_features, dense=True)
+        name = str(files["train"].parent)
+    if "rest" in parts:  # a fifth of the training queries validates
+        X, y, qid = parts.pop("rest")
+        X_tr, X_va, y_tr, y_va, q_tr, q_va = query_train_test_split(
+            X, y, qid=qid, test_size=0.2, random_state=args.random_state)
+        parts["train"], parts["vali"] = (X_tr, y_tr, q_tr), (X_va, y_va, q_va)
+    return name, parts
+
+
+def _make(name, args):
+    import rankkit
+
+    _, _, cls_name, params = RANKERS[name]
+    common = dict(n_estimators=args.n_estimators, max_depth=args.max_depth, learning_rate=args.learning_rate,
+                  n_jobs=args.n_jobs, random_state=args.random_state)
+    if cls_name is None:
+        import xgboost
+
+        return xgboost.XGBRanker(objective="rank:ndcg", tree_method="hist", **common)
+    return getattr(rankkit, cls_name)(**params, **common, backend=args.backend, eval_metric="ndcg@10")
+
+
+def _warm_up(model, data):
+    """A 2-tree fit on a few queries: numba compiles (or loads from its cache)
+    the kernels once, so the timed fit measures training only."""
+    from sklearn.base import clone
+
+    parts = []
+    for split in ("train", "vali"):
+        X, y, qid = data[split]
+        rows = np.isin(qid, np.unique(qid)[:5])
+        parts.append((X[rows], y[rows], qid[rows]))
+    (X, y, qid), (X_va, y_va, q_va) = parts
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # two trees on five queries may well grow no split
+        clone(model).set_params(n_estimators=2).fit(X, y, qid=qid, eval_set=[(X_va, y_va)], eval_qid=[q_va])
+
+
+def _test_metrics(y, pred, qid):
+    from rankkit.metrics import err_score, map_score, mrr_score, ndcg_score
+
+    return (ndcg_score(y, pred, qid=qid, k=10), mrr_score(y, pred, qid=qid), map_score(y, pred, qid=qid),
+            err_score(y, pred, qid=qid, k=10, err_mapping="chapelle"))
+
+
+def _save_figure(path, results, test):
+    """Learning curves of the rankkit rankers, and the best two query by query."""
+    from matplotlib.figure import Figure
+
+    from rankkit.plotting import plot_metric, plot_query_comparison
+
+    curves = [r for r in results if getattr(r["model"], "evals_result_", None)]
+    best = sorted(results, key=lambda r: r["metrics"][0], reverse=True)[:2]
+    n_cols = max(1, len(curves))
+    rows = [[r["short"] for r in curves] or ["empty"]]
+    if len(best) == 2:
+        rows.append(["queries"] * n_cols)
+    fig = Figure(figsize=(max(10.0, 3.4 * n_cols), 3.6 * len(rows)), layout="constrained")
+    axes = fig.subplot_mosaic(rows)
+    for r in curves:
+        plot_metric(r["model"], "ndcg@10", ax=axes[r["short"]], title=r["label"], ylabel="validation NDCG@10")
+    if not curves:
+        axes["empty"].set_axis_off()
+    if len(best) == 2:
+        second, first = best[1], best[0]
+        y, qid = test[1], test[2]
+        plot_query_comparison(y, second["pred"], first["pred"], qid=qid, metric="ndcg@10",
+                              labels=(second["short"], first["short"]), ax=axes["queries"])
+    fig.savefig(path, dpi=90)
+
+
+def main(argv=None):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    names = _rankers(args.rankers, parser)
+    if args.plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            parser.error("--plot needs matplotlib: pip install matplotlib")
 
     try:
-        import xgboost as xgb
+        name, data = load_data(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    (X_tr, y_tr, q_tr), (X_va, y_va, q_va), test = data["train"], data["vali"], data["test"]
+    X_te, y_te, q_te = test
+    n_q = {split: len(np.unique(part[2])) for split, part in data.items()}
+    print(f"data: {name}: {X_tr.shape[1]} features; queries (documents): train {n_q['train']} ({len(y_tr)}), "
+          f"validation {n_q['vali']} ({len(y_va)}), test {n_q['test']} ({len(y_te)})")
+    print(f"{len(names)} rankers: {args.n_estimators} trees of depth {args.max_depth}, learning rate "
+          f"{args.learning_rate}, backend {args.backend}, n_jobs {args.n_jobs}", flush=True)
 
-        t0 = time.perf_counter()
-        ref = xgb.XGBRanker(
-            objective="rank:ndcg", n_estimators=args.n_estimators, max_depth=args.max_depth,
-            learning_rate=args.learning_rate, tree_method="hist", random_state=args.random_state,
-        ).fit(X_tr, y_tr, qid=q_tr)
-        fit_s = time.perf_counter() - t0
-        rows.append(("xgboost rank:ndcg (built-in)", ref.predict(X_te), fit_s))
-    except ImportError:
-        pass
+    results = []
+    for i, key in enumerate(names, 1):
+        label, short = RANKERS[key][:2]
+        try:
+            model = _make(key, args)
+        except ImportError as exc:  # e.g. the built-in XGBoost ranker without xgboost
+            print(f"[{i}/{len(names)}] {label}: skipped ({exc})", flush=True)
+            continue
+        print(f"[{i}/{len(names)}] {label}: fitting ...", flush=True)
+        if RANKERS[key][2] is not None:
+            _warm_up(model, data)
+        start = time.perf_counter()
+        if RANKERS[key][2] is None:
+            model.fit(X_tr, y_tr, qid=q_tr)
+        else:
+            model.fit(X_tr, y_tr, qid=q_tr, eval_set=[(X_va, y_va)], eval_qid=[q_va])
+        seconds = time.perf_counter() - start
+        pred = model.predict(X_te)
+        metrics = _test_metrics(y_te, pred, q_te)
+        results.append({"label": label, "short": short, "model": model, "pred": pred, "metrics": metrics,
+                        "seconds": seconds})
+        print(f"[{i}/{len(names)}] {label}: done in {seconds:.1f} s, test NDCG@10 {metrics[0]:.4f}", flush=True)
 
-    header = f"{'model':32s} {'NDCG@10':>8s} {'MRR':>7s} {'MAP':>7s} {'ERR@10':>7s} {'fit s':>7s}"
-    print("\nTest metrics (ties='worst'; queries without relevant documents score 1.0)")
+    width = max(len("random scores"), *(len(r["label"]) for r in results))
+    header = f"{'model':<{width}}  {'NDCG@10':>7}  {'MRR':>6}  {'MAP':>6}  {'ERR@10':>6}  {'fit s':>6}"
+    print(f"\nTest queries: {n_q['test']} (ties ordered worst first; a query without a relevant "
+          "document scores 1.0)")
     print(header)
     print("-" * len(header))
-    for name, pred, fit_s in rows:
-        vals = (
-            ndcg_score(y_te, pred, qid=q_te, k=10),
-            mrr_score(y_te, pred, qid=q_te),
-            map_score(y_te, pred, qid=q_te),
-            err_score(y_te, pred, qid=q_te, k=10, err_mapping="chapelle"),
-        )
-        print(f"{name:32s} " + " ".join(f"{v:8.4f}" if i == 0 else f"{v:7.4f}" for i, v in enumerate(vals)) + f" {fit_s:7.2f}")
+    for r in results:
+        ndcg, mrr, map_, err = r["metrics"]
+        print(f"{r['label']:<{width}}  {ndcg:7.4f}  {mrr:6.4f}  {map_:6.4f}  {err:6.4f}  {r['seconds']:6.1f}")
     rand = np.random.default_rng(args.random_state).normal(size=y_te.shape[0])
-    print(f"{'random scores':32s} {ndcg_score(y_te, rand, qid=q_te, k=10):8.4f}")
+    ndcg, mrr, map_, err = _test_metrics(y_te, rand, q_te)
+    print(f"{'random scores':<{width}}  {ndcg:7.4f}  {mrr:6.4f}  {map_:6.4f}  {err:6.4f}  {'':>6}")
+
+    if args.plot is not None:
+        _save_figure(args.plot, results, test)
+        print(f"\nfigure written to {args.plot}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

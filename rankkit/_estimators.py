@@ -54,11 +54,12 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ._backends import get_backend
 from ._categorical import apply_categories, fit_categories
-from ._groups import make_groups, missing_qid_error, split_qid
+from .callback import CallbackList
+from ._groups import _is_dataframe, make_groups, missing_qid_error, qid_from_sizes, split_qid
 from ._metrics._api import evaluate_sorted
 from ._metrics._common import parse_metric
 from ._objectives._base import RankingObjective, query_hessian_units
@@ -95,47 +96,118 @@ class _QueryData(NamedTuple):
 
 
 class _EvalMonitor:
-    """The backend's callback: eval metrics every iteration, progress lines,
-    the best iteration and early stopping (strict improvement, like XGBoost:
-    ties keep the earlier, smaller model)."""
+    """The backend's callback ``callback(t, raw_train, raw_evals)``: eval
+    metrics every iteration, progress lines, the best iteration, early
+    stopping and the user's callbacks (:mod:`rankkit.callback`).
 
-    def __init__(self, evals, metric, settings, *, early_stopping_rounds, verbose, n_estimators):
+    ``sets`` are the eval sets in ``eval_set`` order as ``(name, data)``;
+    ``data`` is None for the training data itself (``"training"``), whose
+    metrics come from the training scores. Early stopping watches the first
+    metric on the last set that is not the training data, with strict
+    improvement, like XGBoost: ties keep the earlier, smaller model. With
+    ``verbose=N`` a line every ``N`` iterations (and at the last one) shows
+    the training metrics, computed on those iterations only, and every set's;
+    :meth:`after_training` prints the final line.
+    """
+
+    TRAINING = "training"
+
+    def __init__(self, ranker, train, sets, metrics, settings, *, early_stopping_rounds, verbose, callbacks):
+        if isinstance(verbose, (bool, np.bool_)):
+            self.period = 1 if verbose else 0
+        elif isinstance(verbose, Integral) and verbose >= 0:
+            self.period = int(verbose)
+        else:
+            raise ValueError(
+                f"verbose must be a bool or a non-negative int (print every N iterations), got {verbose!r}."
+            )
+        watched = [name for name, data in sets if data is not None]
+        self.watch = watched[-1] if watched else None
         if early_stopping_rounds is not None:
-            if not evals:
-                raise ValueError(
-                    "early_stopping_rounds needs an eval_set: pass eval_set=[(X_val, y_val)] "
-                    "with eval_qid=[qid_val] (or a DataFrame with the query column)."
-                )
             if isinstance(early_stopping_rounds, bool) or not isinstance(early_stopping_rounds, Integral) \
                     or early_stopping_rounds < 1:
                 raise ValueError(
                     f"early_stopping_rounds must be a positive int or None, got {early_stopping_rounds!r}."
                 )
-        if isinstance(verbose, bool):
-            self.period = 1 if verbose else 0
-        elif isinstance(verbose, Integral) and verbose >= 0:
-            self.period = int(verbose)
-        else:
-            raise ValueError(f"verbose must be a bool or a non-negative int, got {verbose!r}.")
-        self.evals = evals
-        self.label = metric
+            if self.watch is None:
+                raise ValueError(
+                    "early_stopping_rounds needs an eval_set other than the training data: pass "
+                    "eval_set=[(X_val, y_val)] with eval_qid=[qid_val] (or a DataFrame with the query column)."
+                )
+        self.ranker = ranker
+        self.train = train
+        self.sets = sets
+        self.metrics = metrics
         self.settings = settings
         self.early_stopping_rounds = early_stopping_rounds
-        self.n_estimators = n_estimators
-        self.history = {f"validation_{i}": {metric: []} for i in range(len(evals))}
-        self.best_score = -np.inf
+        self.callbacks = callbacks
+        self.n_estimators = int(ranker.n_estimators)
+        self.history = {name: {m: [] for m in metrics} for name, _ in sets}
+        self.best_score = None
         self.best_iteration = None
+        self.n_done = None  # iterations seen; None when the monitor was not called
+        self.stopped_by = None
+
+    @property
+    def eval_X(self):
+        """Features of the sets the backend tracks (all but the training data)."""
+        return [data.X for _, data in self.sets if data is not None]
+
+    @property
+    def active(self):
+        """Whether the backend must call the monitor at all."""
+        return bool(self.sets) or self.period > 0 or bool(self.callbacks)
+
+    def _metric(self, metric, data, raw):
+        return _mean_metric(metric, data.y, raw, data.group_ptr, self.settings)
 
     def __call__(self, t, raw_train, raw_evals):
-        for (name, result), data, raw in zip(self.history.items(), self.evals, raw_evals):
-            result[self.label].append(_mean_metric(self.label, data.y, raw, data.group_ptr, self.settings))
-        if self.period and (t % self.period == 0 or t == self.n_estimators - 1):
-            msg = "\t".join(f"{name}-{self.label}:{res[self.label][-1]:.5f}" for name, res in self.history.items())
-            print(f"[{t}]\t{msg}", file=sys.stdout, flush=True)
-        last = self.history[f"validation_{len(self.evals) - 1}"][self.label][-1]
-        if self.best_iteration is None or last > self.best_score:
-            self.best_score, self.best_iteration = last, t
-        return self.early_stopping_rounds is not None and t - self.best_iteration >= self.early_stopping_rounds
+        raws = iter(raw_evals)
+        for name, data in self.sets:
+            data, raw = (self.train, raw_train) if data is None else (data, next(raws))
+            for metric in self.metrics:
+                self.history[name][metric].append(self._metric(metric, data, raw))
+        self.n_done = t + 1
+        stop = False
+        if self.watch is not None:
+            score = self.history[self.watch][self.metrics[0]][-1]
+            if self.best_iteration is None or score > self.best_score:
+                self.best_score, self.best_iteration = score, t
+            if self.early_stopping_rounds is not None and t - self.best_iteration >= self.early_stopping_rounds:
+                stop, self.stopped_by = True, "early stopping"
+        if self.callbacks and self.callbacks.after_iteration(self.ranker, t, self.history):
+            stop = True
+            self.stopped_by = self.stopped_by or "a callback"
+        if self.period and (t % self.period == 0 or stop or t == self.n_estimators - 1):
+            self._print_line(t, raw_train)
+        return stop
+
+    def _print_line(self, t, raw_train):
+        """``[t]\ttraining-ndcg@10:0.81234\tvalidation_0-ndcg@10:0.71234`` (XGBoost's format)."""
+        values = []
+        if self.TRAINING not in self.history:  # computed for this line only
+            values += [(self.TRAINING, m, self._metric(m, self.train, raw_train)) for m in self.metrics]
+        values += [(name, m, curve[-1]) for name, result in self.history.items() for m, curve in result.items()]
+        print(f"[{t}]" + "".join(f"\t{name}-{m}:{v:.5f}" for name, m, v in values), file=sys.stdout, flush=True)
+
+    def before_training(self, ranker):
+        """The callbacks' ``before_training``."""
+        if self.callbacks:
+            self.callbacks.before_training(ranker)
+
+    def after_training(self, ranker):
+        """The final progress line, then the callbacks' ``after_training``."""
+        if self.period and self.n_done is not None:
+            if self.stopped_by is not None:
+                line = f"stopped at iteration {self.n_done - 1} by {self.stopped_by}"
+            else:
+                line = f"trained {self.n_done} iterations"
+            if self.watch is not None:
+                line += (f", best iteration {self.best_iteration}, best {self.watch}-{self.metrics[0]} "
+                         f"{self.best_score:.5f}")
+            print(line, file=sys.stdout, flush=True)
+        if self.callbacks:
+            self.callbacks.after_training(ranker)
 
 
 def _has_varying_feature(X):
@@ -150,11 +222,20 @@ def _has_varying_feature(X):
     return bool(np.any(varies) or np.any(missing.any(axis=0) & ~missing.all(axis=0)))
 
 
-def _mean_metric(metric, y, raw, group_ptr, settings):
-    """Mean over queries (excluded queries left out) with worst-order ties."""
+def _mean_metric(metric, y, raw, group_ptr, settings, weight=None):
+    """Mean over queries (excluded queries left out) with worst-order ties.
+
+    With row weights ``weight``, the mean is weighted by query: a query
+    weighs the mean of its rows' weights (LightGBM's query weights), so
+    giving every row of a query the weight ``w`` weighs the query ``w``.
+    """
     values = evaluate_sorted(metric, y, raw, group_ptr, ties="worst", **settings)
-    values = values[~np.isnan(values)]
-    return float(values.mean()) if values.size else float("nan")
+    keep = ~np.isnan(values)
+    if weight is None:
+        return float(values[keep].mean()) if keep.any() else float("nan")
+    query_weight = np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr)
+    total = query_weight[keep].sum()
+    return float(np.dot(query_weight[keep], values[keep]) / total) if total > 0 else float("nan")
 
 
 class BaseRanker(BaseEstimator):
@@ -253,28 +334,62 @@ class BaseRanker(BaseEstimator):
             )
         return y
 
-    def _eval_sets(self, eval_set, eval_qid, objective):
+    def _eval_sets(self, eval_set, eval_qid, eval_group, objective, training):
+        """``[(name, data)]`` for ``eval_set``: ``"validation_<i>"`` with the
+        set's validated rows, or ``("training", None)`` for an entry that is
+        the training data itself (the same ``X`` and ``y`` objects with the
+        same query ids), evaluated on the training scores without predicting
+        anything (LightGBM's rule)."""
         if eval_set is None:
-            if eval_qid is not None:
-                raise ValueError("eval_qid was given without eval_set.")
+            for name, value in (("eval_qid", eval_qid), ("eval_group", eval_group)):
+                if value is not None:
+                    raise ValueError(f"{name} was given without eval_set.")
             return []
         if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(eval_set[0], tuple):
             raise ValueError("eval_set must be a list of (X, y) pairs, e.g. eval_set=[(X_val, y_val)].")
         eval_set = list(eval_set)
-        eval_qid = [None] * len(eval_set) if eval_qid is None else list(eval_qid)
-        if len(eval_qid) != len(eval_set):
-            raise ValueError(
-                f"eval_qid has {len(eval_qid)} entries but eval_set has {len(eval_set)}: "
-                "pass one qid array per eval set."
-            )
+        per_set = {}
+        for name, value in (("eval_qid", eval_qid), ("eval_group", eval_group)):
+            value = [None] * len(eval_set) if value is None else list(value)
+            if len(value) != len(eval_set):
+                raise ValueError(
+                    f"{name} has {len(value)} entries but eval_set has {len(eval_set)}: "
+                    f"pass one {'qid array' if name == 'eval_qid' else 'group-sizes array'} per eval set."
+                )
+            per_set[name] = value
         out = []
-        for i, (pair, q) in enumerate(zip(eval_set, eval_qid)):
+        for i, (pair, q, g) in enumerate(zip(eval_set, per_set["eval_qid"], per_set["eval_group"])):
             if len(pair) != 2:
                 raise ValueError(f"eval_set[{i}] must be an (X, y) pair.")
-            out.append(self._prepare(
+            if pair[0] is training[0] and pair[1] is training[1] and q is training[2] and g is training[3]:
+                out.append((_EvalMonitor.TRAINING, None))
+                continue
+            q = self._qid_from_group(pair[0], q, g, where=f"eval_set[{i}]", qid_name=f"eval_qid[{i}]",
+                                     group_name=f"eval_group[{i}]")
+            out.append((f"validation_{i}", self._prepare(
                 pair[0], pair[1], q, objective, reset=False, where=f"eval_set[{i}]", qid_name=f"eval_qid[{i}]"
-            ))
+            )))
         return out
+
+    def _qid_from_group(self, X, qid, group, *, where="X", qid_name="qid", group_name="group"):
+        """Per-row query ids from LightGBM-style ``group`` sizes, or ``qid`` as given.
+
+        Sizes describe consecutive rows, so they cannot be combined with
+        another source of query ids, and must add up to the number of rows.
+        """
+        if group is None:
+            return qid
+        if qid is not None:
+            raise ValueError(
+                f"Query ids given twice: {qid_name}= and {group_name}= were both passed; pass one "
+                f"(per-row {qid_name}= works inside cross-validation, group sizes do not)."
+            )
+        if _is_dataframe(X) and self.qid_col is not None and self.qid_col in X.columns:
+            raise ValueError(
+                f"Query ids given twice: {where} has a '{self.qid_col}' column and {group_name}= was passed. "
+                f"Drop the column or pass qid_col=None to use {group_name}=."
+            )
+        return qid_from_sizes(group, _num_samples(X), name=group_name)
 
     # -- fit -----------------------------------------------------------------
     def _objective_for_fit(self):
@@ -304,12 +419,27 @@ class BaseRanker(BaseEstimator):
             )
         return scale
 
-    def _eval_metric(self, objective):
-        """``(metric, settings)`` of ``score`` and early stopping: ``eval_metric``
-        or the objective's own metric, with the objective's metric settings."""
-        metric = self.eval_metric if self.eval_metric is not None else objective._default_eval_metric()
-        name, k = parse_metric(metric)
-        return (name if k is None else f"{name}@{k}"), objective._eval_metric_settings()
+    def _eval_metrics(self, objective):
+        """``(metrics, settings)`` of ``score``, eval sets and early stopping:
+        the names of ``eval_metric`` (a name or a list) or the objective's own
+        metric, with the objective's metric settings; the first is the main one."""
+        given = self.eval_metric if self.eval_metric is not None else objective._default_eval_metric()
+        names = [given] if isinstance(given, str) else list(given)
+        if not names:
+            raise ValueError(
+                "eval_metric is empty: pass a metric name such as 'ndcg@10', a list of them "
+                "(the first drives early stopping and score), or None for the objective's own metric."
+            )
+        metrics = []
+        for metric in names:
+            if not isinstance(metric, str):
+                raise TypeError(f"eval_metric entries must be metric names such as 'ndcg@10', got {metric!r}.")
+            name, k = parse_metric(metric)
+            canonical = name if k is None else f"{name}@{k}"
+            if canonical in metrics:
+                raise ValueError(f"eval_metric={self.eval_metric!r} lists {canonical!r} twice.")
+            metrics.append(canonical)
+        return metrics, objective._eval_metric_settings()
 
     def _make_backend(self, seed_base):
         settings = {name: getattr(self, name) for name in BACKEND_SETTINGS}
@@ -347,8 +477,8 @@ class BaseRanker(BaseEstimator):
         return grad_fn
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, qid=None, sample_weight=None, eval_set=None, eval_qid=None,
-            early_stopping_rounds=None, verbose=False):
+    def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
+            eval_group=None, verbose=False, early_stopping_rounds=None):
         """Fit the ranker.
 
         Parameters
@@ -361,55 +491,94 @@ class BaseRanker(BaseEstimator):
             ``err_mapping``).
         qid : array-like of shape (n_samples,), optional
             Query id of every row (any order). Required unless ``X`` has the
-            query column.
+            query column or ``group`` is given.
+        group : array-like of int, optional
+            Query sizes instead of ``qid``, as LightGBM's and XGBoost's
+            ``group``: query ``i`` is the next ``group[i]`` rows, so the
+            sizes must add up to the number of rows. Not cross-validation
+            safe: scikit-learn splits per-row arrays only, so inside
+            ``GridSearchCV`` or ``cross_validate`` pass ``qid=``
+            (:func:`rankkit.model_selection.qid_from_group` converts sizes).
         sample_weight : array-like of shape (n_samples,), optional
             Per-row weights multiplying gradients and hessians.
         eval_set : list of (X, y) pairs, optional
-            Sets evaluated every iteration with the eval metric; the last one
-            drives early stopping.
+            Sets evaluated every iteration with every ``eval_metric``
+            (``evals_result_``); the last one that is not the training data
+            drives early stopping. An entry that is the training data itself
+            (the same ``X`` and ``y`` objects, the same ``qid``/``group``) is
+            recorded as ``"training"`` from the training scores; the others
+            as ``"validation_<i>"`` (``i``: position in ``eval_set``).
         eval_qid : list of array-like, optional
             Query ids of each eval set (not needed for DataFrames carrying
             the query column).
+        eval_group : list of array-like, optional
+            Query sizes of each eval set, instead of ``eval_qid``.
+        verbose : bool or int, default=False
+            Print a line every ``verbose`` iterations (``True``: every one),
+            and at the last one, with the training data's metrics and every
+            eval set's, in XGBoost's format
+            (``[10]\ttraining-ndcg@10:0.81234\tvalidation_0-ndcg@10:0.71234``),
+            then a final line (``stopped at iteration N by early stopping,
+            best iteration M, best validation_0-ndcg@10 X`` or ``trained N
+            iterations``). The training metrics are computed only on the
+            printed iterations.
         early_stopping_rounds : int, optional
-            Stop when the last eval set's metric has not improved for this
-            many iterations; the model keeps the best iteration.
-        verbose : bool or int
-            Print eval metrics every ``verbose`` iterations (``True``: every one).
+            Deprecated: set ``early_stopping_rounds`` on the ranker, as in
+            XGBoost 3. Given here, it overrides the ranker's value (with a
+            ``FutureWarning``).
 
         Returns
         -------
         self
         """
         objective = self._objective_for_fit()
+        training = (X, y, qid, group)
+        qid = self._qid_from_group(X, qid, group)
         train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight)
-        evals = self._eval_sets(eval_set, eval_qid, objective)
-        monitor = _EvalMonitor(evals, *self._eval_metric(objective), early_stopping_rounds=early_stopping_rounds,
-                               verbose=verbose, n_estimators=self.n_estimators)
+        sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training)
+        monitor = _EvalMonitor(self, train, sets, *self._eval_metrics(objective),
+                               early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
+                               verbose=verbose, callbacks=CallbackList(self.callbacks))
         seed_base = seed_from(self.random_state)
         noise_scale = self._langevin_noise_scale(objective, train, seed_base)
         backend = self._make_backend(seed_base)
         grad_fn = self._gradient_function(objective, train, seed_base, noise_scale)
+        monitor.before_training(self)
         backend.fit(
             train.X,
             grad_fn,
-            eval_X=[e.X for e in evals],
+            eval_X=monitor.eval_X,
             shrink=shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate),
-            callback=monitor if evals else None,
+            callback=monitor if monitor.active else None,
             feature_names=getattr(self, "feature_names_in_", None),
             categorical_features=sorted(self.categories_),
         )
-        return self._finish(backend, objective, monitor, early_stopping_rounds, train, grad_fn)
+        self._finish(backend, objective, monitor, train, grad_fn)
+        monitor.after_training(self)
+        return self
 
-    def _finish(self, backend, objective, monitor, early_stopping_rounds, train, grad_fn):
+    def _early_stopping_rounds(self, fit_value):
+        """The constructor's ``early_stopping_rounds``, or the deprecated ``fit`` argument."""
+        if fit_value is None:
+            return self.early_stopping_rounds
+        warnings.warn(
+            "fit(early_stopping_rounds=...) is deprecated and will be removed: set it on the ranker, "
+            f"{type(self).__name__}(early_stopping_rounds={fit_value!r}), as in XGBoost 3. Until then "
+            "the fit argument overrides the ranker's value.",
+            FutureWarning,
+            stacklevel=4,  # the caller of fit, above scikit-learn's fit wrapper
+        )
+        return fit_value
+
+    def _finish(self, backend, objective, monitor, train, grad_fn):
         """Fitted attributes; the model cut back to its best iteration after early stopping."""
-        if monitor.evals:
-            n_done = len(next(iter(monitor.history.values()))[monitor.label])
+        n_done = self.n_estimators if monitor.n_done is None else monitor.n_done
+        if monitor.watch is not None:
             self.best_iteration_ = int(monitor.best_iteration)
             self.best_score_ = float(monitor.best_score)
-            if early_stopping_rounds is not None and self.best_iteration_ + 1 < n_done:
+            if monitor.early_stopping_rounds is not None and self.best_iteration_ + 1 < n_done:
                 backend.truncate(self.best_iteration_ + 1)
         else:
-            n_done = self.n_estimators
             self.best_iteration_ = n_done - 1
             self.best_score_ = None
         self.evals_result_ = monitor.history
@@ -468,22 +637,70 @@ class BaseRanker(BaseEstimator):
         )
 
     # -- predict / score -------------------------------------------------------
-    def predict(self, X):
+    def predict(self, X, iteration_range=None):
         """Raw ranking scores (higher ranks first), in the caller's row order.
 
         A DataFrame's query column (``qid_col``), if present, is dropped.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame}
+        iteration_range : (int, int) or None, default=None
+            ``(start, end)``: the contribution of iterations ``start`` to
+            ``end - 1`` (0-based) to the model as it was after ``end``
+            iterations. With SGLB shrinkage (``model_shrink_rate > 0``) the
+            tree of iteration ``t`` counts with the factor it had then,
+            ``prod_{t < s < end} c_s``, so ``(0, end)`` is exactly the model
+            after ``end`` iterations, and ``(start, end)`` is that model minus
+            ``prod_{start <= s < end} c_s`` times the model after ``start``
+            iterations; without shrinkage it is the plain sum of those trees,
+            as XGBoost's ``iteration_range``. None: the whole model, which
+            after early stopping is the model of ``best_iteration_`` (it was
+            cut back to ``best_iteration_ + 1`` iterations, so ``end`` cannot
+            go beyond that).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "backend_")
         X, _ = split_qid(X, None, self.qid_col)
-        return self.backend_.predict(self._validate_X(X, reset=False))
+        X = self._validate_X(X, reset=False)
+        if iteration_range is None:
+            return self.backend_.predict(X)
+        start, end = self._check_iteration_range(iteration_range)
+        return self.backend_.predict(X, end, start_iteration=start)
 
-    def score(self, X, y, *, qid=None):
+    def _check_iteration_range(self, iteration_range):
+        """``(start, end)`` with ``0 <= start < end <=`` the iterations the model kept."""
+        n_kept = int(self.backend_.n_iterations_)
+        try:
+            start, end = iteration_range
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"iteration_range must be a (start, end) pair of ints, got {iteration_range!r}."
+            ) from None
+        if not all(isinstance(v, Integral) and not isinstance(v, (bool, np.bool_)) for v in (start, end)):
+            raise TypeError(f"iteration_range must be a (start, end) pair of ints, got {iteration_range!r}.")
+        if not 0 <= start < end <= n_kept:
+            kept = f"the model has {n_kept} iterations"
+            if n_kept < self.n_iterations_:
+                kept += (f" (early stopping cut it back to best_iteration_ + 1 = {n_kept} of the "
+                         f"{self.n_iterations_} run)")
+            hint = " (XGBoost reads (0, 0) as the whole model: pass None)" if (start, end) == (0, 0) else ""
+            raise ValueError(
+                f"iteration_range={tuple(iteration_range)!r} must satisfy 0 <= start < end <= {n_kept}: "
+                f"{kept}{hint}."
+            )
+        return int(start), int(end)
+
+    def score(self, X, y, *, qid=None, sample_weight=None):
         """Mean per-query ranking metric of the predictions.
 
-        The metric is ``eval_metric`` or the ranker's own (``ndcg@10`` for
-        rankers without one), with the objective's metric settings and
-        worst-case tie handling: tied documents are ordered worst label first,
-        so ties never inflate the score.
+        The metric is the first ``eval_metric`` or the ranker's own
+        (``ndcg@10`` for rankers without one), with the objective's metric
+        settings and worst-case tie handling: tied documents are ordered
+        worst label first, so ties never inflate the score.
 
         Parameters
         ----------
@@ -491,15 +708,23 @@ class BaseRanker(BaseEstimator):
         y : array-like of shape (n_samples,)
         qid : array-like of shape (n_samples,), optional
             Query ids, unless ``X`` has the query column.
+        sample_weight : array-like of shape (n_samples,), optional
+            Row weights. Ranking metrics are per query, so the mean is
+            weighted by query: a query weighs the mean of its rows' weights
+            (as LightGBM's query weights),
+            ``sum_q w_q m_q / sum_q w_q``; a constant weight within each
+            query is that query's weight. Not requested through metadata
+            routing by default (``set_score_request(sample_weight=True)``).
 
         Returns
         -------
         float
         """
         check_is_fitted(self, "backend_")
-        data = self._prepare(X, y, qid, self.objective_, reset=False)
-        metric, settings = self._eval_metric(self.objective_)
-        return _mean_metric(metric, data.y, self.backend_.predict(data.X), data.group_ptr, settings)
+        data = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight)
+        metrics, settings = self._eval_metrics(self.objective_)
+        return _mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
+                            weight=data.weight)
 
     def save_model(self, path):
         """Save the fitted ranker to one file, read back by :func:`rankkit.load_model`.
@@ -570,7 +795,7 @@ class Ranker(BaseRanker):
                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="xgboost", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
-                 eval_metric=None, qid_col="qid"):
+                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())
 
     def get_params(self, deep=True):
@@ -661,7 +886,8 @@ class StochasticRankRanker(_NamedRanker):
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=1.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="xgboost", backend_params=None, langevin=False, diffusion_temperature="auto",
-                 model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None, qid_col="qid"):
+                 model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
+                 early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())
 
 
@@ -680,7 +906,8 @@ class YetiRanker(_NamedRanker):
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=1.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="xgboost", backend_params=None, langevin=False, diffusion_temperature="auto",
-                 model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None, qid_col="qid"):
+                 model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
+                 early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())
 
 
@@ -698,7 +925,8 @@ class LambdaMARTRanker(_NamedRanker):
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=1.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="xgboost", backend_params=None, langevin=False, diffusion_temperature="auto",
-                 model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None, qid_col="qid"):
+                 model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
+                 early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())
 
 
@@ -714,7 +942,7 @@ class XENDCGRanker(_NamedRanker):
                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="xgboost", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
-                 eval_metric=None, qid_col="qid"):
+                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())
 
 
@@ -732,5 +960,5 @@ class QueryRMSERanker(_NamedRanker):
                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="xgboost", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
-                 eval_metric=None, qid_col="qid"):
+                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["QueryGroups", "make_groups", "check_qid", "split_qid", "missing_qid_error", "group_ptr_from_sizes"]
+__all__ = ["QueryGroups", "make_groups", "check_qid", "split_qid", "missing_qid_error", "group_ptr_from_sizes",
+           "qid_from_sizes"]
 
 
 def _is_dataframe(X):
@@ -66,14 +67,48 @@ def check_qid(qid, n_samples=None, *, name="qid"):
     return codes.astype(np.int64, copy=False)
 
 
-def group_ptr_from_sizes(sizes):
-    """``group_ptr`` from a sequence of query sizes (LightGBM/XGBoost ``group``)."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    if sizes.ndim != 1 or (sizes < 0).any():
-        raise ValueError("group sizes must be a one-dimensional array of non-negative ints.")
-    ptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
-    np.cumsum(sizes, out=ptr[1:])
+def group_ptr_from_sizes(sizes, *, name="group sizes"):
+    """``group_ptr`` from a sequence of query sizes (LightGBM/XGBoost ``group``).
+
+    Sizes must be whole numbers >= 0 (a float such as ``3.0`` is accepted, ``2.5``
+    is an error, not truncated).
+    """
+    values = np.asarray(sizes)
+    if values.ndim == 2 and 1 in values.shape:
+        values = values.ravel()
+    ok = values.ndim == 1 and (values.dtype.kind in "iu" or (
+        values.dtype.kind == "f" and np.all(np.isfinite(values)) and np.all(values == np.round(values))))
+    if not ok or (values < 0).any():
+        raise ValueError(
+            f"{name} must be a one-dimensional array of non-negative ints (documents per query, "
+            f"in row order), got {_describe(values)}."
+        )
+    ptr = np.zeros(values.shape[0] + 1, dtype=np.int64)
+    np.cumsum(values.astype(np.int64), out=ptr[1:])
     return ptr
+
+
+def qid_from_sizes(sizes, n_samples=None, *, name="group"):
+    """Per-row query ids ``0, 0, 1, 1, 1, ...`` from query sizes: query ``i``
+    holds the next ``sizes[i]`` rows. With ``n_samples``, the sizes must add
+    up to it."""
+    ptr = group_ptr_from_sizes(sizes, name=f"{name} (query sizes)")
+    if n_samples is not None and ptr[-1] != n_samples:
+        raise ValueError(
+            f"{name} sizes add up to {ptr[-1]} rows but there are {n_samples}: {name}= holds the number "
+            "of rows of each query, in row order, and must add up to the number of rows. Group sizes "
+            "cannot be split with the rows (e.g. by cross-validation): pass a per-row qid= instead "
+            "(rankkit.model_selection.qid_from_group(sizes) converts them)."
+        )
+    return np.repeat(np.arange(ptr.shape[0] - 1, dtype=np.int64), np.diff(ptr))
+
+
+def _describe(values):
+    if values.ndim != 1:
+        return f"shape {values.shape}"
+    if values.dtype.kind not in "iuf":
+        return f"dtype {values.dtype}"
+    return f"{values[:5].tolist()}{' ...' if values.shape[0] > 5 else ''}"
 
 
 class QueryGroups:

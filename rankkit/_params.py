@@ -77,8 +77,17 @@ BOOSTING_PARAMS = {
         "constant", SGLB_CONSTRAINTS["model_shrink_mode"], '{"constant", "decreasing"}',
         "Factor ``1 - gamma * learning_rate`` or ``1 - gamma / t`` before iteration ``t >= 1``."),
     "eval_metric": Param(
-        None, [str, None], "str or None",
-        "Metric of ``score`` and early stopping, e.g. ``\"ndcg@10\"`` (default: the objective's)."),
+        None, [str, list, tuple, None], "str, list of str or None",
+        "Metric(s) recorded on every eval set, e.g. ``\"ndcg@10\"`` or ``[\"ndcg@10\", \"mrr\"]`` "
+        "(default: the objective's own); the first one is ``score``'s and drives early stopping."),
+    "early_stopping_rounds": Param(
+        None, [Interval(Integral, 1, None, closed="left"), None], "int or None",
+        "Stop when the first eval metric on the last eval set (the training data excluded) has not "
+        "improved for this many iterations; the model is cut back to ``best_iteration_``."),
+    "callbacks": Param(
+        None, [list, tuple, None], "list or None",
+        "Engine-independent training callbacks (:mod:`rankkit.callback`): "
+        "``TrainingCallback`` objects or functions ``callback(env)``."),
     "qid_col": Param("qid", [str, None], "str or None", "DataFrame column holding the query ids."),
 }
 

@@ -23,9 +23,9 @@ from sklearn.model_selection import BaseCrossValidator, ShuffleSplit
 from sklearn.utils import check_random_state
 from sklearn.utils import _safe_indexing
 
-from ._groups import _is_dataframe, make_groups
+from ._groups import _is_dataframe, make_groups, qid_from_sizes
 
-__all__ = ["QueryKFold", "QueryShuffleSplit", "query_train_test_split"]
+__all__ = ["QueryKFold", "QueryShuffleSplit", "query_train_test_split", "qid_from_group"]
 
 
 def _resolve_groups(X, groups, qid, qid_col, n_samples):
@@ -301,3 +301,30 @@ def query_train_test_split(
     for a in (*arrays, qid):
         out += [_safe_indexing(a, train), _safe_indexing(a, test)]
     return out
+
+
+def qid_from_group(group):
+    """Per-row query ids from group sizes (LightGBM's and XGBoost's ``group``).
+
+    Query ``i`` is the next ``group[i]`` rows: the ids are ``i`` repeated
+    ``group[i]`` times, so a size of 0 leaves its id unused. Per-row ids are
+    what cross-validation needs: scikit-learn splits arrays with one entry per
+    row, never group sizes, so a ``group`` array cannot follow the rows into
+    the folds of ``GridSearchCV`` or ``cross_validate``, while ``qid=`` can.
+
+    Parameters
+    ----------
+    group : array-like of int
+        Number of rows of each query, in row order (whole numbers >= 0).
+
+    Returns
+    -------
+    qid : ndarray of int64, shape (sum(group),)
+
+    Examples
+    --------
+    >>> from rankkit.model_selection import qid_from_group
+    >>> qid_from_group([2, 3, 1]).tolist()
+    [0, 0, 1, 1, 1, 2]
+    """
+    return qid_from_sizes(group)

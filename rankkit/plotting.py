@@ -149,9 +149,9 @@ def plot_metric(
     >>> from rankkit.plotting import plot_metric
     >>> X, y, qid = make_ranking(60, random_state=0)
     >>> train, valid = qid < 40, qid >= 40
-    >>> ranker = QueryRMSERanker(n_estimators=30, random_state=0).fit(
+    >>> ranker = QueryRMSERanker(n_estimators=30, early_stopping_rounds=5, random_state=0).fit(
     ...     X[train], y[train], qid=qid[train],
-    ...     eval_set=[(X[valid], y[valid])], eval_qid=[qid[valid]], early_stopping_rounds=5)
+    ...     eval_set=[(X[valid], y[valid])], eval_qid=[qid[valid]])
     >>> ax = plot_metric(ranker)
     >>> [line.get_label() for line in ax.lines][0]
     'validation_0'

@@ -8,6 +8,7 @@ differently from the ranker), so a zero exit code is a real pass.
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,21 @@ SCRIPTS = sorted(EXAMPLES.glob("*.py"))
 # numba's first compilation (cache=True then makes later runs fast) and for a
 # loaded machine, while still catching a script that hangs.
 TIMEOUT_S = 240
+
+# What an example must show, beyond running: patterns its output must contain.
+EXPECTED_OUTPUT = {
+    # StochasticRank's toy: seeds counted at the global optimum with and without
+    # SGLB, and LambdaMART at the local optimum 0.903 on every seed.
+    "sglb.py": [
+        r"StochasticRank NDCG@3 \+ SGLB +([7-9]|10)/10 ",
+        r"StochasticRank NDCG@3 +\d+/10 ",
+        r"LambdaMART NDCG@3 +0/10 +(0\.903 ){9}0\.903 ",
+    ],
+    "early_stopping.py": [
+        r"stopped at iteration \d+ by early stopping, best iteration \d+, best validation_1-ndcg@10 0\.\d{5}",
+        r"iteration_range=\(0, best_iteration_ \+ 1\)\): True",
+    ],
+}
 
 
 def test_examples_folder_is_not_empty():
@@ -54,6 +70,8 @@ def test_example_runs(script, tmp_path):
         f"\n--- stderr ---\n{proc.stderr[-3000:]}"
     )
     assert proc.stdout.strip(), f"{script.name} printed nothing"
+    for pattern in EXPECTED_OUTPUT.get(script.name, []):
+        assert re.search(pattern, proc.stdout), f"{script.name} did not print {pattern!r}:\n{proc.stdout}"
     assert list(tmp_path.iterdir()) == [], f"{script.name} left files in its working directory"
 
 

@@ -185,9 +185,8 @@ def test_ranker_model_served_by_plain_lightgbm(data, tmp_path):
     X, y, qid = data
     Xt, yt, qt = make_ranking(n_queries=30, n_features=6, max_docs=25, random_state=4)
     params = dict(n_estimators=300, learning_rate=0.5, max_depth=5, backend="lightgbm", langevin=True,
-                  model_shrink_rate=0.05, diffusion_temperature=1e3, random_state=1)
-    model = est.LambdaMARTRanker("ndcg@10", **params).fit(
-        X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt], early_stopping_rounds=5)
+                  model_shrink_rate=0.05, diffusion_temperature=1e3, random_state=1, early_stopping_rounds=5)
+    model = est.LambdaMARTRanker("ndcg@10", **params).fit(X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt])
     assert model.best_iteration_ + 1 < 300  # early stopping truncated the model
     assert isinstance(model.booster_, lgb.Booster)
     served = lgb.Booster(model_str=model.booster_.model_to_string())
@@ -196,7 +195,8 @@ def test_ranker_model_served_by_plain_lightgbm(data, tmp_path):
     from_file = lgb.Booster(model_file=str(tmp_path / "model.txt"))
     np.testing.assert_allclose(from_file.predict(Xt, raw_score=True), model.predict(Xt), rtol=1e-12, atol=1e-14)
     # The truncated, re-folded model is the model trained for exactly that many iterations.
-    again = est.LambdaMARTRanker("ndcg@10", **{**params, "n_estimators": model.best_iteration_ + 1})
+    again = est.LambdaMARTRanker("ndcg@10", **{**params, "n_estimators": model.best_iteration_ + 1,
+                                               "early_stopping_rounds": None})
     again.fit(X, y, qid=qid)
     np.testing.assert_allclose(again.predict(Xt), model.predict(Xt), rtol=1e-12, atol=1e-14)
     assert model.score(Xt, yt, qid=qt) == pytest.approx(model.best_score_, rel=1e-9)

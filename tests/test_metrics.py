@@ -1,6 +1,7 @@
 """Tie-aware ranking metrics against naive references, scikit-learn and CatBoost."""
 
 import math
+import warnings
 import zlib
 
 import numba
@@ -435,6 +436,33 @@ def test_bad_input_messages():
         ndcg_score(y, s, qid=q, empty=0.5)
     with pytest.raises(ValueError, match="decay must be"):
         expdcg_score(y, s, qid=q, decay=1.5)
+
+
+@pytest.mark.parametrize("fn", [ndcg_score, dcg_score])
+def test_labels_whose_exp_gain_overflows_are_an_error_naming_label_and_fix(fn):
+    # 2^1024 is infinite in float64: DCG would be inf and NDCG inf/inf = nan,
+    # and one such query alone used to give a wrong "every query was excluded" warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning instead of the error
+        with pytest.raises(ValueError, match=r"label 1024\b.*overflows float64.*gain='linear'"):
+            fn([1024, 0, 1], [0.3, 0.2, 0.1], qid=[0, 0, 0])
+        with pytest.raises(ValueError, match=r"label 2000\b.*gain='linear'"):
+            fn([1, 0, 2000, 3], [0.3, 0.2, 0.1, 0.0], qid=[0, 0, 1, 1])
+        # Finite gains whose sum over a query overflows (2 * 2^1023.5): same error.
+        with pytest.raises(ValueError, match=r"label 1023.5.*2 documents.*gain='linear'"):
+            fn([1023.5, 1023.5], [0.2, 0.1], qid=[0, 0])
+        # The fix works, and labels below the limit are fine with exp gain.
+        assert np.isfinite(fn([1024, 0, 1], [0.3, 0.2, 0.1], qid=[0, 0, 0], gain="linear"))
+        assert np.isfinite(fn([1000, 0, 1], [0.3, 0.2, 0.1], qid=[0, 0, 0]))
+        # Metrics without gains do not care.
+        assert mrr_score([2000, 0], [0.1, 0.2], qid=[0, 0]) == 0.5
+
+
+def test_chapelle_err_mapping_overflow_is_an_error():
+    with pytest.raises(ValueError, match=r"err_mapping='chapelle'.*label 1024\b.*overflows float64"):
+        err_score([1024, 0], [0.2, 0.1], qid=[0, 0], err_mapping="chapelle")
+    with pytest.raises(ValueError, match=r"err_max_label=1500.*overflows"):
+        err_score([3, 0], [0.2, 0.1], qid=[0, 0], err_mapping="chapelle", err_max_label=1500)
 
 
 # ------------------------------------------------------------- real data

@@ -10,6 +10,7 @@ import math
 import numba
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 from rankkit._metrics._common import METRIC_IDS, discount_table, doc_values, inverse_normaliser
 from rankkit._objectives._base import HESSIAN_FLOOR, MetricObjective
@@ -694,3 +695,26 @@ def test_err_needs_probabilities_or_mapping(obj):
 def test_err_max_label_below_labels():
     with pytest.raises(ValueError, match="err_max_label"):
         LambdaMART("err", err_mapping="chapelle", err_max_label=1).gradient_hessian([0, 2], [0.0, 0.0], qid=[1, 1])
+
+
+@pytest.mark.parametrize("obj", [
+    LambdaMART(), LambdaMART("dcg@3"), YetiRank("ndcg"), StochasticRank("ndcg", random_state=0),
+    SGLB(LambdaMART(), random_state=0),
+])
+def test_labels_whose_exp_gain_overflows_are_an_error(obj):
+    # The metrics' own check (rankkit._metrics._common.check_exp_gain): 2^1024 is
+    # infinite, so gradients would be NaN.
+    with pytest.raises(ValueError, match=r"label 1024\b.*overflows float64.*gain='linear'"):
+        obj.gradient_hessian([1024, 0, 1], [0.0, 0.0, 0.0], qid=[1, 1, 1])
+    # gain="linear" is the fix named in the message.
+    linear = clone(obj).set_params(**({"objective__gain": "linear"} if isinstance(obj, SGLB) else {"gain": "linear"}))
+    grad, _ = linear.gradient_hessian([1024, 0, 1], [0.0, 0.0, 0.0], qid=[1, 1, 1], seed=0)
+    assert np.all(np.isfinite(grad)) and grad[0] < 0
+
+
+def test_objectives_without_exp_gain_accept_large_labels():
+    y = [1024, 0, 1]
+    for obj in (YetiRank(), LambdaMART("mrr"), LambdaMART("map")):
+        assert np.all(np.isfinite(obj.gradient_hessian(y, [0.0, 0.0, 0.0], qid=[1, 1, 1], seed=0)[0]))
+    with pytest.raises(ValueError, match=r"label 1024\b.*overflows float64.*XE-NDCG.*rescale"):
+        XENDCG().gradient_hessian(y, [0.0, 0.0, 0.0], qid=[1, 1, 1], seed=0)

@@ -93,8 +93,9 @@ def test_docstring_examples_run():
 def test_plot_metric_early_stopped_ranker(data, tmp_path):
     (X, y, qid), (Xv, yv, qv), (Xt, yt, qt) = data
     ranker = LambdaMARTRanker(
-        n_estimators=200, learning_rate=0.8, max_depth=4, eval_metric="ndcg@10", random_state=0, n_jobs=1
-    ).fit(X, y, qid=qid, eval_set=[(Xt, yt), (Xv, yv)], eval_qid=[qt, qv], early_stopping_rounds=5)
+        n_estimators=200, learning_rate=0.8, max_depth=4, eval_metric="ndcg@10", random_state=0, n_jobs=1,
+        early_stopping_rounds=5,
+    ).fit(X, y, qid=qid, eval_set=[(Xt, yt), (Xv, yv)], eval_qid=[qt, qv])
     assert ranker.n_iterations_ < 200  # it stopped early
     ax = plot_metric(ranker)
     curves = _curves(ax)
@@ -117,9 +118,8 @@ def test_best_iteration_marked_when_the_model_was_cut_back(data):
     # Early stopping did not end training (patience longer than the run) but the
     # model still keeps the best iteration: that is marked too.
     (X, y, qid), (Xv, yv, qv), _ = data
-    ranker = LambdaMARTRanker(n_estimators=20, learning_rate=0.8, max_depth=4, random_state=0, n_jobs=1).fit(
-        X, y, qid=qid, eval_set=[(Xv, yv)], eval_qid=[qv], early_stopping_rounds=100
-    )
+    ranker = LambdaMARTRanker(n_estimators=20, learning_rate=0.8, max_depth=4, random_state=0, n_jobs=1,
+                              early_stopping_rounds=100).fit(X, y, qid=qid, eval_set=[(Xv, yv)], eval_qid=[qv])
     assert ranker.n_iterations_ == 20 and ranker.best_iteration_ < 19  # precondition of this test
     (marker,) = _marker(plot_metric(ranker))
     assert marker.get_xdata()[0] == ranker.best_iteration_

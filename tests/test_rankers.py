@@ -203,6 +203,103 @@ def test_gridsearch_with_metadata_routing(data):
     assert np.all(np.isfinite(cv["test_score"]))
 
 
+def _pipeline(max_depth=3):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), _ranker("lambdamart", n_estimators=8, max_depth=max_depth))
+
+
+def test_pipeline_score_and_gridsearch_with_routed_qid(data):
+    # Pipeline.score hands the final step sample_weight=None under routing: a
+    # ranker's score must take it (it used to raise "unexpected argument(s)").
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.preprocessing import StandardScaler
+    from rankkit.model_selection import QueryKFold
+
+    X, y, qid, Xt, yt, qt = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = _pipeline().fit(X, y, qid=qid)
+        score = pipe.score(Xt, yt, qid=qt)
+        # The same as the ranker on scaled features.
+        scaler = StandardScaler().fit(X)
+        alone = _ranker("lambdamart", n_estimators=8, max_depth=3).fit(scaler.transform(X), y, qid=qid)
+        assert score == alone.score(scaler.transform(Xt), yt, qid=qt)
+        # scoring=None: GridSearchCV scores with Pipeline.score, i.e. the ranker's own metric.
+        search = GridSearchCV(_pipeline(), {"lambdamartranker__max_depth": [2, 4]}, cv=QueryKFold(3),
+                              error_score="raise").fit(X, y, qid=qid)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores)) and scores[0] != scores[1]
+
+
+def test_pipeline_gridsearch_with_dataframe_query_column(data):
+    # A transformer would turn the query column into a feature (or drop it): a
+    # ColumnTransformer passes it through under its own name, as docs/user_guide.md shows.
+    from sklearn.compose import make_column_transformer
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from rankkit.model_selection import QueryKFold
+
+    X, y, qid, _, _, _ = data
+    df = pd.DataFrame(X).rename(columns=lambda c: f"f{c}")
+    features = list(df.columns)
+    df["qid"] = qid
+    pre = make_column_transformer((StandardScaler(), features), remainder="passthrough",
+                                  verbose_feature_names_out=False).set_output(transform="pandas")
+    pipe = make_pipeline(pre, _ranker("lambdamart", n_estimators=8))
+    grid = {"lambdamartranker__max_depth": [2, 4]}
+    plain = GridSearchCV(pipe, grid, cv=QueryKFold(3), error_score="raise").fit(df, y)
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = GridSearchCV(pipe, grid, cv=QueryKFold(3), error_score="raise").fit(df, y)
+        by_qid = GridSearchCV(_pipeline(), grid, cv=QueryKFold(3), error_score="raise").fit(X, y, qid=qid)
+    assert list(plain.best_estimator_[-1].feature_names_in_) == features  # the query column is not a feature
+    np.testing.assert_array_equal(plain.cv_results_["mean_test_score"], routed.cv_results_["mean_test_score"])
+    np.testing.assert_allclose(plain.cv_results_["mean_test_score"], by_qid.cv_results_["mean_test_score"],
+                               rtol=1e-12)
+
+
+def test_score_with_sample_weight_is_a_query_weighted_mean(data):
+    from rankkit.metrics import ndcg_score
+
+    X, y, qid, Xt, yt, qt = data
+    model = _ranker("queryrmse").fit(X, y, qid=qid)
+    per_query = ndcg_score(yt, model.predict(Xt), qid=qt, k=10, per_query=True)
+    rng = np.random.default_rng(0)
+    w = rng.uniform(0, 2, size=len(yt))
+    queries = pd.unique(qt)
+    query_weight = np.array([w[qt == q].mean() for q in queries])  # a query weighs its rows' mean weight
+    assert model.score(Xt, yt, qid=qt, sample_weight=w) == pytest.approx(
+        np.dot(query_weight, per_query) / query_weight.sum(), rel=1e-12)
+    # A constant weight per query is that query's weight; equal weights change nothing.
+    per_row = np.repeat(np.arange(len(queries), dtype=float) + 1, pd.Series(qt).value_counts(sort=False))
+    expect = np.dot(np.arange(len(queries)) + 1.0, per_query) / (np.arange(len(queries)) + 1.0).sum()
+    assert model.score(Xt, yt, qid=qt, sample_weight=per_row) == pytest.approx(expect, rel=1e-12)
+    assert model.score(Xt, yt, qid=qt, sample_weight=np.full(len(yt), 3.0)) == pytest.approx(
+        model.score(Xt, yt, qid=qt), rel=1e-12)
+    with pytest.raises(ValueError, match="zero for every row"):
+        model.score(Xt, yt, qid=qt, sample_weight=np.zeros(len(yt)))
+
+
+def test_sample_weight_routed_to_fit_and_score_in_a_pipeline(data):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from rankkit.model_selection import QueryKFold
+
+    X, y, qid, _, _, _ = data
+    w = np.random.default_rng(1).uniform(0.5, 2, size=len(y))
+    folds = list(QueryKFold(3).split(X, qid=qid))
+    with sklearn.config_context(enable_metadata_routing=True):
+        ranker = _ranker("queryrmse").set_fit_request(sample_weight=True).set_score_request(sample_weight=True)
+        pipe = make_pipeline(StandardScaler().set_fit_request(sample_weight=False), ranker)
+        cv = cross_validate(pipe, X, y, params={"qid": qid, "sample_weight": w}, cv=folds)
+    for (train, test), got in zip(folds, cv["test_score"]):
+        scaler = StandardScaler().fit(X[train])
+        alone = _ranker("queryrmse").fit(scaler.transform(X[train]), y[train], qid=qid[train],
+                                         sample_weight=w[train])
+        assert got == alone.score(scaler.transform(X[test]), y[test], qid=qid[test], sample_weight=w[test])
+
+
 def test_fit_and_score_request_qid_by_default():
     ranker = est.QueryRMSERanker()
     with sklearn.config_context(enable_metadata_routing=True):
@@ -225,9 +322,8 @@ def test_gridsearch_without_routing_says_how(data):
 @pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
 def test_early_stopping_keeps_best_iteration(data, capsys, backend):
     X, y, qid, Xt, yt, qt = data
-    model = _ranker("lambdamart", backend, n_estimators=200, learning_rate=0.8, max_depth=6).fit(
-        X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt], early_stopping_rounds=4, verbose=5
-    )
+    model = _ranker("lambdamart", backend, n_estimators=200, learning_rate=0.8, max_depth=6,
+                    early_stopping_rounds=4).fit(X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt], verbose=5)
     history = model.evals_result_["validation_0"]["ndcg@10"]
     assert len(history) < 200  # it stopped
     assert len(history) == model.best_iteration_ + 1 + 4
@@ -240,8 +336,14 @@ def test_early_stopping_keeps_best_iteration(data, capsys, backend):
     np.testing.assert_array_equal(model.predict(Xt), best.predict(Xt))
     assert model.score(Xt, yt, qid=qt) == pytest.approx(model.best_score_, rel=1e-6)
     out = capsys.readouterr().out.strip().splitlines()
-    assert out[0].startswith("[0]\tvalidation_0-ndcg@10:")
+    # XGBoost's format, the training metric first; a line every 5 iterations,
+    # the last iteration's, then the final line.
+    assert out[0].startswith("[0]\ttraining-ndcg@10:") and "\tvalidation_0-ndcg@10:" in out[0]
     assert out[1].startswith("[5]\t")
+    last = len(history) - 1
+    assert out[-2].startswith(f"[{last}]\t")
+    assert out[-1] == (f"stopped at iteration {last} by early stopping, best iteration {model.best_iteration_}, "
+                       f"best validation_0-ndcg@10 {model.best_score_:.5f}")
 
 
 @pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
@@ -254,7 +356,9 @@ def test_eval_set_from_dataframe_and_eval_metric(data, backend):
     dft["qid"] = qt
     model = _ranker("queryrmse", backend, eval_metric="mrr@5").fit(df, y, eval_set=[(df, y), (dft, yt)])
     res = model.evals_result_
-    assert set(res) == {"validation_0", "validation_1"}
+    # (df, y) is the training data itself: recorded as "training", from the training scores.
+    assert set(res) == {"training", "validation_1"}
+    assert res["training"]["mrr@5"][-1] == pytest.approx(model.score(df, y), rel=1e-6)
     assert len(res["validation_1"]["mrr@5"]) == BOOST["n_estimators"]
     assert res["validation_1"]["mrr@5"][-1] == pytest.approx(model.score(dft, yt), rel=1e-6)
 
@@ -358,12 +462,25 @@ def test_nan_labels(data):
         _ranker("queryrmse").fit(X, y, qid=qid)
 
 
+def test_labels_whose_exp_gain_overflows(data):
+    X, y, qid, _, _, _ = data
+    big = y * 600.0  # up to 2400: 2^2400 is not a float64
+    for name in ("lambdamart", "stochasticrank", "yetiloss"):
+        with pytest.raises(ValueError, match=r"label 2400\b.*overflows float64.*gain='linear'"):
+            _ranker(name, metric="ndcg").fit(X, big, qid=qid)
+    model = _ranker("lambdamart", gain="linear").fit(X, big, qid=qid)
+    assert np.isfinite(model.score(X, big, qid=qid))
+
+
 def test_eval_set_without_eval_qid(data):
     X, y, qid, Xt, yt, _ = data
     with pytest.raises(ValueError, match=r"eval_qid\[0\]="):
         _ranker("queryrmse").fit(X, y, qid=qid, eval_set=[(Xt, yt)])
     with pytest.raises(ValueError, match="needs an eval_set"):
-        _ranker("queryrmse").fit(X, y, qid=qid, early_stopping_rounds=3)
+        _ranker("queryrmse", early_stopping_rounds=3).fit(X, y, qid=qid)
+    # The training data alone cannot drive early stopping.
+    with pytest.raises(ValueError, match="needs an eval_set other than the training data"):
+        _ranker("queryrmse", early_stopping_rounds=3).fit(X, y, qid=qid, eval_set=[(X, y)], eval_qid=[qid])
 
 
 def test_unknown_backend(data):

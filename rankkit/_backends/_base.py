@@ -19,6 +19,11 @@ Iteration ``t`` (0-based) of :meth:`Backend.fit`:
    scaled by ``learning_rate``, and added to the model and raw scores;
 4. ``callback(t, raw_train, raw_evals)`` returns True to stop.
 
+``predict(X, n_iterations, start_iteration=s)`` gives the part of the model
+after ``n_iterations`` iterations that the trees of iterations ``s`` to
+``n_iterations - 1`` make, each with the factor it has in that model, so the
+ranges of one model add up to it exactly (up to rounding).
+
 After ``fit`` the backend's own model object predicts exactly the tracked raw
 scores (shrink factors folded into leaves where the engine cannot scale old
 trees in place).
@@ -117,8 +122,12 @@ class Backend:
         """
         raise NotImplementedError
 
-    def predict(self, X, n_iterations=None):
-        """Raw scores (float64) of the first ``n_iterations`` trees (all by default)."""
+    def predict(self, X, n_iterations=None, *, start_iteration=0):
+        """Raw scores (float64) of the model after ``n_iterations`` iterations
+        (all by default); with ``start_iteration > 0``, only the contribution
+        of iterations ``start_iteration`` to ``n_iterations - 1`` to that
+        model: the tree of iteration ``t`` scaled by the shrink factors
+        applied after it, ``prod_{t < s < n_iterations} c_s``."""
         raise NotImplementedError
 
     def truncate(self, n_iterations):
@@ -193,6 +202,17 @@ class Backend:
         backend.shrink_factors_ = np.asarray(state["shrink_factors"], dtype=np.float64)
         backend.n_iterations_ = int(state["n_iterations"])
         return backend
+
+
+def check_iteration_range(start_iteration, n_iterations, n_total):
+    """``n_iterations`` as an int (None: ``n_total``), after checking
+    ``0 <= start_iteration <= n_iterations <= n_total``."""
+    n = n_total if n_iterations is None else int(n_iterations)
+    if not 0 <= int(start_iteration) <= n <= n_total:
+        raise ValueError(
+            f"need 0 <= start_iteration <= n_iterations <= {n_total}, got {start_iteration} and {n_iterations}."
+        )
+    return n
 
 
 def check_gradients(grad, hess, n, t):

@@ -33,7 +33,7 @@ import lightgbm
 import numpy as np
 
 from .._sglb import fold_scales, shrink_factor
-from ._base import Backend, check_gradients
+from ._base import Backend, check_gradients, check_iteration_range
 
 __all__ = ["LightGBMBackend"]
 
@@ -325,17 +325,20 @@ class LightGBMBackend(Backend):
         if not hasattr(self, "booster_"):
             raise RuntimeError("This LightGBMBackend is not fitted yet; call fit first.")
 
-    def predict(self, X, n_iterations=None):
-        """Raw scores (float64) of the model after ``n_iterations`` iterations."""
+    def predict(self, X, n_iterations=None, *, start_iteration=0):
+        """Raw scores (float64) of the model after ``n_iterations`` iterations
+        (from ``start_iteration`` on: see :meth:`Backend.predict`)."""
         self._check_fitted()
         booster = self.booster_
-        if n_iterations is not None and int(n_iterations) != self.n_iterations_:
-            if not 0 <= int(n_iterations) <= self.n_iterations_:
-                raise ValueError(f"n_iterations must be in [0, {self.n_iterations_}], got {n_iterations}.")
-            if int(n_iterations) == 0:
-                return np.zeros(X.shape[0], dtype=np.float64)
-            booster = self._fold(int(n_iterations))
-        pred = booster.predict(X, raw_score=True, num_threads=self._predict_threads)
+        n = check_iteration_range(start_iteration, n_iterations, self.n_iterations_)
+        # Iterations whose tree had no split stored no tree: count stored trees.
+        first, stop = np.searchsorted(self.tree_iterations_, [int(start_iteration), n])
+        if stop == first:
+            return np.zeros(X.shape[0], dtype=np.float64)
+        if n != self.n_iterations_:
+            booster = self._fold(n)
+        pred = booster.predict(X, raw_score=True, start_iteration=int(first), num_iteration=int(stop - first),
+                               num_threads=self._predict_threads)
         return np.asarray(pred, dtype=np.float64)
 
     def truncate(self, n_iterations):

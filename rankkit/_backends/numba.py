@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import StrOptions, validate_parameter_const
 from .._random import seed_from
 from .._sglb import RunningScale, shrink_factor
 from .._validation import Interval
-from ._base import Backend, check_gradients
+from ._base import Backend, check_gradients, check_iteration_range
 from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms
 from ._gbm.grower import TreeGrower
@@ -213,14 +213,14 @@ class NumbaBackend(Backend):
         if not hasattr(self, "booster_"):
             raise RuntimeError("This NumbaBackend is not fitted yet; call fit first.")
 
-    def predict(self, X, n_iterations=None):
-        """Raw scores (float64) of the first ``n_iterations`` trees (all by default)."""
+    def predict(self, X, n_iterations=None, *, start_iteration=0):
+        """Raw scores (float64) of the model after ``n_iterations`` iterations
+        (from ``start_iteration`` on: see :meth:`Backend.predict`)."""
         self._check_fitted()
         X = _check_X(X, n_features=self.n_features_in_)
-        if n_iterations is not None and not (0 <= int(n_iterations) <= len(self.booster_)):
-            raise ValueError(f"n_iterations must be in [0, {len(self.booster_)}], got {n_iterations}.")
+        n = check_iteration_range(start_iteration, n_iterations, len(self.booster_))
         with _threads(self.n_jobs):
-            return self.booster_.predict(X, n_iterations)
+            return self.booster_.predict(X, n, start=int(start_iteration))
 
     def truncate(self, n_iterations):
         """Keep the model as it was after ``n_iterations`` iterations."""

@@ -38,7 +38,7 @@ import numpy as np
 import xgboost
 
 from .._sglb import fold_scales, shrink_factor
-from ._base import Backend, check_gradients, iter_row_blocks
+from ._base import Backend, check_gradients, check_iteration_range, iter_row_blocks
 
 __all__ = ["XGBoostBackend"]
 
@@ -329,17 +329,24 @@ class XGBoostBackend(Backend):
         folded.set_param({"nthread": self.params_.get("nthread", 0)})
         return folded
 
-    def predict(self, X, n_iterations=None):
-        """Raw scores (float64) of the model after ``n_iterations`` iterations."""
+    def predict(self, X, n_iterations=None, *, start_iteration=0):
+        """Raw scores (float64) of the model after ``n_iterations`` iterations
+        (from ``start_iteration`` on: see :meth:`Backend.predict`)."""
         booster = self.booster_
-        if n_iterations is not None and n_iterations != self.n_iterations_:
-            booster = self._fold(int(n_iterations))
+        n = check_iteration_range(start_iteration, n_iterations, self.n_iterations_)
+        if n == start_iteration:  # an empty range: no tree
+            return np.zeros(X.shape[0], dtype=np.float64)
+        if n != self.n_iterations_:
+            booster = self._fold(n)
+        # The folded booster of n iterations holds each tree with its factor in
+        # that model, so a range of its trees is the range's contribution.
+        kwargs = {"iteration_range": (int(start_iteration), n)} if start_iteration else {}
         if not hasattr(X, "toarray"):
-            return np.asarray(booster.inplace_predict(X, predict_type="margin"), dtype=np.float64)
+            return np.asarray(booster.inplace_predict(X, predict_type="margin", **kwargs), dtype=np.float64)
         # Sparse: dense blocks, so that absent entries are 0 here as in training.
         out = np.empty(X.shape[0], dtype=np.float64)
         for a, block in iter_row_blocks(X, _block_rows(X)):
-            out[a:a + block.shape[0]] = booster.inplace_predict(block, predict_type="margin")
+            out[a:a + block.shape[0]] = booster.inplace_predict(block, predict_type="margin", **kwargs)
         return out
 
     def truncate(self, n_iterations):

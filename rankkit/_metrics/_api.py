@@ -22,8 +22,10 @@ from rankkit._metrics._common import (
     GAINS,
     METRIC_IDS,
     TIES,
+    check_exp_gain,
     err_scale,
     parse_metric,
+    uses_exp_gain,
 )
 from rankkit._metrics._kernels import evaluate_kernel
 from rankkit._validation import check_k, check_labels, check_same_length, check_scores
@@ -132,8 +134,10 @@ def evaluate_sorted(
         raise ValueError(f"y and score must be 1-D of equal length, got {y.shape} and {score.shape}.")
     if group_ptr.ndim != 1 or group_ptr.shape[0] < 1 or group_ptr[0] != 0 or group_ptr[-1] != y.shape[0]:
         raise ValueError("group_ptr must start at 0 and end at the number of rows.")
-    err_scale = _err_scale(y, err_mapping, err_max_label) if metric_id == METRIC_IDS["err"] else 0.0
     n = y.shape[0]
+    err_scale = _err_scale(y, err_mapping, err_max_label) if metric_id == METRIC_IDS["err"] else 0.0
+    if uses_exp_gain(metric_id, exp_gain) and n:
+        check_exp_gain(y, int(np.diff(group_ptr).max()), name="y_true")
     out = np.empty(group_ptr.shape[0] - 1, dtype=np.float64)
     idx = np.empty(n, dtype=np.int64)
     buf = np.empty(n, dtype=np.int64)

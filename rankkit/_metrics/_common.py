@@ -79,6 +79,45 @@ def gain(r, exp_gain):
     return r
 
 
+#: float64's largest finite value: exp gains ``2^r - 1`` (and their sums over
+#: a query) must stay below it.
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
+def uses_exp_gain(metric_id, exp_gain):
+    """Whether ``metric_id`` sums exp gains ``2^r - 1`` (DCG and NDCG with ``gain="exp"``)."""
+    return bool(exp_gain) and metric_id in (NDCG, DCG)
+
+
+def check_exp_gain(y, n_summed=None, *, name="y", fix="pass gain='linear' (G(r) = r)"):
+    """Refuse labels whose exp gains ``2^r - 1`` overflow float64.
+
+    ``2^r`` is infinite from ``r = 1024`` on, and a sum of ``n`` gains
+    overflows once ``2^{r_max} n`` does; either makes DCG infinite and NDCG
+    ``inf / inf = nan``, which would silently drop the query from a mean. The
+    one check for the metrics (``n_summed``: the largest query) and the
+    objectives (which check labels before queries are known: ``n_summed`` is
+    every row, a bound of any query's size). ``fix`` ends the message.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if y.size == 0:
+        return
+    r_max = float(y.max())
+    n = int(n_summed) if n_summed is not None else y.shape[0]
+    with np.errstate(over="ignore"):
+        if np.isfinite(np.exp2(r_max) * max(n, 1)):  # bounds every sum of n gains
+            return
+    if r_max >= 1024.0:
+        raise ValueError(
+            f"{name} has the label {r_max:g}, whose exp gain 2^r - 1 overflows float64 (exp gains need "
+            f"labels below 1024); {fix}."
+        )
+    raise ValueError(
+        f"{name} has the label {r_max:g}: the exp gains 2^r - 1 of up to {n} documents can sum beyond "
+        f"float64's range (2^{r_max:g} * {n} > {_FLOAT_MAX:.3g}); {fix}."
+    )
+
+
 @njit(cache=True, inline="always")
 def discount(p):
     """DCG discount of 0-based position ``p``: ``1 / log2(p + 2)``."""
@@ -326,13 +365,24 @@ def err_scale(y, err_mapping, err_max_label, *, name="y"):
             )
         return NO_ERR_MAPPING
     if err_max_label is None:
-        return float(2.0**y_max) if y_max is not None else 1.0
+        return _chapelle_scale(y_max, name) if y_max is not None else 1.0
     if y_max is not None and y_max > err_max_label:
         raise ValueError(
             f"err_max_label={err_max_label:g} is below the largest label {y_max:g} of {name}; "
             "pass err_max_label >= the largest label, or None (use the largest label)."
         )
-    return float(2.0 ** float(err_max_label))
+    return _chapelle_scale(float(err_max_label), f"err_max_label={err_max_label:g} of {name}")
+
+
+def _chapelle_scale(r_max, name):
+    """``2^{r_max}``, or an error when it overflows float64 (``r_max >= 1024``)."""
+    if r_max >= 1024.0:
+        raise ValueError(
+            f"{name}: err_mapping='chapelle' maps the label {r_max:g} with 2^r, which overflows float64 "
+            "(labels below 1024 only); rescale the labels, or pass stop probabilities in [0, 1] with "
+            "err_mapping=None."
+        )
+    return float(2.0**r_max)
 
 
 def parse_metric(metric, k=None):

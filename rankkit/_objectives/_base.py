@@ -64,8 +64,10 @@ from .._metrics._common import (
     METRIC_IDS,
     METRIC_PARAMETER_CONSTRAINTS,
     NO_ERR_MAPPING,
+    check_exp_gain,
     err_scale,
     parse_metric,
+    uses_exp_gain,
 )
 from .._random import mix64, seed_from
 from .._validation import check_labels, check_sample_weight, check_scores
@@ -471,7 +473,10 @@ class MetricObjective(RankingObjective):
 
     def _check_labels(self, y):
         y = check_labels(y, name="y")
-        self._err_scale(y, self._metric()[0])  # checks the labels against err_mapping
+        metric_id, _, exp_gain = self._metric()
+        self._err_scale(y, metric_id)  # checks the labels against err_mapping
+        if uses_exp_gain(metric_id, exp_gain):
+            check_exp_gain(y, name="y")
         return y
 
     def _default_eval_metric(self):

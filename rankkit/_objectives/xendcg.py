@@ -6,6 +6,7 @@ import numba
 import numpy as np
 from numba import njit
 
+from .._metrics._common import check_exp_gain
 from .._random import key, noise_ranks, uniform
 from ._base import RankingObjective
 
@@ -107,6 +108,12 @@ class XENDCG(RankingObjective):
 
     def __init__(self, *, random_state=None):
         self.random_state = random_state
+
+    def _check_labels(self, y):
+        y = super()._check_labels(y)
+        # The target distribution is built from 2^r: the same overflow as DCG's exp gain.
+        check_exp_gain(y, name="y", fix="XE-NDCG's target uses 2^r: rescale the labels (e.g. to grades 0-4)")
+        return y
 
     def _compute(self, y, raw, group_ptr, seed, grad, hess):
         n = y.shape[0]

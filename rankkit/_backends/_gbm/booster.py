@@ -65,15 +65,18 @@ class TreeEnsemble:
             self._cache = flat_trees(self.trees)
         return self._cache
 
-    def predict(self, X, n_iterations=None):
+    def predict(self, X, n_iterations=None, start=0):
+        """``F`` after ``n_iterations`` iterations: ``S_{n-1} sum_{t < n} u_t``;
+        with ``start > 0`` the sum runs over ``start <= t < n`` only (the
+        contribution of those trees to that model)."""
         n = len(self.trees) if n_iterations is None else int(n_iterations)
         out = np.zeros(X.shape[0], dtype=np.float64)
-        if n == 0:
+        if n <= start:
             return out
-        fields = self._flat()
+        fields = self._flat() if start == 0 else flat_trees(self.trees[start:n])
         scale = self.scales[n - 1]
         for a, blk in iter_row_blocks(X, BLOCK_ROWS):
-            predict_raw(*fields[:7], n, blk, scale, out, a)
+            predict_raw(*fields[:7], n - start, blk, scale, out, a)
         return out
 
     def feature_importances(self, importance_type):

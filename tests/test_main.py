@@ -1,0 +1,100 @@
+"""``python -m rankkit``: progress per ranker, a comparison table on held-out
+queries, LETOR folders, the ranker choice and the figure."""
+
+import gzip
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+
+from rankkit.__main__ import RANKERS, main
+from rankkit.datasets import make_ranking
+from rankkit.metrics import ndcg_score
+
+TINY = ["--n-queries", "40", "--n-estimators", "4", "--max-depth", "3"]
+
+
+def _table(out):
+    """``{model: [NDCG@10, MRR, MAP, ERR@10, fit s]}`` from the printed table."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("model"))
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line.strip():
+            break
+        label, values = re.match(r"(.+?)\s{2,}([\d.\s]+)$", line).groups()
+        rows[label.strip()] = [float(v) for v in values.split()]
+    return rows
+
+
+def test_progress_table_and_figure(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    figure = tmp_path / "compare.png"
+    assert main([*TINY, "--rankers", "lambdamart,queryrmse", "--n-jobs", "1", "--plot", str(figure)]) == 0
+    out = capsys.readouterr().out
+    # A line when each ranker starts and when it ends, with its time.
+    for i, label in enumerate(["LambdaMART NDCG@10", "QueryRMSE"], 1):
+        assert f"[{i}/2] {label}: fitting ...\n" in out
+        assert re.search(rf"\[{i}/2\] {re.escape(label)}: done in \d+\.\d s, test NDCG@10 0\.\d{{4}}\n", out)
+    rows = _table(out)
+    assert list(rows) == ["LambdaMART NDCG@10", "QueryRMSE", "random scores"]
+    assert all(len(v) == 5 for k, v in rows.items() if k != "random scores")
+    assert "n_jobs 1" in out
+    # The table is on the held-out queries: the same split as the command's.
+    from rankkit.model_selection import query_train_test_split
+
+    X, y, qid = make_ranking(40, random_state=0)
+    _, X_te, _, y_te, _, q_te = query_train_test_split(X, y, qid=qid, test_size=0.25, random_state=0)
+    assert f"test {len(np.unique(q_te))} ({len(y_te)})" in out
+    rand = np.random.default_rng(0).normal(size=len(y_te))
+    assert rows["random scores"][0] == pytest.approx(ndcg_score(y_te, rand, qid=q_te, k=10), abs=5e-5)
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"figure written to {figure}" in out
+
+
+def _write_letor(folder, with_vali=True):
+    fold = folder / "Fold1"
+    fold.mkdir(parents=True)
+    splits = {"train": 0, "vali": 1, "test": 2} if with_vali else {"train": 0, "test": 2}
+    for split, seed in splits.items():
+        X, y, qid = make_ranking(20, n_features=5, max_docs=12, random_state=seed)
+        with gzip.open(fold / f"{split}.txt.gz", "wb") as f:
+            dump_svmlight_file(X, y, f, query_id=qid, zero_based=False)
+
+
+@pytest.mark.parametrize("with_vali", [True, False])
+def test_letor_folder(tmp_path, capsys, with_vali):
+    _write_letor(tmp_path / "LETOR", with_vali)
+    assert main(["--data", str(tmp_path / "LETOR"), "--n-estimators", "3", "--rankers", "queryrmse,xgboost"]) == 0
+    out = capsys.readouterr().out
+    assert str(tmp_path / "LETOR" / "Fold1") in out
+    # Without vali.txt a fifth of the 20 training queries validates.
+    assert ("train 20 " in out) == with_vali and ("validation 20 " in out) == with_vali
+    assert "test 20 " in out
+    assert list(_table(out)) == ["QueryRMSE", "XGBoost rank:ndcg (built-in)", "random scores"]
+
+
+def test_real_letor_fold(shared_data, capsys):
+    assert main(["--data", str(shared_data / "MQ2008"), "--n-estimators", "3", "--rankers", "lambdamart"]) == 0
+    out = capsys.readouterr().out
+    assert "46 features" in out and "train 471 (9630)" in out
+    assert 0.5 < _table(out)["LambdaMART NDCG@10"][0] <= 1.0
+
+
+def test_bad_options(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--rankers", "lambdamart,catboost"])
+    assert "unknown ['catboost']; choose from " + ", ".join(RANKERS) in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--data", str(tmp_path)])
+    assert "no train.txt[.gz] or test.txt[.gz]" in capsys.readouterr().err
+
+
+def test_runs_as_a_module():
+    proc = subprocess.run([sys.executable, "-m", "rankkit", "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    for option in ("--n-jobs", "--data", "--rankers", "--plot"):
+        assert option in proc.stdout
