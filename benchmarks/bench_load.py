@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -159,6 +160,10 @@ def make_fit(method, cfg):
 
 
 def worker(args):
+    if args.realtime:
+        # SCHED_FIFO: the fit's threads (they inherit it) run whenever they are
+        # runnable, ahead of every ordinary process: an idle machine for the fit.
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
     for module in filter(None, (args.import_first or "").split(",")):
         if args.worker.startswith("rankkit"):
             __import__(module)
@@ -203,12 +208,14 @@ def stop_busy(procs):
         p.wait()
 
 
-def run_worker(method, n_jobs, args, data, env):
+def run_worker(method, n_jobs, args, data, env, realtime=False):
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", method, "--data", str(data),
            "--trees", str(args.trees), "--depth", str(args.depth), "--lr", str(args.lr),
            "--n-jobs", str(n_jobs), "--repeats", str(args.repeats)]
     if args.import_first:
         cmd += ["--import-first", args.import_first]
+    if realtime:
+        cmd.append("--realtime")
     load = os.getloadavg()[0]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     if proc.returncode != 0:
@@ -248,6 +255,10 @@ def main(argv=None):
                         help="environment variable for every fitting process (repeatable)")
     parser.add_argument("--import-first", default=None,
                         help="modules rankkit's processes import before rankkit, e.g. sklearn,lightgbm")
+    parser.add_argument("--realtime-idle", action="store_true",
+                        help="run the idle condition's fits at real-time priority (SCHED_FIFO, needs root): "
+                             "what an idle machine would give, on a shared one")
+    parser.add_argument("--realtime", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, default=ROOT / ".." / "shared" / "data" / "MQ2008")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -268,6 +279,8 @@ def main(argv=None):
     for item in args.env:
         name, _, value = item.partition("=")
         env[name] = value
+    # Busy processes are killed in a ``finally``; make SIGTERM run it too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     X, y, qid = load_rows(args.data.resolve() / "Fold1" / "train.txt.gz")
     t_start = time.perf_counter()
     results = {}
@@ -279,7 +292,8 @@ def main(argv=None):
                 for condition in conditions:
                     busy = start_busy(args.busy) if condition == "loaded" else []
                     try:
-                        res = run_worker(method, n_jobs, args, data, env)
+                        res = run_worker(method, n_jobs, args, data, env,
+                                         realtime=args.realtime_idle and condition == "idle")
                     finally:
                         stop_busy(busy)
                     s = results[(method, n_jobs, condition)] = summary(res)
@@ -310,7 +324,8 @@ def main(argv=None):
         f"learning rate {args.lr}, 256 bins; median of {args.repeats} fits per fresh process after a "
         f"5-tree warm-up; loaded = {args.busy} pure-Python busy processes beside the fit. "
         f"Environment: {set_env}"
-        + (f"; rankkit imported after {args.import_first}" if args.import_first else "") + ".\n"
+        + (f"; rankkit imported after {args.import_first}" if args.import_first else "")
+        + ("; idle fits at real-time priority (SCHED_FIFO)" if args.realtime_idle else "") + ".\n"
         f"Machine: {machine_line()}; shared with other jobs, so 'idle' is not idle: the load "
         "average at the start of each run and the cores other processes used during the fits "
         "(the loaded condition's own busy processes included) are given per row.\n\n"

@@ -69,6 +69,7 @@ from ._objectives.yetirank import YetiRank
 from ._params import BACKEND_SETTINGS, BOOSTING_CONSTRAINTS, parameter_docs
 from ._random import mix64, seed_from
 from ._sglb import SGLB, shrink_schedule
+from ._threads import limit_threads
 from ._validation import check_sample_weight
 
 def _iteration_seed(seed_base, t):
@@ -405,7 +406,8 @@ class BaseRanker(BaseEstimator):
         check_is_fitted(self, "backend_")
         data = self._prepare(X, y, qid, self.objective_, reset=False)
         metric, settings = self._eval_metric(self.objective_)
-        return _mean_metric(metric, data.y, self.backend_.predict(data.X), data.group_ptr, settings)
+        with limit_threads(self.n_jobs):
+            return _mean_metric(metric, data.y, self.backend_.predict(data.X), data.group_ptr, settings)
 
     @property
     def feature_importances_(self):

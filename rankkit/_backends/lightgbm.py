@@ -33,6 +33,7 @@ import lightgbm
 import numpy as np
 
 from .._sglb import fold_scales, shrink_factor
+from .._threads import bounded
 from ._base import Backend, check_gradients
 
 __all__ = ["LightGBMBackend"]
@@ -214,6 +215,8 @@ class LightGBMBackend(Backend):
         ranker keeps the caller's names).
         """
         self.params_ = params = self._params()
+        # rankkit's kernels (gradients, eval metrics) get n_jobs threads too.
+        grad_fn, callback = bounded(grad_fn, self.n_jobs), bounded(callback, self.n_jobs)
         if shrink is not None and params.get("linear_tree"):
             raise ValueError(
                 "backend_params={'linear_tree': True} cannot be combined with SGLB shrinkage "

@@ -25,6 +25,7 @@ import numpy as np
 import xgboost
 
 from .._sglb import fold_scales, shrink_factor
+from .._threads import bounded
 from ._base import Backend, check_gradients
 
 __all__ = ["XGBoostBackend"]
@@ -169,6 +170,8 @@ class XGBoostBackend(Backend):
             ``callback(t, raw_train, raw_evals)``; returns True to stop.
         """
         self.params_ = self._params()
+        # rankkit's kernels (gradients, eval metrics) get n_jobs threads too.
+        grad_fn, callback = bounded(grad_fn, self.n_jobs), bounded(callback, self.n_jobs)
         dtrain = _dmatrix(X, self._nthread)
         devals = [_dmatrix(Xe, self._nthread) for Xe in eval_X]
         booster = xgboost.Booster(self.params_, cache=[dtrain, *devals])
