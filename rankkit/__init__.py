@@ -5,18 +5,20 @@ The rankers live here; metrics, objectives, splitters and data loaders live in
 ``rankkit.datasets``.
 """
 
-from ._threads import start_numba_threads_passive
+from ._threads import openmp_wait_policy, start_numba_threads
 
-start_numba_threads_passive()
-
-from ._estimators import (  # noqa: E402
-    LambdaMARTRanker,
-    QueryRMSERanker,
-    Ranker,
-    StochasticRankRanker,
-    XENDCGRanker,
-    YetiRanker,
-)
+# The OpenMP runtimes loaded here (numba's pool; the one scikit-learn's wheel
+# bundles, which XGBoost's shares) spin briefly, then sleep: see rankkit._threads.
+with openmp_wait_policy():
+    start_numba_threads()
+    from ._estimators import (
+        LambdaMARTRanker,
+        QueryRMSERanker,
+        Ranker,
+        StochasticRankRanker,
+        XENDCGRanker,
+        YetiRanker,
+    )
 from ._persistence import load_model  # noqa: E402
 
 __version__ = "0.1.0"

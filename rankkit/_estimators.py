@@ -71,6 +71,7 @@ from ._objectives.yetirank import YetiRank
 from ._params import BACKEND_SETTINGS, BOOSTING_CONSTRAINTS, parameter_docs
 from ._random import mix64, seed_from
 from ._sglb import SGLB, add_gaussian_noise, auto_diffusion_temperature, langevin_noise_scale, shrink_schedule
+from ._threads import limit_threads
 from ._validation import check_sample_weight
 
 def _iteration_seed(seed_base, t):
@@ -723,8 +724,9 @@ class BaseRanker(BaseEstimator):
         check_is_fitted(self, "backend_")
         data = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight)
         metrics, settings = self._eval_metrics(self.objective_)
-        return _mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
-                            weight=data.weight)
+        with limit_threads(self.n_jobs):
+            return _mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
+                                weight=data.weight)
 
     def save_model(self, path):
         """Save the fitted ranker to one file, read back by :func:`rankkit.load_model`.

@@ -1,37 +1,154 @@
-"""Start numba's thread pool so that it sleeps, rather than spins, when idle.
+"""Threads: ``n_jobs`` for rankkit's kernels; OpenMP runtimes that sleep soon when idle.
 
-rankkit's gradient kernels run between XGBoost's tree-building steps. numba's
-OpenMP pool (the system libgomp) and XGBoost's (its own bundled libgomp) are
-two separate runtimes; by default each keeps its worker threads spinning for
-milliseconds after a parallel region ends. On a machine with as many threads
-as cores, numba's spinning workers then steal the cores XGBoost is building
-trees on, and a LambdaMART fit on MQ2008 took many times longer than with
-numba's pool passive (measurements and commands: ``benchmarks/README.md``,
-"an OpenMP spin-wait problem"). XGBoost's own pool is left as it is, since a
-passive XGBoost is slower.
+rankkit's work runs on two kinds of thread pools: numba's, for rankkit's own
+kernels (gradients, metrics, the numba backend's trees), and the engines'
+OpenMP pools (XGBoost, LightGBM). Two rules keep them from fighting over the
+cores, which matters most on a shared machine (``docs/backends.md``,
+"Threads and shared machines"; measurements: ``benchmarks/bench_load.py``).
 
-libgomp reads ``OMP_WAIT_POLICY`` once, when it is loaded; numba loads it when
-its threads are first launched. So we launch them now, with the variable set
-only for that moment. Nothing is done when the user has chosen a policy or a
-threading layer, or when numba's threads are already running.
+**``n_jobs`` bounds every pool.** The engines get it as ``nthread`` /
+``num_threads``; rankkit's kernels get it through
+:func:`limit_threads`, which sets numba's thread count for the calling
+thread (numba's setting is per thread, so concurrent fits in different
+threads do not disturb each other) and restores it afterwards. ``None``
+leaves every pool at its default: the engines' own and numba's
+(``NUMBA_NUM_THREADS``, all cores unless set).
+
+**Idle OpenMP threads spin briefly, then sleep.** After a parallel region
+GNU OpenMP (libgomp) keeps its worker threads spinning for 300,000
+iterations (about 3 ms) by default; LLVM's libomp for 200 ms. rankkit
+alternates between two runtimes every boosting iteration (numba's kernels,
+then the engine's trees: XGBoost's wheel bundles its own libgomp, the one
+scikit-learn's wheel bundles too, while numba and LightGBM use the system's),
+so one runtime's spinning workers hold the cores the other needs; and when
+other processes want the cores, a spinning worker burns the share of CPU the
+working threads would get, in every one of the engines' many parallel regions
+(about 40 per tree for XGBoost, 240 for LightGBM, 26 for rankkit's numba
+trees). Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) fixes that but costs a
+wake-up of about 30 microseconds per region on an idle machine (up to 3.5x
+slower LightGBM trees), because the engines start their regions back to back
+a few microseconds apart. Spinning :data:`SPIN_COUNT` iterations (about 10
+microseconds at libgomp's estimate of 100,000 per millisecond) catches those
+gaps and then sleeps. Measurements: ``docs/backends.md``, "Threads and shared
+machines".
+
+A runtime reads its policy once, when it is loaded, so :func:`openmp_wait_policy`
+sets ``GOMP_SPINCOUNT`` (libgomp) and ``OMP_WAIT_POLICY=PASSIVE`` (the other
+runtimes; libgomp lets an explicit spin count take precedence) in the
+environment only while rankkit loads the runtimes it drives (numba's pool and
+scikit-learn's runtime when rankkit is imported, an engine's when its backend is
+first used), then removes them: nothing stays in ``os.environ`` and child
+processes see the user's environment. Nothing is changed when the user chose a
+policy (any of :data:`USER_WAIT_VARIABLES` set), and a runtime loaded before
+rankkit was imported (``import sklearn``, ``import xgboost`` or ``import
+lightgbm`` first) keeps the policy it was loaded with.
 """
 
+from __future__ import annotations
+
+import contextlib
 import os
+import threading
+
+import numba
+
+#: Environment variables through which a user chooses how idle OpenMP threads wait.
+USER_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
+
+#: Spin iterations of an idle libgomp thread before it sleeps (libgomp's default: 300,000).
+SPIN_COUNT = 1000
+
+#: What :func:`openmp_wait_policy` puts in the environment while runtimes load.
+WAIT_POLICY = {"GOMP_SPINCOUNT": str(SPIN_COUNT), "OMP_WAIT_POLICY": "PASSIVE"}
+
+# openmp_wait_policy may be entered from several threads at once (and nested):
+# the variables are set by the first entry and removed by the last exit.
+_lock = threading.Lock()
+_depth = 0
 
 
-def start_numba_threads_passive():
-    if "OMP_WAIT_POLICY" in os.environ or "NUMBA_THREADING_LAYER" in os.environ:
-        return
+@contextlib.contextmanager
+def openmp_wait_policy():
+    """OpenMP runtimes first loaded inside this block spin briefly, then sleep.
+
+    Sets :data:`WAIT_POLICY` in the environment for the duration of the block
+    unless one of :data:`USER_WAIT_VARIABLES` is set; removes it on exit.
+    """
+    global _depth
+    with _lock:
+        owned = _depth > 0 or not any(name in os.environ for name in USER_WAIT_VARIABLES)
+        if owned:
+            if _depth == 0:
+                os.environ.update(WAIT_POLICY)
+            _depth += 1
     try:
-        from numba.np.ufunc import parallel
-    except ImportError:  # pragma: no cover - numba is a hard dependency
-        return
-    if getattr(parallel, "_is_initialized", True):
-        return
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    try:
-        parallel._launch_threads()
-    except Exception:  # a missing layer surfaces later, with numba's own message
-        pass
+        yield
     finally:
-        del os.environ["OMP_WAIT_POLICY"]
+        if owned:
+            with _lock:
+                _depth -= 1
+                if _depth == 0:
+                    for name in WAIT_POLICY:
+                        os.environ.pop(name, None)
+
+
+def start_numba_threads():
+    """Start numba's thread pool now (it loads its threading layer, e.g. libgomp).
+
+    Called inside :func:`openmp_wait_policy` when rankkit is imported. A missing
+    or unusable threading layer is left for numba to report, with its own
+    message, at the first parallel kernel.
+    """
+    try:
+        numba.get_num_threads()  # launches the pool on first use
+    except Exception:  # pragma: no cover - depends on the numba installation
+        pass
+
+
+def kernel_threads(n_jobs):
+    """Threads for rankkit's numba kernels under ``n_jobs``; None leaves numba's setting.
+
+    ``n_jobs <= 0`` means all the threads numba has (``NUMBA_NUM_THREADS``),
+    as ``nthread=0`` / ``num_threads=0`` do for the engines; a positive value
+    is capped at that number.
+    """
+    if n_jobs is None:
+        return None
+    limit = numba.config.NUMBA_NUM_THREADS
+    return limit if n_jobs <= 0 else min(int(n_jobs), limit)
+
+
+@contextlib.contextmanager
+def limit_threads(n_jobs):
+    """numba kernels called inside this block use :func:`kernel_threads` threads.
+
+    numba's thread count is a per-thread setting: this changes it for the
+    calling thread only and restores it on exit.
+    """
+    n = kernel_threads(n_jobs)
+    if n is None:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+def bounded(fn, n_jobs):
+    """``fn`` run inside :func:`limit_threads` at every call (``None`` stays ``None``).
+
+    What the engine backends do to the ranker's gradient and eval callbacks:
+    the engine runs its own threads (``nthread``), rankkit's kernels run
+    inside these callbacks.
+    """
+    if fn is None or n_jobs is None:
+        return fn
+
+    def run(*args, **kwargs):
+        with limit_threads(n_jobs):
+            return fn(*args, **kwargs)
+
+    return run

@@ -1,25 +1,290 @@
+"""Threads: ``n_jobs`` bounds rankkit's kernels; OpenMP runtimes rankkit loads sleep when idle.
+
+The wait-policy tests run in fresh interpreters: a runtime reads its policy
+once, when it is loaded, so only a new process shows what ``import rankkit``
+does.
+"""
+
+import json
 import os
 import subprocess
 import sys
+import textwrap
+import threading
+
+import numba
+import numpy as np
+import pytest
+
+import rankkit
+from rankkit import Ranker
+from rankkit import _estimators
+from rankkit._threads import (
+    SPIN_COUNT,
+    USER_WAIT_VARIABLES,
+    WAIT_POLICY,
+    kernel_threads,
+    limit_threads,
+    openmp_wait_policy,
+)
+from rankkit.datasets import make_ranking
+from rankkit.objectives import QueryRMSE
+
+from ._backends import BACKENDS_UNDER_TEST, installed
+
+TWO = min(2, numba.config.NUMBA_NUM_THREADS)
 
 
-def test_import_starts_numba_threads_without_leaking_the_wait_policy():
-    code = (
-        "import os, rankkit\n"
-        "from numba.np.ufunc import parallel\n"
-        "assert parallel._is_initialized, 'numba threads not started'\n"
-        "assert 'OMP_WAIT_POLICY' not in os.environ, 'wait policy leaked into the environment'\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")}
-    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+def _clean_env(**extra):
+    """The test process's environment without any wait-policy choice, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in USER_WAIT_VARIABLES}
+    env.update(extra)
+    return env
 
 
-def test_a_user_choice_is_left_alone():
-    code = (
-        "import os, rankkit\n"
-        "from numba.np.ufunc import parallel\n"
-        "assert not parallel._is_initialized\n"
-        "assert os.environ['OMP_WAIT_POLICY'] == 'ACTIVE'\n"
-    )
-    env = dict(os.environ, OMP_WAIT_POLICY="ACTIVE")
-    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+def _run(code, env):
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+# --------------------------------------------------------------------------- n_jobs
+class _RecordingQueryRMSE(QueryRMSE):
+    """QueryRMSE that records numba's thread count each time its kernel runs."""
+
+    seen = []
+
+    def _compute(self, y, raw, group_ptr, seed, grad, hess):
+        type(self).seen.append(numba.get_num_threads())
+        super()._compute(y, raw, group_ptr, seed, grad, hess)
+
+
+@pytest.fixture
+def metric_threads(monkeypatch):
+    """numba's thread count at every ranker metric evaluation (eval sets, score)."""
+    seen = []
+    original = _estimators.evaluate_sorted
+
+    def recording(*args, **kwargs):
+        seen.append(numba.get_num_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_estimators, "evaluate_sorted", recording)
+    return seen
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_n_jobs_bounds_the_gradient_and_metric_kernels(backend, n_jobs, metric_threads):
+    X, y, qid = make_ranking(n_queries=30, n_features=4, max_docs=12, random_state=0)
+    before = numba.get_num_threads()
+    _RecordingQueryRMSE.seen = []
+    ranker = Ranker(objective=_RecordingQueryRMSE(), n_estimators=3, max_depth=2, n_jobs=n_jobs,
+                    random_state=0, backend=backend)
+    ranker.fit(X, y, qid=qid, eval_set=[(X, y)], eval_qid=[qid])
+    ranker.score(X, y, qid=qid)
+    expected = min(n_jobs, numba.config.NUMBA_NUM_THREADS)
+    assert _RecordingQueryRMSE.seen == [expected] * 3
+    assert metric_threads == [expected] * 4  # 3 eval iterations and score
+    assert numba.get_num_threads() == before  # the caller's setting is restored
+
+
+def test_n_jobs_none_leaves_numbas_setting_alone():
+    X, y, qid = make_ranking(n_queries=10, n_features=3, max_docs=8, random_state=0)
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        _RecordingQueryRMSE.seen = []
+        Ranker(objective=_RecordingQueryRMSE(), n_estimators=2, max_depth=2, random_state=0,
+               backend="numba").fit(X, y, qid=qid)
+        assert _RecordingQueryRMSE.seen == [1, 1]
+    finally:
+        numba.set_num_threads(before)
+
+
+def test_kernel_threads():
+    limit = numba.config.NUMBA_NUM_THREADS
+    assert kernel_threads(None) is None
+    assert kernel_threads(1) == 1
+    assert kernel_threads(0) == kernel_threads(-1) == limit
+    assert kernel_threads(10 * limit) == limit
+
+
+def test_limit_threads_is_per_thread():
+    """numba's thread count is per thread: a limit in one thread leaves the others alone."""
+    inside, other = [], []
+    with limit_threads(1):
+        inside.append(numba.get_num_threads())
+        t = threading.Thread(target=lambda: other.append(numba.get_num_threads()))
+        t.start()
+        t.join()
+    assert inside == [1]
+    assert other == [numba.config.NUMBA_NUM_THREADS]
+
+
+_THREADS_THAT_RAN = """
+    import os, sys, time
+    import numpy as np
+    import rankkit
+    from rankkit.datasets import make_ranking
+
+    def cpu_ns_per_thread():
+        out = {}
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/schedstat") as fh:
+                    out[tid] = int(fh.read().split()[0])
+            except OSError:  # the thread ended meanwhile
+                pass
+        return out
+
+    X, y, qid = make_ranking(n_queries=300, n_features=8, max_docs=40, random_state=0)
+    kw = dict(n_permutations=20, n_estimators=8, max_depth=3, random_state=0, backend=sys.argv[1])
+    rankkit.YetiRanker(**kw, n_jobs=2).fit(X, y, qid=qid)  # warm-up: every pool started, kernels loaded
+    for n_jobs in (1, 2):
+        before = cpu_ns_per_thread()
+        rankkit.YetiRanker(**kw, n_jobs=n_jobs).fit(X, y, qid=qid)
+        after = cpu_ns_per_thread()
+        used = {tid: ns - before.get(tid, 0) for tid, ns in after.items()}
+        main = used.pop(str(os.getpid()))
+        print(sum(used.values()) / (main + sum(used.values())))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/task/{threading.get_native_id()}/schedstat"),
+                    reason="needs Linux's per-thread /proc/<pid>/task/<tid>/schedstat")
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_a_fit_with_n_jobs_1_runs_on_one_thread(backend):
+    """The share of a fit's CPU time spent outside the calling thread, in a
+    fresh process after a warm-up fit with two threads (so every pool has
+    its workers): about 0 with ``n_jobs=1``, large with ``n_jobs=2``. CPU
+    time per thread, unlike CPU seconds per wall second, does not depend on
+    how busy the machine is. (XGBoost runs a few microseconds of work per
+    fit on its OpenMP default thread count whatever ``nthread`` says, hence
+    1%, not 0.)"""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_THREADS_THAT_RAN), backend],
+                          env=_clean_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    share_one, share_two = (float(v) for v in proc.stdout.split()[-2:])
+    assert share_one < 0.01
+    assert share_two > 0.1
+
+
+# --------------------------------------------------------------------------- wait policy
+def test_openmp_wait_policy_is_set_only_inside_and_nests(monkeypatch):
+    for k in USER_WAIT_VARIABLES:
+        monkeypatch.delenv(k, raising=False)
+    with openmp_wait_policy():
+        assert {k: os.environ[k] for k in WAIT_POLICY} == WAIT_POLICY
+        with openmp_wait_policy():
+            assert {k: os.environ[k] for k in WAIT_POLICY} == WAIT_POLICY
+        assert {k: os.environ[k] for k in WAIT_POLICY} == WAIT_POLICY
+    assert not set(WAIT_POLICY) & set(os.environ)
+    with pytest.raises(RuntimeError):
+        with openmp_wait_policy():
+            raise RuntimeError("an import failed")
+    assert not set(WAIT_POLICY) & set(os.environ)
+
+
+def test_openmp_wait_policy_from_concurrent_threads(monkeypatch):
+    """The variables stay set while any thread is inside, and are gone after the last."""
+    for k in USER_WAIT_VARIABLES:
+        monkeypatch.delenv(k, raising=False)
+    inside, leave, seen = threading.Barrier(3), threading.Event(), []
+
+    def load():
+        with openmp_wait_policy():
+            inside.wait()
+            leave.wait()
+            seen.append(os.environ.get("GOMP_SPINCOUNT"))
+
+    threads = [threading.Thread(target=load) for _ in range(2)]
+    for t in threads:
+        t.start()
+    inside.wait()
+    leave.set()
+    for t in threads:
+        t.join()
+    assert seen == [str(SPIN_COUNT)] * 2
+    assert not set(WAIT_POLICY) & set(os.environ)
+
+
+@pytest.mark.parametrize("name, value", [("OMP_WAIT_POLICY", "ACTIVE"), ("GOMP_SPINCOUNT", "1234"),
+                                         ("KMP_BLOCKTIME", "0")])
+def test_openmp_wait_policy_respects_a_user_choice(name, value, monkeypatch):
+    for k in USER_WAIT_VARIABLES:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv(name, value)
+    with openmp_wait_policy():
+        assert {k: os.environ.get(k) for k in USER_WAIT_VARIABLES} == {
+            k: (value if k == name else None) for k in USER_WAIT_VARIABLES}
+    assert os.environ[name] == value
+
+
+_NUMBA_RUNTIME = """
+    import ctypes, json, os
+    import rankkit, numba
+    print(json.dumps({k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")}))
+    numba.get_num_threads()  # the pool is running (rankkit started it)
+    gomp = [l.split()[-1] for l in open('/proc/self/maps') if l.split()[-1].endswith('/libgomp.so.1.0.0')]
+    if gomp:
+        ctypes.CDLL(gomp[0]).omp_display_env(1)  # prints GOMP_SPINCOUNT to stderr
+"""
+
+
+def _numba_runtime(env):
+    """(the wait variables in os.environ after ``import rankkit``, omp_display_env's output)."""
+    proc = _run(_NUMBA_RUNTIME, env)
+    if "GOMP_SPINCOUNT" not in proc.stderr:
+        pytest.skip("numba's pool does not run on the system's GNU OpenMP here")
+    return json.loads(proc.stdout.splitlines()[-1]), proc.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_import_starts_numbas_openmp_pool_with_a_short_spin_without_leaking():
+    env, display = _numba_runtime(_clean_env())
+    assert env == {k: None for k in USER_WAIT_VARIABLES}
+    assert f"GOMP_SPINCOUNT = '{SPIN_COUNT}'" in display
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+@pytest.mark.parametrize("name, value, spincount", [("OMP_WAIT_POLICY", "ACTIVE", "30000000000"),
+                                                    ("GOMP_SPINCOUNT", "1234", "1234"),
+                                                    ("KMP_BLOCKTIME", "0", "300000")])
+def test_import_respects_the_users_wait_policy(name, value, spincount):
+    env, display = _numba_runtime(_clean_env(**{name: value}))
+    assert env == {k: (value if k == name else None) for k in USER_WAIT_VARIABLES}
+    assert f"GOMP_SPINCOUNT = '{spincount}'" in display
+
+
+_XGBOOST_SPIN = """
+    import os, time
+    import numpy as np
+    import rankkit
+    from rankkit._backends import get_backend
+    get_backend("xgboost")  # imports xgboost as a fit does
+    import xgboost
+    assert os.environ.get('GOMP_SPINCOUNT') is None, 'leaked'
+    X = np.random.default_rng(0).random((5000, 10), dtype=np.float32)
+    booster = xgboost.train({"nthread": 2, "tree_method": "hist"}, xgboost.DMatrix(X, label=X[:, 0]), 2)
+    burnt = 0.0
+    for _ in range(5):
+        booster.inplace_predict(X)  # a parallel region in XGBoost's OpenMP runtime
+        c0 = time.process_time()
+        time.sleep(0.1)  # the main thread sleeps: any CPU time now is idle workers spinning
+        burnt += time.process_time() - c0
+    print(burnt)
+"""
+
+
+@pytest.mark.skipif(not installed("xgboost"), reason="needs xgboost")
+@pytest.mark.skipif(os.cpu_count() < 2, reason="needs two cores")
+def test_xgboosts_openmp_workers_sleep_soon_when_rankkit_loaded_the_runtime():
+    """Idle workers of XGBoost's runtime burn (almost) no CPU when rankkit
+    loaded it; with ``OMP_WAIT_POLICY=ACTIVE`` (the control) they spin."""
+    short = float(_run(_XGBOOST_SPIN, _clean_env()).stdout.split()[-1])
+    active = float(_run(_XGBOOST_SPIN, _clean_env(OMP_WAIT_POLICY="ACTIVE")).stdout.split()[-1])
+    assert short < 0.002
+    assert active > 0.005

@@ -9,6 +9,9 @@ import time.
 from __future__ import annotations
 
 import importlib
+import sys
+
+from .._threads import openmp_wait_policy
 
 __all__ = ["BACKENDS", "get_backend"]
 
@@ -38,7 +41,11 @@ def get_backend(name):
         raise ValueError(f"Unknown backend {name!r}; valid backends are {sorted(BACKENDS)}.")
     module_name, _, class_name = BACKENDS[name].partition(":")
     try:
-        module = importlib.import_module(module_name)
+        module = sys.modules.get(module_name)
+        if module is None:
+            # The engine's OpenMP runtime, if its import loads one, lets idle threads sleep.
+            with openmp_wait_policy():
+                module = importlib.import_module(module_name)
     except ImportError as exc:
         package = _ENGINE_PACKAGES.get(name)
         if package is None or not _is_missing_engine(exc, name):

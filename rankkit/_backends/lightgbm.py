@@ -33,6 +33,7 @@ import lightgbm
 import numpy as np
 
 from .._sglb import fold_scales, shrink_factor
+from .._threads import bounded
 from ._base import Backend, check_gradients, check_iteration_range
 
 __all__ = ["LightGBMBackend"]
@@ -222,6 +223,8 @@ class LightGBMBackend(Backend):
         ``cat_smooth``, ``min_data_per_group``, ... in ``backend_params``).
         """
         self.params_ = params = self._params()
+        # rankkit's kernels (gradients, eval metrics) get n_jobs threads too.
+        grad_fn, callback = bounded(grad_fn, self.n_jobs), bounded(callback, self.n_jobs)
         names = self._engine_feature_names(feature_names)
         categorical = [int(j) for j in categorical_features]
         if categorical and params.get("categorical_feature") not in (None, "", []):

@@ -8,16 +8,15 @@ keeps the model (:class:`~rankkit._backends._gbm.booster.TreeEnsemble`).
 
 from __future__ import annotations
 
-import contextlib
 import io
 from numbers import Integral, Real
 
-import numba
 import numpy as np
 from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
 
 from .._random import seed_from
 from .._sglb import RunningScale, shrink_factor
+from .._threads import limit_threads
 from .._validation import Interval
 from ._base import Backend, check_gradients, check_iteration_range
 from ._gbm.binning import fit_bin_edges, transform
@@ -35,22 +34,6 @@ BACKEND_PARAMS = {
 # Random streams of iteration t: 3 t (row subsample) and 3 t + 1 (columns);
 # three per iteration, so that subsampled models stay what they were.
 _STREAMS = 3
-
-
-@contextlib.contextmanager
-def _threads(n_jobs):
-    """Run numba kernels on ``n_jobs`` threads (None: numba's default)."""
-    if n_jobs is None:
-        yield
-        return
-    old = numba.get_num_threads()
-    limit = numba.config.NUMBA_NUM_THREADS
-    n = limit if n_jobs < 0 else min(int(n_jobs), limit)
-    numba.set_num_threads(max(1, n))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
 
 
 def _check_X(X, name="X", n_features=None):
@@ -150,7 +133,7 @@ class NumbaBackend(Backend):
         self.n_features_in_ = n_features
         self.feature_names_in_ = None if feature_names is None else np.asarray(feature_names, dtype=object)
         max_bins = min(int(self.max_bin), 255)
-        with _threads(self.n_jobs):
+        with limit_threads(self.n_jobs):
             edges, edges_ptr = fit_bin_edges(X, max_bins)
             self.bin_edges_, self.bin_edges_ptr_ = edges, edges_ptr
             Xb = transform(X, edges, edges_ptr)
@@ -219,7 +202,7 @@ class NumbaBackend(Backend):
         self._check_fitted()
         X = _check_X(X, n_features=self.n_features_in_)
         n = check_iteration_range(start_iteration, n_iterations, len(self.booster_))
-        with _threads(self.n_jobs):
+        with limit_threads(self.n_jobs):
             return self.booster_.predict(X, n, start=int(start_iteration))
 
     def truncate(self, n_iterations):

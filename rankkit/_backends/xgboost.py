@@ -38,6 +38,7 @@ import numpy as np
 import xgboost
 
 from .._sglb import fold_scales, shrink_factor
+from .._threads import bounded
 from ._base import Backend, check_gradients, check_iteration_range, iter_row_blocks
 
 __all__ = ["XGBoostBackend"]
@@ -237,6 +238,8 @@ class XGBoostBackend(Backend):
             in ``backend_params``).
         """
         self.params_ = self._params()
+        # rankkit's kernels (gradients, eval metrics) get n_jobs threads too.
+        grad_fn, callback = bounded(grad_fn, self.n_jobs), bounded(callback, self.n_jobs)
         meta = {"feature_names": self._engine_feature_names(feature_names), "feature_types": None}
         if len(categorical_features):
             cats = set(int(j) for j in categorical_features)
