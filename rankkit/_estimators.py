@@ -91,6 +91,8 @@ class _QueryData(NamedTuple):
     y: np.ndarray
     group_ptr: np.ndarray
     weight: np.ndarray | None
+    #: Keys of the queries' random draws (the hashes of their ids' values).
+    query_keys: np.ndarray | None = None
 
 
 class _EvalMonitor:
@@ -214,6 +216,7 @@ class BaseRanker(BaseEstimator):
         return _QueryData(
             groups.sort(X), np.ascontiguousarray(groups.sort(y)), groups.group_ptr,
             None if w is None else np.ascontiguousarray(groups.sort(w)),
+            groups.query_keys if reset else None,  # only training draws random numbers
         )
 
     @staticmethod
@@ -285,7 +288,7 @@ class BaseRanker(BaseEstimator):
 
         def grad_fn(raw, t):
             grad, hess = objective._gradient_hessian_sorted(
-                train.y, raw, train.group_ptr, _iteration_seed(seed_base, t)
+                train.y, raw, train.group_ptr, _iteration_seed(seed_base, t), train.query_keys
             )
             if train.weight is not None:
                 grad *= train.weight
