@@ -128,8 +128,14 @@ class _EvalMonitor:
         self.best_iteration = None
 
     def __call__(self, t, raw_train, raw_evals):
-        for (name, result), data, raw in zip(self.history.items(), self.evals, raw_evals):
-            result[self.label].append(_mean_metric(self.label, data.y, raw, data.group_ptr, self.settings))
+        return self.record(t, [_mean_metric(self.label, data.y, raw, data.group_ptr, self.settings)
+                               for data, raw in zip(self.evals, raw_evals)])
+
+    def record(self, t, values):
+        """Record iteration ``t``'s metric on every eval set; True to stop.
+        (The one home of the stopping rule: ``rankkit.dask`` replays it.)"""
+        for result, value in zip(self.history.values(), values):
+            result[self.label].append(value)
         if self.period and (t % self.period == 0 or t == self.n_estimators - 1):
             msg = "\t".join(f"{name}-{self.label}:{res[self.label][-1]:.5f}" for name, res in self.history.items())
             print(f"[{t}]\t{msg}", file=sys.stdout, flush=True)
@@ -141,9 +147,16 @@ class _EvalMonitor:
 
 def _mean_metric(metric, y, raw, group_ptr, settings):
     """Mean over queries (excluded queries left out) with worst-order ties."""
+    total, count = _metric_sum_count(metric, y, raw, group_ptr, settings)
+    return total / count if count else float("nan")
+
+
+def _metric_sum_count(metric, y, raw, group_ptr, settings):
+    """``(sum, number)`` of the per-query values of :func:`_mean_metric`: what
+    a part of the queries contributes to the mean over all of them."""
     values = evaluate_sorted(metric, y, raw, group_ptr, ties="worst", **settings)
     values = values[~np.isnan(values)]
-    return float(values.mean()) if values.size else float("nan")
+    return float(values.sum()), int(values.size)
 
 
 class BaseRanker(BaseEstimator):
