@@ -592,19 +592,24 @@ class _DaskRanker:
         params = backend._params()
         backend.params_ = params
         shrink_args = (self.model_shrink_rate, self.model_shrink_mode, self.learning_rate)
-        dtrain = train.dmatrix(client, int(self.max_bin))
-        devals = [(e.dmatrix(client, int(self.max_bin), ref=dtrain), f"validation_{i}") for i, e in enumerate(evals)]
         metric = None
         if evals:
             metric = _WorkerMetric(label, [_with_err_max_label(settings, e.max_label) for e in evals], shrink_args)
-        result = dxgb.train(
-            client, params, dtrain, num_boost_round=int(self.n_estimators), evals=devals or None,
-            obj=_WorkerObjective(objective, seed_base, train.query_keys, shrink_args),
-            custom_metric=metric,
-            callbacks=[_WorkerEvalLog(metric, len(evals), early_stopping_rounds, int(self.n_estimators))]
-            if evals else None,
-            verbose_eval=False,
-        )
+        # xgboost.dask (3.2) asks distributed for the current client even when
+        # given one (xgboost.dask._get_client calls distributed.get_client() to
+        # check the type): make ours the current one while it runs.
+        with client.as_current():
+            dtrain = train.dmatrix(client, int(self.max_bin))
+            devals = [(e.dmatrix(client, int(self.max_bin), ref=dtrain), f"validation_{i}")
+                      for i, e in enumerate(evals)]
+            result = dxgb.train(
+                client, params, dtrain, num_boost_round=int(self.n_estimators), evals=devals or None,
+                obj=_WorkerObjective(objective, seed_base, train.query_keys, shrink_args),
+                custom_metric=metric,
+                callbacks=[_WorkerEvalLog(metric, len(evals), early_stopping_rounds, int(self.n_estimators))]
+                if evals else None,
+                verbose_eval=False,
+            )
         booster = result["booster"]
         # Trained on frames with columns f0, f1, ...: drop the names, as a
         # booster trained in memory on arrays has none.
@@ -683,7 +688,7 @@ class _DaskRanker:
         booster = dask.delayed(self.booster_, pure=True)
         sums = laid.frame.map_partitions(_score_partition, booster, laid.features, label, settings,
                                          meta=pd.DataFrame({"sum": [0.0], "count": [0]}).iloc[:0])
-        sums = sums.compute()
+        sums = client.compute(sums).result()
         count = int(sums["count"].sum())
         return float(sums["sum"].sum()) / count if count else float("nan")
 
