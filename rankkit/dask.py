@@ -182,6 +182,15 @@ def _assemble(x, y, qid, w, source, *, n_features, dtype, objective, where, qid_
     return frame
 
 
+def _assemble_frames(x, *columns, present, partition_info=None, **settings):
+    """:func:`_assemble` for ``dask.dataframe.map_partitions`` over X and
+    whichever of y, qid, sample_weight are given (``present``)."""
+    given = iter(columns)
+    y, qid, w = (next(given) if p else None for p in present)
+    number = 0 if partition_info is None else int(partition_info["number"])
+    return _assemble(x, y, qid, w, number, **settings)
+
+
 def _lay_out_partition(frame, partition_info=None):
     """Sort a shuffled partition by query (rows of a query in the caller's
     order) and number its queries: the query's place goes in ``_PART`` and
@@ -505,33 +514,36 @@ class _DaskRanker:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: "
                              "pass the relevance labels.")
         n_features = self._n_features(X)
-        x_blocks = _row_blocks(X, where)
         others = {"y": y, qid_name: qid, "sample_weight": sample_weight}
-        blocks = {}
         for name, values in others.items():
             if values is None:
-                blocks[name] = [None] * len(x_blocks)
                 continue
             if not _is_dask(values):
                 raise TypeError(f"{name} must be a dask collection partitioned like {where} "
                                 f"(a dask Series or array), got {type(values).__name__}.")
             _check_aligned(X, values, name, where)
-            blocks[name] = _row_blocks(values, name)
         dtypes = X.dtypes if isinstance(X, dd.DataFrame) else [X.dtype]
         dtype = np.float32 if all(np.dtype(d) == np.float32 for d in dtypes) else np.float64
-        assemble = dask.delayed(_assemble, pure=True)
-        parts = [
-            assemble(xb, yb, qb, wb, i, n_features=n_features, dtype=dtype, objective=objective, where=where,
-                     qid_name=qid_name)
-            for i, (xb, yb, qb, wb) in enumerate(zip(x_blocks, blocks["y"], blocks[qid_name],
-                                                    blocks["sample_weight"]))
-        ]
+        settings = dict(n_features=n_features, dtype=dtype, objective=objective, where=where, qid_name=qid_name)
         qid_meta = (qid._meta if isinstance(qid, (dd.Series, dd.DataFrame)) else np.zeros(0, dtype=qid.dtype))
         meta = _assemble(np.zeros((0, n_features), dtype=dtype), np.zeros(0), np.asarray(qid_meta).ravel(),
-                         None if sample_weight is None else np.zeros(0), 0, n_features=n_features, dtype=dtype,
-                         objective=objective, where=where, qid_name=qid_name)
-        frame = dd.from_delayed(parts, meta=meta, verify_meta=False)
-        frame = frame.shuffle(on=_KEY, npartitions=len(parts))
+                         None if sample_weight is None else np.zeros(0), 0, **settings)
+        if isinstance(X, dd.DataFrame) and all(v is None or isinstance(v, (dd.Series, dd.DataFrame))
+                                               for v in others.values()):
+            # One expression for all of them: dask optimises it as a whole, so
+            # the partitions stay aligned (optimised separately, a column read
+            # from Parquet alone may come in fewer, fused partitions).
+            present = tuple(v is not None for v in others.values())
+            frame = dd.map_partitions(_assemble_frames, X, *[v for v in others.values() if v is not None],
+                                      present=present, **settings, meta=meta, align_dataframes=False)
+        else:
+            x_blocks = _row_blocks(X, where)
+            blocks = [[None] * len(x_blocks) if v is None else _row_blocks(v, name) for name, v in others.items()]
+            assemble = dask.delayed(_assemble, pure=True)
+            frame = dd.from_delayed([assemble(xb, yb, qb, wb, i, **settings)
+                                     for i, (xb, yb, qb, wb) in enumerate(zip(x_blocks, *blocks))],
+                                    meta=meta, verify_meta=False)
+        frame = frame.shuffle(on=_KEY, npartitions=frame.npartitions)
         frame = frame.map_partitions(_lay_out_partition, meta=_lay_out_partition(meta))
         frame = client.persist(frame)
         summaries = client.compute([dask.delayed(_partition_summary)(p) for p in frame.to_delayed()], sync=True)
