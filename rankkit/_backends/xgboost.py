@@ -64,8 +64,15 @@ def _xgboost_parameter_names():
     return frozenset(names)
 
 
-def _dmatrix(X, nthread):
-    return xgboost.DMatrix(X, nthread=nthread)
+def _dmatrix(X, params, nthread, ref=None):
+    """The engine's dataset: with ``hist``, a ``QuantileDMatrix`` (what
+    ``XGBRanker.fit`` builds), which keeps only the histogram index of ``X``
+    (1 byte per value at <= 256 bins) instead of a copy of ``X`` (8 bytes per
+    value): 7x less memory per document; eval sets take the training bins
+    (``ref``)."""
+    if params.get("tree_method", "hist") != "hist":
+        return xgboost.DMatrix(X, nthread=nthread)
+    return xgboost.QuantileDMatrix(X, nthread=nthread, max_bin=int(params.get("max_bin", 256)), ref=ref)
 
 
 class XGBoostBackend(Backend):
@@ -169,8 +176,8 @@ class XGBoostBackend(Backend):
             ``callback(t, raw_train, raw_evals)``; returns True to stop.
         """
         self.params_ = self._params()
-        dtrain = _dmatrix(X, self._nthread)
-        devals = [_dmatrix(Xe, self._nthread) for Xe in eval_X]
+        dtrain = _dmatrix(X, self.params_, self._nthread)
+        devals = [_dmatrix(Xe, self.params_, self._nthread, ref=dtrain) for Xe in eval_X]
         booster = xgboost.Booster(self.params_, cache=[dtrain, *devals])
         # Tracked raw scores, needed from the first shrinkage on (before that
         # the booster's prediction cache holds exactly the same sums).
