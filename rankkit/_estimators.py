@@ -250,6 +250,15 @@ class BaseRanker(BaseEstimator):
         return y
 
     def _eval_sets(self, eval_set, eval_qid, objective):
+        return [
+            self._prepare(X, y, q, objective, reset=False, where=f"eval_set[{i}]", qid_name=f"eval_qid[{i}]")
+            for i, X, y, q in self._eval_pairs(eval_set, eval_qid)
+        ]
+
+    @staticmethod
+    def _eval_pairs(eval_set, eval_qid):
+        """``(i, X, y, qid)`` of every eval set, after checking ``eval_set``
+        and ``eval_qid`` agree (``rankkit.dask`` lays the pairs out its way)."""
         if eval_set is None:
             if eval_qid is not None:
                 raise ValueError("eval_qid was given without eval_set.")
@@ -267,9 +276,7 @@ class BaseRanker(BaseEstimator):
         for i, (pair, q) in enumerate(zip(eval_set, eval_qid)):
             if len(pair) != 2:
                 raise ValueError(f"eval_set[{i}] must be an (X, y) pair.")
-            out.append(self._prepare(
-                pair[0], pair[1], q, objective, reset=False, where=f"eval_set[{i}]", qid_name=f"eval_qid[{i}]"
-            ))
+            out.append((i, pair[0], pair[1], q))
         return out
 
     # -- fit -----------------------------------------------------------------

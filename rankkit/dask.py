@@ -637,22 +637,9 @@ class _DaskRanker:
         return self._finish(backend, objective, monitor, early_stopping_rounds)
 
     def _dask_eval_sets(self, client, eval_set, eval_qid, objective):
-        if eval_set is None:
-            if eval_qid is not None:
-                raise ValueError("eval_qid was given without eval_set.")
-            return []
-        if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(eval_set[0], tuple):
-            raise ValueError("eval_set must be a list of (X, y) pairs, e.g. eval_set=[(X_val, y_val)].")
-        eval_set = list(eval_set)
-        eval_qid = [None] * len(eval_set) if eval_qid is None else list(eval_qid)
-        if len(eval_qid) != len(eval_set):
-            raise ValueError(f"eval_qid has {len(eval_qid)} entries but eval_set has {len(eval_set)}: "
-                             "pass one qid per eval set.")
         out = []
-        for i, (pair, q) in enumerate(zip(eval_set, eval_qid)):
-            if len(pair) != 2:
-                raise ValueError(f"eval_set[{i}] must be an (X, y) pair.")
-            laid, X_features = self._lay_out(client, pair[0], pair[1], q, objective, where=f"eval_set[{i}]",
+        for i, X, y, q in self._eval_pairs(eval_set, eval_qid):
+            laid, X_features = self._lay_out(client, X, y, q, objective, where=f"eval_set[{i}]",
                                              qid_name=f"eval_qid[{i}]")
             self._check_features(X_features)
             out.append(laid)

@@ -434,6 +434,19 @@ def test_xendcg_equal_labels_equal_scores_zero_in_expectation():
     assert np.all(np.abs(per_doc.mean(axis=0)) < 5 * per_doc.std(axis=0) / math.sqrt(calls))
 
 
+def assert_equal_within_tie_classes(g, h, g_ref, h_ref, qid, z, y):
+    """Gradients equal up to the order of documents tied on query, score and
+    label (which take their tied positions in row order): the multisets of
+    each class agree. Returns the size of the largest class."""
+    classes = {}
+    for i in range(y.shape[0]):
+        classes.setdefault((qid[i], z[i], y[i]), []).append(i)
+    for rows in classes.values():
+        np.testing.assert_allclose(np.sort(g[rows]), np.sort(g_ref[rows]), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(np.sort(h[rows]), np.sort(h_ref[rows]), rtol=1e-12, atol=1e-15)
+    return max(len(rows) for rows in classes.values())
+
+
 @pytest.mark.parametrize("case", DETERMINISTIC)
 def test_permutation_within_queries(case):
     """Permuting rows permutes the gradients. Rows with the same query, score
@@ -446,12 +459,7 @@ def test_permutation_within_queries(case):
     gp, hp = make(case).gradient_hessian(y[perm], z[perm], qid=qid[perm])
     g_back, h_back = np.empty_like(gp), np.empty_like(hp)
     g_back[perm], h_back[perm] = gp, hp
-    classes = {}
-    for i in range(y.shape[0]):
-        classes.setdefault((qid[i], z[i], y[i]), []).append(i)
-    for rows in classes.values():
-        np.testing.assert_allclose(np.sort(g_back[rows]), np.sort(g[rows]), rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(np.sort(h_back[rows]), np.sort(h[rows]), rtol=1e-12, atol=1e-15)
+    assert_equal_within_tie_classes(g_back, h_back, g, h, qid, z, y)
 
 
 # The random objectives, and SGLB's noise around a deterministic one.
@@ -484,13 +492,7 @@ def test_random_objectives_permute_with_rows_within_queries(name):
     g_back, h_back = np.empty_like(gp), np.empty_like(hp)
     g_back[perm], h_back[perm] = gp, hp
     qid = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
-    classes = {}
-    for i in range(y.shape[0]):
-        classes.setdefault((qid[i], z[i], y[i]), []).append(i)
-    assert max(len(c) for c in classes.values()) > 1
-    for rows in classes.values():
-        np.testing.assert_allclose(np.sort(g_back[rows]), np.sort(g[rows]), rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(np.sort(h_back[rows]), np.sort(h[rows]), rtol=1e-12, atol=1e-15)
+    assert assert_equal_within_tie_classes(g_back, h_back, g, h, qid, z, y) > 1
     # The draws are live: another seed gives other gradients.
     assert not np.array_equal(g, RANDOM_OBJECTIVES[name]().gradient_hessian(y, z, group_ptr=ptr, seed=6)[0])
 
@@ -624,12 +626,7 @@ def test_gradients_do_not_depend_on_where_queries_are(name, id_kind):
     np.testing.assert_array_equal(h_split, h)
     # Reordering the rows of a query reorders documents tied on score and
     # label among themselves (as in the test above): equal within each class.
-    classes = {}
-    for i in range(y.shape[0]):
-        classes.setdefault((qid[i], z[i], y[i]), []).append(i)
-    for members in classes.values():
-        np.testing.assert_allclose(np.sort(g_mixed[members]), np.sort(g[members]), rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(np.sort(h_mixed[members]), np.sort(h[members]), rtol=1e-12, atol=1e-15)
+    assert_equal_within_tie_classes(g_mixed, h_mixed, g, h, qid, z, y)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
