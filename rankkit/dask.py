@@ -214,10 +214,13 @@ def _lay_out_partition(frame, partition_info=None):
             f"Partition {part} holds {local[-1] + 1} queries; rankkit.dask handles fewer than {_PLACE_LIMIT} "
             "per partition: use more partitions."
         )
-    frame = frame.drop(columns=[_QID, _SOURCE, _ROW])
-    frame[_PART] = np.float32(part)
-    frame[_LOCAL] = local.astype(np.float32)
-    return frame.reset_index(drop=True)
+    # One new frame, the features one 2-D block: a shuffle hands back one
+    # block per column, which makes every later step slower.
+    features = [c for c in frame.columns if not c.startswith("_rankkit_")]
+    others = {c: frame[c].to_numpy() for c in (_Y, _W, _KEY) if c in frame.columns}
+    others[_PART] = np.full(len(frame), part, dtype=np.float32)
+    others[_LOCAL] = local.astype(np.float32)
+    return pd.concat([pd.DataFrame(frame[features].to_numpy(), columns=features), pd.DataFrame(others)], axis=1)
 
 
 def _partition_summary(frame):
