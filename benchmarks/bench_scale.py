@@ -18,12 +18,16 @@ process's peak-memory counter and fits once with ``--trees`` trees of depth
 * rankkit ``LambdaMARTRanker(metric="ndcg")`` and
   ``StochasticRankRanker(metric="ndcg@10")`` on ``backend="xgboost"`` and
   ``backend="numba"``;
-* ``rankkit.dask`` LambdaMART (and StochasticRank with ``--dask-all``) on a
+* ``rankkit.dask`` LambdaMART (with ``--dask-all`` also StochasticRank) on a
   ``distributed.LocalCluster`` of ``--workers`` worker processes with
   ``--threads / --workers`` threads each, reading the same rows from
   Parquet files (``--partitions`` of them, written once, outside the timed
-  fit): the fit time includes reading, the shuffle by query and building
-  each worker's DMatrix; memory is each worker's peak resident set.
+  fit): the fit time includes reading, the shuffle by query (its share is
+  reported as "layout") and building each worker's DMatrix; memory is each
+  worker's peak resident set above its size before the fit, its share of
+  the data included; with ``--dask-all``, XGBoost's own ``DaskXGBRanker(
+  objective="rank:ndcg", allow_group_split=False)`` on the same cluster and
+  files beside it.
 
 Reported per method: fit wall time, peak resident memory of the fitting
 process above what it held after loading the data (the data itself, 136 x 4
@@ -63,6 +67,7 @@ METHODS = [
     "rankkit StochasticRank on numba",
     "rankkit.dask LambdaMART",
     "rankkit.dask StochasticRank",
+    "XGBoost rank:ndcg through xgboost.dask",
 ]
 N_FEATURES = 136
 
@@ -113,6 +118,10 @@ def reset_peak():
         return False
 
 
+def _on_cluster(method):
+    return "dask" in method
+
+
 # --------------------------------------------------------------------------- worker side
 def fit_in_memory(method, X, y, qid, cfg):
     """Fit one in-memory method; returns training predictions."""
@@ -145,7 +154,9 @@ def fit_dask(method, parquet, cfg):
     import dask.dataframe as dd
     import distributed
 
-    from rankkit.dask import DaskLambdaMARTRanker, DaskStochasticRankRanker
+    import xgboost.dask as dxgb
+
+    from rankkit.dask import DaskLambdaMARTRanker, DaskStochasticRankRanker, _DaskRanker
 
     threads = max(1, cfg["threads"] // cfg["workers"])
     common = dict(n_estimators=cfg["trees"], max_depth=cfg["depth"], learning_rate=0.1, max_bin=256,
@@ -170,26 +181,49 @@ def fit_dask(method, parquet, cfg):
         reset_peak()
         frame = dd.read_parquet(str(parquet))
         X, y = frame.drop(columns=["label", "row"]), frame["label"]
-        model_class = DaskLambdaMARTRanker if "LambdaMART" in method else DaskStochasticRankRanker
-        model = model_class(**common, **({} if "LambdaMART" in method else {"metric": "ndcg@10"}), client=client)
-        t0 = time.perf_counter()
-        model.fit(X, y)
-        seconds = time.perf_counter() - t0
+        layout = [0.0]
+        if method.startswith("XGBoost"):
+            model = dxgb.DaskXGBRanker(objective="rank:ndcg", tree_method="hist", n_estimators=cfg["trees"],
+                                       max_depth=cfg["depth"], learning_rate=0.1, max_bin=256, n_jobs=threads,
+                                       random_state=0, allow_group_split=False)
+            model.client = client
+            t0 = time.perf_counter()
+            model.fit(X.drop(columns=["qid"]), y, qid=X["qid"])
+            seconds = time.perf_counter() - t0
+            X = X.drop(columns=["qid"])
+        else:
+            model_class = DaskLambdaMARTRanker if "LambdaMART" in method else DaskStochasticRankRanker
+            model = model_class(**common, **({} if "LambdaMART" in method else {"metric": "ndcg@10"}),
+                                client=client)
+            original = _DaskRanker._lay_out
+
+            def timed(self, *a, **k):  # the shuffle by query and its summary
+                t = time.perf_counter()
+                out = original(self, *a, **k)
+                layout[0] += time.perf_counter() - t
+                return out
+
+            _DaskRanker._lay_out = timed
+            t0 = time.perf_counter()
+            model.fit(X, y)
+            seconds = time.perf_counter() - t0
+            _DaskRanker._lay_out = original
         peaks = [p - b for p, b in zip(client.run(memory_mb).values(), baselines)]
         client_peak = memory_mb()
         pred = client.compute(model.predict(X)).result().to_numpy()
         rows = client.compute(frame["row"]).result().to_numpy()
     back = np.empty_like(pred)
     back[rows] = pred  # the caller's row order
-    return back, seconds, peaks, client_peak
+    return back, seconds, peaks, client_peak, layout[0]
 
 
 def worker(args):
     cfg = {"trees": args.trees, "depth": args.depth, "threads": args.threads, "workers": args.workers}
-    if args.worker.startswith("rankkit.dask"):
-        pred, seconds, peaks, client_peak = fit_dask(args.worker, args.parquet, cfg)
+    if _on_cluster(args.worker):
+        pred, seconds, peaks, client_peak, layout = fit_dask(args.worker, args.parquet, cfg)
         np.save(args.pred, pred)
-        print(json.dumps({"seconds": seconds, "worker_peak_mb": peaks, "client_peak_mb": client_peak}))
+        print(json.dumps({"seconds": seconds, "worker_peak_mb": peaks, "client_peak_mb": client_peak,
+                          "layout_seconds": layout}))
         return
     X = np.load(args.data + ".X.npy")
     y = np.load(args.data + ".y.npy")
@@ -231,7 +265,8 @@ def main(argv=None):
     parser.add_argument("--list-scale", default="1", help="comma-separated list-length multipliers")
     parser.add_argument("--only", default=None, help="comma-separated substrings of method names")
     parser.add_argument("--no-dask", action="store_true", help="skip the rankkit.dask methods")
-    parser.add_argument("--dask-all", action="store_true", help="StochasticRank through rankkit.dask too")
+    parser.add_argument("--dask-all", action="store_true",
+                        help="also StochasticRank through rankkit.dask and XGBoost's own DaskXGBRanker")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--data", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--parquet", default=None, help=argparse.SUPPRESS)
@@ -245,9 +280,10 @@ def main(argv=None):
 
     from rankkit.metrics import ndcg_score
 
-    methods = [m for m in METHODS if not (args.no_dask and m.startswith("rankkit.dask"))]
+    methods = [m for m in METHODS if not (args.no_dask and _on_cluster(m))]
     if not args.dask_all:
-        methods = [m for m in methods if m != "rankkit.dask StochasticRank"]
+        methods = [m for m in methods if m not in ("rankkit.dask StochasticRank",
+                                                   "XGBoost rank:ndcg through xgboost.dask")]
     if args.only:
         keys = [k.strip().lower() for k in args.only.split(",")]
         methods = [m for m in methods if any(k in m.lower() for k in keys)]
@@ -264,7 +300,7 @@ def main(argv=None):
             files = {"tmp": tmp, "data": str(Path(tmp) / "rows"), "parquet": str(Path(tmp) / "parquet")}
             for part, values in (("X", X), ("y", y), ("qid", qid)):
                 np.save(f"{files['data']}.{part}.npy", values)
-            if any(m.startswith("rankkit.dask") for m in methods):
+            if any(_on_cluster(m) for m in methods):
                 import pandas as pd
 
                 os.makedirs(files["parquet"])
@@ -300,10 +336,12 @@ def table(name, results, args, markdown_table):
     base = results.get("XGBoost rank:ndcg")
     rows = []
     for method, res in results.items():
-        if method.startswith("rankkit.dask"):
+        if _on_cluster(method):
             # A worker's peak includes its share of the data, read from Parquet.
             peaks = res["worker_peak_mb"]
             memory = f"{' / '.join(f'{p:,.0f}' for p in peaks)} per worker, data included"
+            if res.get("layout_seconds"):
+                memory += f"; layout {res['layout_seconds']:.0f} s of the fit"
             extra = None
         else:
             extra = res["extra_mb"]

@@ -460,8 +460,7 @@ class _DaskRanker:
 
     def __getstate__(self):
         # A client cannot be pickled; the unpickled ranker uses the current client.
-        state = super().__getstate__() if hasattr(super(), "__getstate__") else dict(self.__dict__)
-        state = dict(state)
+        state = dict(super().__getstate__())
         state["client"] = None
         return state
 
