@@ -94,6 +94,8 @@ class _QueryData(NamedTuple):
     y: np.ndarray
     group_ptr: np.ndarray
     weight: np.ndarray | None
+    #: Keys of the queries' random draws (the hashes of their ids' values).
+    query_keys: np.ndarray | None = None
 
 
 class _EvalMonitor:
@@ -239,6 +241,14 @@ def _mean_metric(metric, y, raw, group_ptr, settings, weight=None):
     return float(np.dot(query_weight[keep], values[keep]) / total) if total > 0 else float("nan")
 
 
+def _metric_sum_count(metric, y, raw, group_ptr, settings):
+    """``(sum, number)`` of the per-query values of :func:`_mean_metric`: what
+    a part of the queries contributes to the mean over all of them."""
+    values = evaluate_sorted(metric, y, raw, group_ptr, ties="worst", **settings)
+    values = values[~np.isnan(values)]
+    return float(values.sum()), int(values.size)
+
+
 class BaseRanker(BaseEstimator):
     """Base class of rankkit rankers; not meant to be used directly.
 
@@ -316,6 +326,7 @@ class BaseRanker(BaseEstimator):
         return _QueryData(
             groups.sort(X), np.ascontiguousarray(groups.sort(y)), groups.group_ptr,
             None if w is None else np.ascontiguousarray(groups.sort(w)),
+            groups.query_keys if reset else None,  # only training draws random numbers
         )
 
     @staticmethod
@@ -465,14 +476,15 @@ class BaseRanker(BaseEstimator):
 
         def grad_fn(raw, t):
             seed = _iteration_seed(seed_base, t)
-            grad, hess = objective._gradient_hessian_sorted(train.y, raw, train.group_ptr, seed)
+            grad, hess = objective._gradient_hessian_sorted(train.y, raw, train.group_ptr, seed, train.query_keys)
             if train.weight is not None:
                 grad *= train.weight
                 hess *= train.weight
             if objective.uses_hessian and objective.per_query_loss:
                 query_hessian_units(grad, hess, n_queries)
             if noise_scale:
-                add_gaussian_noise(grad, train.y, raw, train.group_ptr, noise_scale, np.int64(seed), scratch)
+                add_gaussian_noise(grad, train.y, raw, train.group_ptr, train.query_keys, noise_scale, np.int64(seed),
+                                   scratch)
             return grad, hess
 
         return grad_fn

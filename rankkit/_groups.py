@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["QueryGroups", "make_groups", "check_qid", "split_qid", "missing_qid_error", "group_ptr_from_sizes",
-           "qid_from_sizes"]
+from ._random import index_query_keys, query_keys
+
+__all__ = ["QueryGroups", "make_groups", "check_qid", "factorize_qid", "split_qid", "missing_qid_error",
+           "group_ptr_from_sizes", "qid_from_sizes"]
 
 
 def _is_dataframe(X):
@@ -30,16 +32,24 @@ def check_qid(qid, n_samples=None, *, name="qid"):
     an error. Returns ``codes`` (int64, one per row) numbered in order of first
     appearance.
     """
+    return factorize_qid(qid, n_samples, name=name)[0]
+
+
+def factorize_qid(qid, n_samples=None, *, name="qid"):
+    """:func:`check_qid` plus the query id values: ``(codes, uniques)`` with
+    ``uniques[c]`` the id of code ``c`` (what :func:`~rankkit._random.query_keys`
+    hashes)."""
     if qid is None:
         raise ValueError(
             f"{name} is required: pass one query id per row (qid=...), or a DataFrame "
             "with a query column (qid_col)."
         )
+    categories = None
     if hasattr(qid, "cat") and hasattr(qid, "dtype") and str(qid.dtype) == "category":
-        codes = np.asarray(qid.cat.codes, dtype=np.int64)
-        if (codes < 0).any():
+        values = np.asarray(qid.cat.codes, dtype=np.int64)
+        if (values < 0).any():
             raise ValueError(f"{name} contains missing values (NaN); every row needs a query id.")
-        values = codes
+        categories = qid.cat.categories
     else:
         values = np.asarray(qid)
         if values.ndim == 2 and 1 in values.shape:
@@ -63,8 +73,10 @@ def check_qid(qid, n_samples=None, *, name="qid"):
         raise TypeError(f"{name} has unsupported dtype {values.dtype}; use ints or strings.")
     import pandas as pd
 
-    codes, _ = pd.factorize(values, sort=False)
-    return codes.astype(np.int64, copy=False)
+    codes, uniques = pd.factorize(values, sort=False)
+    if categories is not None:  # codes of the categories -> the category values
+        uniques = categories.take(uniques)
+    return codes.astype(np.int64, copy=False), uniques
 
 
 def group_ptr_from_sizes(sizes, *, name="group sizes"):
@@ -123,10 +135,15 @@ class QueryGroups:
         form contiguous blocks, so no copy is needed.
     group_ptr : ndarray of int64
         Block offsets in the sorted layout.
+    query_keys : ndarray of uint64
+        Key of every query in the sorted layout: the stable hash of its id's
+        value (:func:`rankkit._random.query_keys`), which seeds the query's
+        random draws; the keys of ``0, 1, ...`` when the ids are unknown.
     """
 
-    def __init__(self, codes):
+    def __init__(self, codes, uniques=None):
         self.codes = codes
+        self._uniques = uniques
         n = codes.shape[0]
         if n == 0:
             raise ValueError("qid is empty: there are no rows.")
@@ -145,6 +162,16 @@ class QueryGroups:
         ptr[1:-1] = starts
         ptr[-1] = n
         self.group_ptr = ptr
+
+    @property
+    def query_keys(self):
+        # Computed on first use: metrics and splitters never need them.
+        if getattr(self, "_query_keys", None) is None:
+            if self._uniques is None:
+                self._query_keys = index_query_keys(self.n_queries)
+            else:
+                self._query_keys = query_keys(self._uniques)
+        return self._query_keys
 
     @property
     def n_queries(self):
@@ -180,7 +207,7 @@ class QueryGroups:
 
 def make_groups(qid, n_samples=None, *, name="qid"):
     """Validate ``qid`` and return a :class:`QueryGroups`."""
-    return QueryGroups(check_qid(qid, n_samples, name=name))
+    return QueryGroups(*factorize_qid(qid, n_samples, name=name))
 
 
 def split_qid(X, qid=None, qid_col="qid"):

@@ -53,7 +53,7 @@ from numba import njit
 from sklearn.utils._param_validation import StrOptions
 
 from ._objectives._base import RankingObjective
-from ._random import key, mix64, noise_ranks, normal
+from ._random import index_query_keys, mix64, noise_ranks, normal, query_stream
 from ._validation import Interval
 
 #: Constraints of the SGLB parameters (the rankers declare them from here).
@@ -140,8 +140,8 @@ class RunningScale:
 
 
 # -- 3. the Langevin noise -----------------------------------------------------------
-# Salt of the noise key: the wrapped objective draws from (seed, query * K + sample),
-# the Langevin noise from a key derived from (seed ^ salt), so the two never share draws.
+# Salt of the noise key: the wrapped objective draws from query_stream(seed, ...),
+# the Langevin noise from query_stream(mix64(seed ^ salt), ...), so the two never share draws.
 _NOISE_SALT = np.uint64(0x5C1B_6A7E_D1F0_5E9D)
 
 
@@ -180,14 +180,15 @@ def auto_diffusion_temperature(grad, learning_rate):
 
 
 @njit(cache=True, parallel=True)
-def add_gaussian_noise(grad, y, raw, group_ptr, scale, seed, iwork):
-    """``grad[i] += scale * normal(key(mix64(seed ^ salt), q), rank[i])``.
+def add_gaussian_noise(grad, y, raw, group_ptr, query_key, scale, seed, iwork):
+    """``grad[i] += scale * normal(query_stream(mix64(seed ^ salt), query_key[q], 0), rank[i])``.
 
-    ``q`` is the query of row ``i`` and ``rank`` comes from
+    ``q`` is the query of row ``i`` (``query_key[q]`` the key of its id,
+    :func:`~rankkit._random.query_keys`) and ``rank`` comes from
     :func:`~rankkit._random.noise_ranks` (the row's place in its query sorted
     by ``raw``), so the draw of a document depends neither on the thread count
-    nor on the order of the rows within its query. ``iwork``: (3, n) int64
-    scratch.
+    nor on the order of the rows within its query nor on where the query sits
+    (in the arrays or on a worker). ``iwork``: (3, n) int64 scratch.
     """
     base = mix64(np.uint64(seed) ^ _NOISE_SALT)
     rank = iwork[2]
@@ -195,7 +196,7 @@ def add_gaussian_noise(grad, y, raw, group_ptr, scale, seed, iwork):
         lo = group_ptr[q]
         hi = group_ptr[q + 1]
         noise_ranks(raw, y, lo, hi, iwork[0], iwork[1], rank)
-        k = key(base, q)
+        k = query_stream(base, query_key[q], 0)
         for i in range(lo, hi):
             grad[i] += scale * normal(k, rank[i])
 
@@ -289,14 +290,17 @@ class SGLB(RankingObjective):
     def _eval_metric_settings(self):
         return self.objective._eval_metric_settings()
 
-    def _gradient_hessian_sorted(self, y, raw, group_ptr, seed):
-        grad, hess = self.objective._gradient_hessian_sorted(y, raw, group_ptr, seed)
+    def _gradient_hessian_sorted(self, y, raw, group_ptr, seed, query_keys=None):
+        group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
+        if query_keys is None:
+            query_keys = index_query_keys(group_ptr.shape[0] - 1)
+        grad, hess = self.objective._gradient_hessian_sorted(y, raw, group_ptr, seed, query_keys)
         n = y.shape[0]
-        add_gaussian_noise(grad, y, raw, np.ascontiguousarray(group_ptr, dtype=np.int64),
-                           self.noise_scale, np.int64(seed), np.empty((3, n), dtype=np.int64))
+        add_gaussian_noise(grad, y, raw, group_ptr, query_keys, self.noise_scale, np.int64(seed),
+                           np.empty((3, n), dtype=np.int64))
         return grad, hess
 
-    def _compute(self, y, raw, group_ptr, seed, grad, hess):
-        g, h = self._gradient_hessian_sorted(y, raw, group_ptr, seed)
+    def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys):
+        g, h = self._gradient_hessian_sorted(y, raw, group_ptr, seed, query_keys)
         grad[:] = g
         hess[:] = h

@@ -207,8 +207,7 @@ def test_lambdamart_with_unit_delta_is_ranknet():
 def yeti_noisy_rounds(obj, y, z, ptr, seed):
     """``rounds[p][i]``: the noisy score of row ``i`` in round ``p``, noise
     drawn by the independent generator of ``tests._reference_random``."""
-    return [z + np.array(ref_random.yetirank_noise(y, z, ptr, seed, obj.n_permutations, p, obj.noise,
-                                                   float(obj.noise_scale)))
+    return [z + np.array(ref_random.yetirank_noise(y, z, ptr, seed, p, obj.noise, float(obj.noise_scale)))
             for p in range(obj.n_permutations)]
 
 
@@ -269,7 +268,7 @@ def test_yetirank_noise_distribution():
     draws = {"logistic": [], "gaussian": []}
     for name in draws:
         for p in range(20):
-            yeti_noisy_scores(z, np.arange(2000), ptr, 20, NOISES[name], 1.5, np.uint64(99), 0, p, out)
+            yeti_noisy_scores(z, np.arange(2000), ptr, NOISES[name], 1.5, np.uint64(99), np.uint64(0), 0, p, out)
             draws[name].append(out.copy())
     lg, gs = np.concatenate(draws["logistic"]), np.concatenate(draws["gaussian"])
     se = 1.0 / math.sqrt(lg.size)
@@ -436,6 +435,19 @@ def test_xendcg_equal_labels_equal_scores_zero_in_expectation():
     assert np.all(np.abs(per_doc.mean(axis=0)) < 5 * per_doc.std(axis=0) / math.sqrt(calls))
 
 
+def assert_equal_within_tie_classes(g, h, g_ref, h_ref, qid, z, y):
+    """Gradients equal up to the order of documents tied on query, score and
+    label (which take their tied positions in row order): the multisets of
+    each class agree. Returns the size of the largest class."""
+    classes = {}
+    for i in range(y.shape[0]):
+        classes.setdefault((qid[i], z[i], y[i]), []).append(i)
+    for rows in classes.values():
+        np.testing.assert_allclose(np.sort(g[rows]), np.sort(g_ref[rows]), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(np.sort(h[rows]), np.sort(h_ref[rows]), rtol=1e-12, atol=1e-15)
+    return max(len(rows) for rows in classes.values())
+
+
 @pytest.mark.parametrize("case", DETERMINISTIC)
 def test_permutation_within_queries(case):
     """Permuting rows permutes the gradients. Rows with the same query, score
@@ -448,12 +460,7 @@ def test_permutation_within_queries(case):
     gp, hp = make(case).gradient_hessian(y[perm], z[perm], qid=qid[perm])
     g_back, h_back = np.empty_like(gp), np.empty_like(hp)
     g_back[perm], h_back[perm] = gp, hp
-    classes = {}
-    for i in range(y.shape[0]):
-        classes.setdefault((qid[i], z[i], y[i]), []).append(i)
-    for rows in classes.values():
-        np.testing.assert_allclose(np.sort(g_back[rows]), np.sort(g[rows]), rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(np.sort(h_back[rows]), np.sort(h[rows]), rtol=1e-12, atol=1e-15)
+    assert_equal_within_tie_classes(g_back, h_back, g, h, qid, z, y)
 
 
 # The random objectives, and SGLB's noise around a deterministic one.
@@ -486,13 +493,7 @@ def test_random_objectives_permute_with_rows_within_queries(name):
     g_back, h_back = np.empty_like(gp), np.empty_like(hp)
     g_back[perm], h_back[perm] = gp, hp
     qid = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
-    classes = {}
-    for i in range(y.shape[0]):
-        classes.setdefault((qid[i], z[i], y[i]), []).append(i)
-    assert max(len(c) for c in classes.values()) > 1
-    for rows in classes.values():
-        np.testing.assert_allclose(np.sort(g_back[rows]), np.sort(g[rows]), rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(np.sort(h_back[rows]), np.sort(h[rows]), rtol=1e-12, atol=1e-15)
+    assert assert_equal_within_tie_classes(g_back, h_back, g, h, qid, z, y) > 1
     # The draws are live: another seed gives other gradients.
     assert not np.array_equal(g, RANDOM_OBJECTIVES[name]().gradient_hessian(y, z, group_ptr=ptr, seed=6)[0])
 
@@ -525,6 +526,108 @@ def test_sglb_noise_is_keyed_as_documented():
     noise = obj.gradient_hessian(y, z, group_ptr=ptr, seed=21)[0] - inner.gradient_hessian(y, z, group_ptr=ptr)[0]
     want = obj.noise_scale * np.array(ref_random.sglb_noise(y, z, ptr, 21))
     np.testing.assert_allclose(noise, want, rtol=1e-12, atol=1e-14)
+
+
+QUERY_ID_VALUES = [
+    0, 1, 7, -1, -(2**63), 2**63 - 1, 3.0, -2.0, 0.5, -1e300, float(2**70), "", "q17", "naïve-é", b"\x00\xff",
+    np.int32(-5), np.uint64(2**64 - 1), np.float32(2.5), True, (1, "a"),
+]
+
+
+def test_query_keys_match_the_independent_reference():
+    """Query keys hash the id's value as documented: ints by splitmix64 of the
+    two's complement, integral floats as ints, strings by FNV-1a of UTF-8."""
+    from rankkit._random import index_query_keys, query_keys
+
+    obj = np.empty(len(QUERY_ID_VALUES), dtype=object)
+    obj[:] = QUERY_ID_VALUES
+    want = [ref_random.query_key(v) for v in QUERY_ID_VALUES]
+    assert [int(k) for k in query_keys(obj)] == want
+    # Typed arrays take the same keys as the same values in an object array.
+    for values in ([3, -4, 2**40], np.array([3, -4, 2**40], dtype=np.int64), [3.0, -4.5, 1e20],
+                   np.array(["a", "bb", "ü"]), np.array([b"a", b"bb"]), np.array([5, 6], dtype=np.uint8)):
+        assert [int(k) for k in query_keys(values)] == [ref_random.query_key(v) for v in np.asarray(values).tolist()]
+    # Three equal ids in three types, and the keys of places 0, 1, ...
+    assert len({int(query_keys(v)[0]) for v in ([7], [7.0], np.array([7], dtype=np.uint16))}) == 1
+    assert [int(k) for k in index_query_keys(4)] == ref_random.index_keys(4)
+    assert len({int(query_keys(np.array([v], dtype=object))[0]) for v in (1, "1", 1.5)}) == 3
+    assert query_keys(np.array(["1"]))[0] == query_keys(np.array([b"1"]))[0]  # a string is its UTF-8 bytes
+
+
+def test_random_draws_are_keyed_by_query_id_value():
+    """With qid=, every random objective draws each query's numbers from its
+    id's key (the reference keys them by the value); with group_ptr=, query q
+    draws as the integer id q."""
+    y, z, ptr = make_queries(16)
+    sizes = np.diff(ptr)
+    ids = np.array([f"query-{i * 37 % 11}-{i}" for i in range(len(sizes))], dtype=object)
+    qid = np.repeat(ids, sizes)
+    keys = [ref_random.query_key(v) for v in ids]
+    seed = 31
+    gamma = np.array(ref_random.xendcg_gammas(y, z, ptr, seed, keys))
+    g, _ = XENDCG().gradient_hessian(y, z, qid=qid, seed=seed)
+    sr = StochasticRank(n_estimations=2)
+    from rankkit._groups import make_groups
+
+    groups = make_groups(qid)
+    np.testing.assert_allclose(sr.sampled_noise(y, z, ptr, seed, groups.query_keys),
+                               ref_random.stochastic_rank_noise(y, z, ptr, seed, 2, keys), rtol=1e-14, atol=1e-15)
+    inner = LambdaMART()
+    obj = SGLB(inner, learning_rate=0.5, diffusion_temperature=8.0)
+    noise = obj.gradient_hessian(y, z, qid=qid, seed=seed)[0] - inner.gradient_hessian(y, z, qid=qid)[0]
+    np.testing.assert_allclose(noise, obj.noise_scale * np.array(ref_random.sglb_noise(y, z, ptr, seed, keys)),
+                               rtol=1e-12, atol=1e-14)
+    yeti = YetiRank("ndcg", n_permutations=3, num_neighbors=2)
+    rounds = [z + np.array(ref_random.yetirank_noise(y, z, ptr, seed, p, "logistic", 1.0, keys)) for p in range(3)]
+    g_yeti, _ = yeti.gradient_hessian(y, z, qid=qid, seed=seed)
+    for q in range(len(sizes)):
+        lo, hi = ptr[q], ptr[q + 1]
+        W = ref.yeti_weights(list(y[lo:hi]), [r[lo:hi] for r in rounds], "ndcg", num_neighbors=2)
+        np.testing.assert_allclose(g_yeti[lo:hi], ref.pairwise_logistic_grad(W, z[lo:hi])[0], rtol=1e-10, atol=1e-13)
+    # XE-NDCG's gradient is rho - phi with phi from the keyed gammas.
+    for q in range(len(sizes)):
+        lo, hi = ptr[q], ptr[q + 1]
+        if hi - lo < 2:
+            continue
+        rho = np.exp(z[lo:hi] - z[lo:hi].max())
+        rho /= rho.sum()
+        phi = 2.0 ** y[lo:hi] - gamma[lo:hi]
+        np.testing.assert_allclose(g[lo:hi], rho - phi / phi.sum(), rtol=1e-12, atol=1e-14)
+    # Known only by their places, queries draw as the integer ids 0, 1, ...
+    for name, make_obj in RANDOM_OBJECTIVES.items():
+        by_place = make_obj().gradient_hessian(y, z, group_ptr=ptr, seed=seed)
+        by_index_id = make_obj().gradient_hessian(y, z, qid=np.repeat(np.arange(len(sizes)), sizes), seed=seed)
+        np.testing.assert_array_equal(by_place[0], by_index_id[0], err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM_OBJECTIVES))
+@pytest.mark.parametrize("id_kind", ["int", "str"])
+def test_gradients_do_not_depend_on_where_queries_are(name, id_kind):
+    """The layout independence distributed training relies on: with the same
+    seed, shuffling whole queries and splitting them over several calls (as
+    over partitions and workers) gives every query exactly the same gradients."""
+    y, z, ptr = make_queries(17, n_queries=30)
+    sizes = np.diff(ptr)
+    ids = (np.arange(len(sizes)) * 1000 + 3) if id_kind == "int" else np.array([f"q{i}" for i in range(len(sizes))])
+    qid = np.repeat(ids, sizes)
+    g, h = RANDOM_OBJECTIVES[name]().gradient_hessian(y, z, qid=qid, seed=8)
+    rng = np.random.default_rng(4)
+    partitions = np.array_split(rng.permutation(len(sizes)), 3)  # shuffled whole queries, 3 parts
+    g_split, h_split = np.empty_like(g), np.empty_like(h)
+    g_mixed, h_mixed = np.empty_like(g), np.empty_like(h)
+    for queries in partitions:
+        rows = np.concatenate([np.arange(ptr[q], ptr[q + 1]) for q in queries])
+        g_split[rows], h_split[rows] = RANDOM_OBJECTIVES[name]().gradient_hessian(y[rows], z[rows], qid=qid[rows],
+                                                                                   seed=8)
+        # Rows of a partition in any order, queries interleaved.
+        rows = rows[rng.permutation(rows.size)]
+        g_mixed[rows], h_mixed[rows] = RANDOM_OBJECTIVES[name]().gradient_hessian(y[rows], z[rows], qid=qid[rows],
+                                                                                   seed=8)
+    np.testing.assert_array_equal(g_split, g)
+    np.testing.assert_array_equal(h_split, h)
+    # Reordering the rows of a query reorders documents tied on score and
+    # label among themselves (as in the test above): equal within each class.
+    assert_equal_within_tie_classes(g_mixed, h_mixed, g, h, qid, z, y)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

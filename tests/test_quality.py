@@ -118,7 +118,7 @@ def test_ranker_hands_over_hessians_in_query_units(long_lists):
     seed_base = seed_from(0)
     g, h = model._gradient_function(objective, train, seed_base)(np.zeros(len(y)), 0)
     g_raw, h_raw = objective._gradient_hessian_sorted(train.y, np.zeros(len(y)), train.group_ptr,
-                                                      est._iteration_seed(seed_base, 0))
+                                                      est._iteration_seed(seed_base, 0), train.query_keys)
     n_queries = train.group_ptr.shape[0] - 1
     assert h.sum() == pytest.approx(n_queries, rel=1e-6)
     np.testing.assert_allclose(g, g_raw * n_queries / h_raw.sum(), rtol=1e-12)

@@ -6,6 +6,7 @@ import numba
 import numpy as np
 import pytest
 
+from rankkit._random import index_query_keys
 from rankkit._objectives.stochastic_rank import SUPPORTED_METRICS, StochasticRank
 
 from ._reference_stochastic_rank import ccs_reference, metric_batch, sfa_reference
@@ -43,7 +44,7 @@ def _kernel(obj, y, raw, ptr, seed, eps=None):
     grad = np.zeros_like(raw)
     hess = np.zeros_like(raw)
     obj._check_params()
-    obj._compute(obj._check_labels(y), raw, ptr, seed, grad, hess, eps=eps)
+    obj._compute(obj._check_labels(y), raw, ptr, seed, grad, hess, index_query_keys(len(ptr) - 1), eps=eps)
     return grad, hess
 
 

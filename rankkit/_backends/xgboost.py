@@ -281,6 +281,13 @@ class XGBoostBackend(Backend):
                     cb_evals = [self._margin(booster, d, t + 1) for d in devals]
             if callback is not None and callback(t, cb_train, cb_evals):
                 break
+        return self._keep(booster, factors)
+
+    def _keep(self, booster, factors):
+        """Adopt a trained booster and the shrink factors its training applied
+        (``factors[t]`` before iteration ``t``): the fitted attributes, with the
+        shrinkage folded into the leaves. ``rankkit.dask`` adopts the booster
+        ``xgboost.dask.train`` returns the same way."""
         self._unfolded = booster
         self.shrink_factors_ = np.asarray(factors, dtype=np.float64)
         self.n_iterations_ = booster.num_boosted_rounds()

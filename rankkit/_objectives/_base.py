@@ -12,7 +12,10 @@ parameters from it. Subclasses implement
   result is needed;
 * ``_compute`` -- fills caller-allocated gradient and hessian arrays for rows
   already sorted by query (``group_ptr`` layout) by calling module-level
-  numba kernels.
+  numba kernels. It also receives ``query_keys`` (uint64, one per query): the
+  stable hashes of the query ids' values that key a random objective's draws
+  (:mod:`rankkit._random`), so a query's gradients do not depend on where it
+  sits among the others, in the arrays or on a worker.
 
 An objective keeps no state set by labels: ``_check_labels`` only validates,
 and what depends on the labels (ERR's ``2^{r_max}``) is computed by
@@ -69,7 +72,7 @@ from .._metrics._common import (
     parse_metric,
     uses_exp_gain,
 )
-from .._random import mix64, seed_from
+from .._random import index_query_keys, mix64, seed_from
 from .._validation import check_labels, check_sample_weight, check_scores
 from ._swap import NO_CUTOFF
 
@@ -148,8 +151,9 @@ class RankingObjective:
         """Validated float64 labels (override for metric-specific checks)."""
         return check_labels(y, name="y")
 
-    def _compute(self, y, raw, group_ptr, seed, grad, hess):
-        """Fill ``grad`` and ``hess`` (sorted layout). ``seed`` is a 63-bit int."""
+    def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys):
+        """Fill ``grad`` and ``hess`` (sorted layout). ``seed`` is a 63-bit int;
+        ``query_keys`` (uint64, one per query) key the random draws."""
         raise NotImplementedError
 
     # -- parameters ---------------------------------------------------------
@@ -250,7 +254,10 @@ class RankingObjective:
             Query id of every row; rows may come in any order.
         group_ptr : array-like of int, optional
             Query offsets for rows already grouped (length ``n_queries + 1``).
-            Exactly one of ``qid`` and ``group_ptr`` is required.
+            Exactly one of ``qid`` and ``group_ptr`` is required. A random
+            objective keys each query's draws by the value of its id
+            (:mod:`rankkit._random`); with ``group_ptr`` the ids are unknown
+            and query ``q`` draws as if its id were the integer ``q``.
         sample_weight : array-like of shape (n_samples,), optional
             Multiplies each row's gradient and hessian.
         seed : int, optional
@@ -268,10 +275,10 @@ class RankingObjective:
             raise ValueError(f"raw has {raw.shape[0]} entries but y has {y.shape[0]}.")
         if (qid is None) == (group_ptr is None):
             raise ValueError("Pass exactly one of qid= (per-row query ids) or group_ptr= (offsets).")
-        groups = None
+        groups = keys = None
         if qid is not None:
             groups = make_groups(qid, y.shape[0])
-            y, raw, ptr = groups.sort(y), groups.sort(raw), groups.group_ptr
+            y, raw, ptr, keys = groups.sort(y), groups.sort(raw), groups.group_ptr, groups.query_keys
         else:
             ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
             if ptr.ndim != 1 or ptr[0] != 0 or ptr[-1] != y.shape[0] or np.any(np.diff(ptr) < 0):
@@ -282,7 +289,7 @@ class RankingObjective:
         if seed is None:
             seed = self._next_seed()
         grad, hess = self._gradient_hessian_sorted(
-            np.ascontiguousarray(y), np.ascontiguousarray(raw), ptr, seed
+            np.ascontiguousarray(y), np.ascontiguousarray(raw), ptr, seed, keys
         )
         if groups is not None:
             grad, hess = groups.unsort(grad), groups.unsort(hess)
@@ -291,11 +298,15 @@ class RankingObjective:
             hess *= w
         return grad, hess
 
-    def _gradient_hessian_sorted(self, y, raw, group_ptr, seed):
-        """No-validation path for backends: arrays already checked and sorted."""
+    def _gradient_hessian_sorted(self, y, raw, group_ptr, seed, query_keys=None):
+        """No-validation path for backends: arrays already checked and sorted;
+        ``query_keys`` (uint64, one per query; :class:`rankkit._groups.QueryGroups`)
+        default to the keys of the query indices (ids unknown)."""
         grad = np.zeros(y.shape[0], dtype=np.float64)
         hess = np.zeros(y.shape[0], dtype=np.float64)
-        self._compute(y, raw, group_ptr, int(seed), grad, hess)
+        if query_keys is None:
+            query_keys = index_query_keys(len(group_ptr) - 1)
+        self._compute(y, raw, group_ptr, int(seed), grad, hess, query_keys)
         if not self.uses_hessian:
             hess[:] = 1.0
         else:
@@ -333,7 +344,9 @@ class RankingObjective:
 
         Rows of a query must be contiguous, as both engines require. Labels
         are checked and query boundaries computed once per dataset, then
-        reused on later calls. Every call draws a fresh seed from
+        reused on later calls. An engine's dataset knows the query boundaries
+        but not the query ids, so a random objective's draws are keyed as by
+        ``gradient_hessian(group_ptr=...)``: query ``q`` as the integer id ``q``. Every call draws a fresh seed from
         ``random_state`` (reproducibly), like :meth:`gradient_hessian`.
 
         Returns

@@ -286,7 +286,7 @@ class LambdaMART(MetricObjective):
         self.err_mapping = err_mapping
         self.err_max_label = err_max_label
 
-    def _compute(self, y, raw, group_ptr, seed, grad, hess):
+    def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys):
         metric_id, k, exp_gain = self._metric()
         trunc = y.shape[0] if self.truncation is None else int(self.truncation)
         lambdamart_gradients(

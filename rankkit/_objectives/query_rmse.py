@@ -42,6 +42,6 @@ class QueryRMSE(RankingObjective):
     def __init__(self):
         pass
 
-    def _compute(self, y, raw, group_ptr, seed, grad, hess):
+    def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys):
         query_rmse_kernel(y, raw, group_ptr, grad)
         hess[:] = 1.0

@@ -52,7 +52,7 @@ from .._metrics._common import (
     inverse_normaliser,
     stable_sort,
 )
-from .._random import key, noise_ranks, normal
+from .._random import index_query_keys, noise_ranks, normal, query_stream
 from .._validation import Interval
 from ._base import MetricObjective
 
@@ -67,14 +67,15 @@ SUPPORTED_METRICS = ("ndcg", "dcg", "err", "mrr", "map")
 # kernels
 # ---------------------------------------------------------------------------
 @njit(cache=True, parallel=True)
-def draw_noise(seed, y, raw, group_ptr, n_estimations, eps, iwork):
+def draw_noise(seed, y, raw, group_ptr, query_key, n_estimations, eps, iwork):
     """Fill ``eps[e, i]`` with the N(0, 1) draw the CCS kernel uses.
 
     Row ``i`` of query ``q`` in sample ``e`` gets
-    ``normal(key(seed, q * n_estimations + e), rank[i])`` with ``rank`` from
+    ``normal(query_stream(seed, query_key[q], e), rank[i])`` with ``rank`` from
     :func:`~rankkit._random.noise_ranks` (its place in the query sorted by ``raw``):
-    a pure function of (seed, query, sample, document), identical for any
-    thread count, and permuted with the rows. ``iwork``: (3, n) int64 scratch.
+    a pure function of (seed, query id, sample, document), identical for any
+    thread count and any placement of the query, and permuted with the rows.
+    ``iwork``: (3, n) int64 scratch.
     """
     rank = iwork[2]
     for q in numba.prange(group_ptr.shape[0] - 1):
@@ -82,14 +83,14 @@ def draw_noise(seed, y, raw, group_ptr, n_estimations, eps, iwork):
         b = group_ptr[q + 1]
         noise_ranks(raw, y, a, b, iwork[0], iwork[1], rank)
         for e in range(n_estimations):
-            kq = key(seed, q * n_estimations + e)
+            kq = query_stream(seed, query_key[q], e)
             for i in range(a, b):
                 eps[e, i] = normal(kq, rank[i])
 
 
 @njit(cache=True)
 def _ccs_query(
-    y, raw, a, n, q, metric, kk, sigma, mu, n_est, exp_gain, threshold, err_scale,
+    y, raw, a, n, qkey, metric, kk, sigma, mu, n_est, exp_gain, threshold, err_scale,
     seed, eps_in, use_eps, dd, xs, sh, s, top, order, ibuf, pos, rank, pre, acc,
 ):
     """CCS estimate of ``dE[M]/dz`` (metric, not loss) for one query into ``acc[:n]``.
@@ -119,7 +120,7 @@ def _ccs_query(
         # sorted by raw score, so the draws follow the documents, not the rows.
         noise_ranks(raw[a:a + n], y[a:a + n], 0, n, order, ibuf, rank)
     for e in range(n_est):
-        kq = key(seed, q * n_est + e)
+        kq = query_stream(seed, qkey, e)
         for i in range(n):
             eps = eps_in[e, a + i] if use_eps else normal(kq, rank[i])
             s[i] = sh[i] + sigma * eps
@@ -172,7 +173,7 @@ def _ccs_query(
 
 @njit(cache=True, parallel=True)
 def stochastic_rank_kernel(
-    y, raw, group_ptr, metric, k, sigma, mu, nu, sfa, n_est, exp_gain, threshold,
+    y, raw, group_ptr, query_key, metric, k, sigma, mu, nu, sfa, n_est, exp_gain, threshold,
     err_scale, seed, eps_in, n_chunks, grad,
 ):
     """Gradient of the loss ``-E M(z - sigma mu r + sigma eps)`` (CCS, optional SFA).
@@ -180,6 +181,8 @@ def stochastic_rank_kernel(
     Parameters
     ----------
     y, raw : float64 arrays, rows grouped by query (``group_ptr``).
+    query_key : uint64 array (n_queries,), keys of the queries' random streams
+        (:func:`rankkit._random.query_keys`).
     metric : int, one of ``_metrics._common`` NDCG, DCG, ERR, MRR, MAP.
     k : int, cut-off (``<= 0`` or larger than every query for the whole list).
     sigma, mu, nu : float, smoothing scale, relevance shift, SFA damping.
@@ -218,7 +221,7 @@ def stochastic_rank_kernel(
             a = group_ptr[q]
             n = group_ptr[q + 1] - a
             norm = _ccs_query(
-                y, raw, a, n, q, metric, kk, sigma, mu, n_est, exp_gain, threshold,
+                y, raw, a, n, query_key[q], metric, kk, sigma, mu, n_est, exp_gain, threshold,
                 err_scale, seed, eps_in, use_eps, dd, xs, sh, s, top, order,
                 ibuf, pos, rank, pre, acc,
             )
@@ -323,10 +326,11 @@ class StochasticRank(MetricObjective):
 
     Notes
     -----
-    Noise is keyed by (call seed, query index, sample, the document's place
-    in the query sorted by raw score with ties less relevant first, then row
-    order), so results do not depend on the thread count, and permuting the
-    rows of a query permutes the estimate exactly.
+    Noise is keyed by (call seed, the query id's value, sample, the
+    document's place in the query sorted by raw score with ties less relevant
+    first, then row order; :mod:`rankkit._random`), so results do not depend
+    on the thread count nor on where the query sits among the others, and
+    permuting the rows of a query permutes the estimate exactly.
 
     MAP@k is normalised by ``min(#relevant, k)`` (a perfect top-k scores 1).
 
@@ -371,7 +375,7 @@ class StochasticRank(MetricObjective):
     _metric_names = SUPPORTED_METRICS
     _other_metrics_hint = " (ExpDCG is YetiRank's metric: use YetiRank)"
 
-    def _compute(self, y, raw, group_ptr, seed, grad, hess, eps=None):
+    def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys, eps=None):
         metric_id, k, exp_gain = self._metric()
         group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
         n_q = group_ptr.shape[0] - 1
@@ -381,19 +385,21 @@ class StochasticRank(MetricObjective):
             eps = np.empty((0, 0), dtype=np.float64)
         n_chunks = max(1, min(n_q, 4 * numba.get_num_threads()))
         stochastic_rank_kernel(
-            y, raw, group_ptr, metric_id, k, float(self.sigma), float(self.mu), float(self.nu),
+            y, raw, group_ptr, query_keys, metric_id, k, float(self.sigma), float(self.mu), float(self.nu),
             bool(self.sfa), int(self.n_estimations), exp_gain, float(self.relevance_threshold),
             float(self._err_scale(y, metric_id)), np.int64(seed), eps, n_chunks, grad,
         )
         hess[:] = 1.0
 
-    def sampled_noise(self, y, raw, group_ptr, seed):
-        """The ``(n_estimations, n)`` N(0, 1) draws a call on ``(y, raw)`` with ``seed`` uses."""
+    def sampled_noise(self, y, raw, group_ptr, seed, query_keys=None):
+        """The ``(n_estimations, n)`` N(0, 1) draws a call on ``(y, raw)`` with
+        ``seed`` uses (``query_keys=None``: the queries' places, as with ``group_ptr=``)."""
         y = np.ascontiguousarray(y, dtype=np.float64)
         raw = np.ascontiguousarray(raw, dtype=np.float64)
         group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
         n = y.shape[0]
         eps = np.empty((int(self.n_estimations), n), dtype=np.float64)
-        draw_noise(np.int64(seed), y, raw, group_ptr, int(self.n_estimations), eps,
+        query_keys = index_query_keys(group_ptr.shape[0] - 1) if query_keys is None else query_keys
+        draw_noise(np.int64(seed), y, raw, group_ptr, query_keys, int(self.n_estimations), eps,
                    np.empty((3, n), dtype=np.int64))
         return eps

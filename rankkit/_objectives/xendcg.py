@@ -7,27 +7,28 @@ import numpy as np
 from numba import njit
 
 from .._metrics._common import check_exp_gain
-from .._random import key, noise_ranks, uniform
+from .._random import noise_ranks, query_stream, uniform
 from ._base import RankingObjective
 
 
 @njit(cache=True)
-def xendcg_gammas(y, raw, group_ptr, seed, q, out, iwork):
-    """``gamma_i ~ U(0, 1)`` of query ``q`` into ``out[lo:hi]``, drawn from
-    ``key(seed, q)`` at counter :func:`~rankkit._random.noise_ranks` ``[i]`` (so a
-    permutation of the rows permutes the draws; independent of threading).
+def xendcg_gammas(y, raw, group_ptr, seed, query_key, q, out, iwork):
+    """``gamma_i ~ U(0, 1)`` of query ``q`` (key ``query_key``) into
+    ``out[lo:hi]``, drawn from ``query_stream(seed, query_key, 0)`` at counter
+    :func:`~rankkit._random.noise_ranks` ``[i]`` (so a permutation of the rows
+    permutes the draws; independent of threading and of the query's place).
     ``iwork`` is (3, n) int64 scratch."""
     lo = group_ptr[q]
     hi = group_ptr[q + 1]
     rank = iwork[2]
     noise_ranks(raw, y, lo, hi, iwork[0], iwork[1], rank)
-    kk = key(seed, q)
+    kk = query_stream(seed, query_key, 0)
     for i in range(lo, hi):
         out[i] = uniform(kk, rank[i])
 
 
 @njit(cache=True, parallel=True)
-def xendcg_kernel(y, raw, group_ptr, seed, grad, hess, gamma, iwork):
+def xendcg_kernel(y, raw, group_ptr, query_key, seed, grad, hess, gamma, iwork):
     """``g_i = rho_i - phi_i``, ``h_i = rho_i (1 - rho_i)`` per query, with
     ``rho = softmax(z)`` (max-shifted) and
     ``phi_i = (2^{r_i} - gamma_i) / sum_j (2^{r_j} - gamma_j)``.
@@ -38,7 +39,7 @@ def xendcg_kernel(y, raw, group_ptr, seed, grad, hess, gamma, iwork):
         if hi - lo < 2:
             # softmax and target are both 1: no gradient.
             continue
-        xendcg_gammas(y, raw, group_ptr, seed, q, gamma, iwork)
+        xendcg_gammas(y, raw, group_ptr, seed, query_key[q], q, gamma, iwork)
         zmax = raw[lo]
         for i in range(lo + 1, hi):
             zmax = max(zmax, raw[i])
@@ -74,7 +75,7 @@ class XENDCG(RankingObjective):
     ----------
     random_state : int, Generator or None
         Seeds the per-call :math:`\gamma`. The draw of a document is a
-        function of the seed, its query's index and its place in the query
+        function of the seed, its query id's value and its place in the query
         sorted by score (ties: less relevant first, then row order): results
         do not depend on the thread count, and permuting the rows of a query
         permutes the gradients.
@@ -115,7 +116,7 @@ class XENDCG(RankingObjective):
         check_exp_gain(y, name="y", fix="XE-NDCG's target uses 2^r: rescale the labels (e.g. to grades 0-4)")
         return y
 
-    def _compute(self, y, raw, group_ptr, seed, grad, hess):
+    def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys):
         n = y.shape[0]
-        xendcg_kernel(y, raw, group_ptr, np.uint64(seed), grad, hess, np.empty(n),
+        xendcg_kernel(y, raw, group_ptr, query_keys, np.uint64(seed), grad, hess, np.empty(n),
                       np.empty((3, n), dtype=np.int64))

@@ -9,7 +9,7 @@ from numba import njit
 from sklearn.utils._param_validation import Options, StrOptions
 
 from .._metrics._common import DECAY_RANGE, DEFAULT_DECAY, ERR, discount_table_for, worst_order
-from .._random import key, logistic, noise_ranks, normal
+from .._random import logistic, noise_ranks, normal, query_stream
 from .._validation import Interval
 from ._base import MetricObjective
 from ._swap import NO_CUTOFF, err_advance, err_delta, pair_rho, query_setup, swap_delta, swap_prepare
@@ -30,21 +30,23 @@ def _noise(kind, scale, k, index):
 
 
 @njit(cache=True)
-def yeti_noisy_scores(raw, rank, group_ptr, n_permutations, noise, noise_scale, seed, q, perm, out):
+def yeti_noisy_scores(raw, rank, group_ptr, noise, noise_scale, seed, query_key, q, perm, out):
     """Scores of query ``q`` in permutation ``perm``: ``raw + eps`` into
     ``out[lo:hi]``. ``eps`` of row ``i`` is drawn from
-    ``key(seed, q * n_permutations + perm)`` at counter ``rank[i]``
+    ``query_stream(seed, query_key, perm)`` (``query_key``: the query's key,
+    :func:`~rankkit._random.query_keys`) at counter ``rank[i]``
     (:func:`~rankkit._random.noise_ranks`), so it follows the document when rows are
-    permuted and does not depend on how queries are spread over threads."""
+    permuted and does not depend on how queries are spread over threads,
+    arrays or workers."""
     lo = group_ptr[q]
-    kk = key(seed, q * n_permutations + perm)
+    kk = query_stream(seed, query_key, perm)
     for i in range(lo, group_ptr[q + 1]):
         out[i] = raw[i] + _noise(noise, noise_scale, kk, rank[i])
 
 
 @njit(cache=True, parallel=True)
 def yetirank_kernel(
-    y, raw, group_ptr, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay, exp_gain,
+    y, raw, group_ptr, query_key, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay, exp_gain,
     threshold, err_scale, seed, grad, hess, iwork, work, dtab,
 ):
     """YetiRank (``mode = CLASSIC``) / YetiLoss (``mode`` = a metric id).
@@ -87,7 +89,7 @@ def yetirank_kernel(
         if noise != 0:  # without noise the counters are never read
             noise_ranks(raw, y, lo, hi, order, buf, rank)
         for perm in range(n_permutations):
-            yeti_noisy_scores(raw, rank, group_ptr, n_permutations, noise, noise_scale, seed, q, perm, noisy)
+            yeti_noisy_scores(raw, rank, group_ptr, noise, noise_scale, seed, query_key[q], q, perm, noisy)
             worst_order(noisy, y, lo, hi, order, buf)
             first, second = n, n
             if mode != CLASSIC:
@@ -173,10 +175,12 @@ class YetiRank(MetricObjective):
         Metric parameters, as in :class:`~rankkit._objectives.lambdamart.LambdaMART`.
     random_state : int, Generator or None
         Seeds the per-call noise; a fixed value gives identical gradients
-        whatever the number of threads. The noise of a document of query ``q``
-        in round ``p`` is a function of ``(seed, q * P + p)`` and of its place
+        whatever the number of threads. The noise of a document in round ``p``
+        is a function of ``(seed, the query id's value, p)`` and of its place
         in the query sorted by score (ties: less relevant first, then row
-        order), so permuting the rows of a query permutes the gradients.
+        order; :mod:`rankkit._random`), so permuting the rows of a query
+        permutes the gradients, and a query's gradients do not depend on the
+        other queries or on where it sits.
 
     Notes
     -----
@@ -260,11 +264,11 @@ class YetiRank(MetricObjective):
     def _default_eval_metric(self):
         return "ndcg@10" if self._is_classic() else super()._default_eval_metric()
 
-    def _compute(self, y, raw, group_ptr, seed, grad, hess):
+    def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys):
         mode, k, exp_gain = self._metric()
         n = y.shape[0]
         yetirank_kernel(
-            y, raw, group_ptr, mode, k, int(self.n_permutations), NOISES[self.noise],
+            y, raw, group_ptr, query_keys, mode, k, int(self.n_permutations), NOISES[self.noise],
             float(self.noise_scale), int(self.num_neighbors), float(self.decay), exp_gain,
             float(self.relevance_threshold), self._err_scale(y, mode), np.uint64(seed), grad, hess,
             np.empty((3, n), dtype=np.int64), np.empty((7, n)), discount_table_for(group_ptr),

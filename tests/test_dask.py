@@ -1,0 +1,278 @@
+"""rankkit.dask on a real two-process LocalCluster.
+
+One cluster for the module (starting one costs seconds); the client is not
+the default one, so that "no client" can be tested, and tests pass it.
+"""
+
+import inspect
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import rankkit  # noqa: E402
+from rankkit import _estimators  # noqa: E402
+from rankkit._estimators import _mean_metric  # noqa: E402
+from rankkit._groups import make_groups  # noqa: E402
+from rankkit.dask import (  # noqa: E402
+    DASK_RANKERS,
+    DaskLambdaMARTRanker,
+    DaskRanker,
+    DaskStochasticRankRanker,
+    DaskYetiRanker,
+)
+from rankkit.datasets import make_ranking  # noqa: E402
+from rankkit.metrics import ndcg_score  # noqa: E402
+from rankkit.model_selection import query_train_test_split  # noqa: E402
+from rankkit.objectives import YetiRank  # noqa: E402
+
+SMALL = dict(n_estimators=40, max_depth=4, learning_rate=0.2, min_child_weight=1e-3, random_state=0, n_jobs=1)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster:
+        with distributed.Client(cluster, set_as_default=False) as c:
+            yield c
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Train and held-out queries; the training rows shuffled so that every
+    query is spread over several of the 4 partitions."""
+    X, y, qid = make_ranking(240, n_features=12, random_state=3)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    frame["qid"] = qid
+    train, test, _, _ = query_train_test_split(np.arange(len(y)), qid=qid, test_size=0.25, random_state=0)
+    train = np.random.default_rng(1).permutation(train)
+    local = frame.iloc[train].reset_index(drop=True)
+    return {
+        "local": local, "y": y[train], "test": frame.iloc[test].reset_index(drop=True), "y_test": y[test],
+        "X": dd.from_pandas(local, npartitions=4, sort=False),
+        "dy": dd.from_pandas(pd.Series(y[train]), npartitions=4, sort=False),
+    }
+
+
+def held_out_ndcg(model, data):
+    return ndcg_score(data["y_test"], model.predict(data["test"]), qid=data["test"]["qid"], k=10)
+
+
+# -- the layout -------------------------------------------------------------------
+def test_rows_of_a_query_spread_over_partitions_are_laid_out_whole(client, data):
+    partitions = [p.compute() for p in data["X"].partitions]  # in memory: no cluster needed
+    assert sum(len(set(a["qid"]) & set(b["qid"])) for i, a in enumerate(partitions)
+               for b in partitions[i + 1:]) > 20  # the input cuts queries
+    model = DaskLambdaMARTRanker(client=client)
+    objective = model._make_objective()
+    laid, _ = model._lay_out(client, data["X"], data["dy"], None, objective)
+    parts = client.gather(client.compute(list(laid.frame.to_delayed())))
+    seen = {}
+    local = data["local"].assign(y=data["y"])
+    for number, part in enumerate(parts):
+        assert (part["_rankkit_part"] == number).all()
+        places = part["_rankkit_local"].to_numpy()
+        assert np.all(np.diff(places) >= 0)  # sorted by query: each query one block
+        for q in np.unique(places):
+            block = part[places == q]
+            assert np.unique(block["_rankkit_key"]).size == 1
+            key = int(block["_rankkit_key"].iloc[0])
+            assert key not in seen  # each query in one partition only
+            seen[key] = block
+    groups = make_groups(local["qid"])
+    assert len(seen) == groups.n_queries
+    # Rows of a query in the caller's order, with their features and labels.
+    for q, key in enumerate(groups.query_keys):
+        rows = local.iloc[groups.order[groups.group_ptr[q]:groups.group_ptr[q + 1]]]
+        block = seen[int(key)]
+        np.testing.assert_array_equal(block[[f"f{j}" for j in range(12)]].to_numpy(),
+                                      rows[[f"x{j}" for j in range(12)]].to_numpy())
+        np.testing.assert_array_equal(block["_rankkit_y"].to_numpy(), rows["y"].to_numpy())
+    # The summary's keys are the partitions' queries in order.
+    assert [k.tolist() for k in laid.query_keys] == [
+        [int(part.loc[part["_rankkit_local"] == q, "_rankkit_key"].iloc[0]) for q in np.unique(part["_rankkit_local"])]
+        for part in parts]
+
+
+# -- quality, equivalence, persistence ------------------------------------------
+@pytest.mark.parametrize("dask_class, params", [
+    (DaskLambdaMARTRanker, {}),
+    (DaskStochasticRankRanker, dict(metric="ndcg@10", langevin=True, diffusion_temperature=1e5,
+                                    model_shrink_rate=0.05)),
+])
+def test_quality_equals_the_in_memory_ranker(client, data, dask_class, params):
+    """NDCG@10 on held-out queries within 0.01 of the in-memory ranker trained
+    on the same rows (the Dask one had them shuffled over 4 partitions)."""
+    model = dask_class(**SMALL, **params, client=client).fit(data["X"], data["dy"])
+    local = dask_class._local_class(**SMALL, **params).fit(data["local"], data["y"])
+    ours, theirs = held_out_ndcg(model.to_local(), data), held_out_ndcg(local, data)
+    assert abs(ours - theirs) <= 0.01, (ours, theirs)
+    assert ours > 0.6
+
+
+@pytest.mark.parametrize("dask_class, params", [
+    (DaskStochasticRankRanker, dict(langevin=True, diffusion_temperature=1e3, model_shrink_rate=0.2)),
+    (DaskYetiRanker, dict(n_permutations=3)),
+])
+def test_same_model_as_in_memory_whatever_the_partitions(client, dask_class, params):
+    """With features of few distinct values XGBoost's quantile cuts are exact
+    on one machine and on the cluster alike, so the trees depend only on the
+    gradients: the Dask model is the in-memory one, for 3 or 5 partitions.
+    The random objectives' draws (and SGLB's noise and shrinkage) are the
+    same on the workers as in memory: keyed by query id, not by place."""
+    X, y, qid = make_ranking(120, n_features=6, random_state=5)
+    frame = pd.DataFrame(np.round(X * 2), columns=[f"x{j}" for j in range(6)]).assign(qid=qid * 7 + 3)
+    perm = np.random.default_rng(0).permutation(len(y))
+    frame, y = frame.iloc[perm].reset_index(drop=True), y[perm]
+    kw = dict(n_estimators=8, max_depth=3, random_state=4, n_jobs=1, min_child_weight=1e-3, **params)
+    expected = dask_class._local_class(**kw).fit(frame, y).predict(frame)
+    other_seed = dask_class._local_class(**{**kw, "random_state": 5}).fit(frame, y).predict(frame)
+    assert np.abs(other_seed - expected).max() > 1e-3  # the draws matter
+    for n_partitions in (3, 5):
+        model = dask_class(**kw, client=client).fit(dd.from_pandas(frame, npartitions=n_partitions, sort=False),
+                                                    dd.from_pandas(pd.Series(y), npartitions=n_partitions, sort=False))
+        # float32 margins: the shrunk model is tracked from sums instead of tree by tree.
+        np.testing.assert_allclose(model.to_local().predict(frame), expected, rtol=0, atol=1e-6)
+
+
+def test_to_local_predicts_identically_and_pickles(client, data):
+    model = DaskYetiRanker(**SMALL, n_permutations=3, client=client).fit(data["X"], data["dy"])
+    scores = model.predict(data["X"])
+    assert isinstance(scores, dd.Series) and scores.npartitions == data["X"].npartitions
+    computed = client.compute(scores).result()
+    pd.testing.assert_index_equal(computed.index, data["X"].index.compute())
+    local = model.to_local()
+    assert type(local) is rankkit.YetiRanker and local.get_params() == {
+        k: v for k, v in model.get_params().items() if k != "client"}
+    np.testing.assert_array_equal(computed.to_numpy(), local.predict(data["local"]))
+    restored = pickle.loads(pickle.dumps(local))
+    np.testing.assert_array_equal(restored.predict(data["test"]), local.predict(data["test"]))
+    # The Dask ranker pickles too (without its client) and predicts with the one given later.
+    again = pickle.loads(pickle.dumps(model))
+    assert again.client is None
+    again.set_params(client=client)
+    np.testing.assert_array_equal(client.compute(again.predict(data["X"])).result().to_numpy(), computed.to_numpy())
+    # score on the cluster is the in-memory score.
+    assert model.score(data["X"], data["dy"]) == pytest.approx(local.score(data["local"], data["y"]), abs=1e-12)
+
+
+def test_dask_arrays_with_qid(client, data):
+    X = da.from_array(data["local"].drop(columns="qid").to_numpy(), chunks=(700, 5))
+    qid = da.from_array(data["local"]["qid"].to_numpy(), chunks=700)
+    y = da.from_array(data["y"], chunks=700)
+    model = DaskRanker(objective=YetiRank(n_permutations=2), **SMALL, client=client).fit(X, y, qid=qid)
+    scores = model.predict(X)
+    assert isinstance(scores, da.Array) and scores.chunks == (X.chunks[0],)
+    np.testing.assert_array_equal(client.compute(scores).result(),
+                                  model.to_local().predict(data["local"].drop(columns="qid").to_numpy()))
+    assert not hasattr(model, "feature_names_in_") and model.n_features_in_ == 12
+
+
+def test_eval_history_is_the_exact_global_mean_with_sglb(client, data):
+    """The eval metric each iteration is the mean over all eval queries of the
+    (shrunk) model after that iteration, exactly: the folded model scores the
+    same; early stopping keeps the best iteration."""
+    X_eval = dd.from_pandas(data["test"], npartitions=3, sort=False)
+    y_eval = dd.from_pandas(pd.Series(data["y_test"]), npartitions=3, sort=False)
+    model = DaskLambdaMARTRanker("ndcg@10", **{**SMALL, "n_estimators": 60}, model_shrink_rate=0.5, client=client)
+    model.fit(data["X"], data["dy"], eval_set=[(X_eval, y_eval)], early_stopping_rounds=4)
+    history = model.evals_result_["validation_0"]["ndcg@10"]
+    assert model.best_iteration_ == int(np.argmax(history)) and model.best_score_ == max(history)
+    assert len(history) == model.n_iterations_ < 60  # stopped early
+    assert model.booster_.num_boosted_rounds() == model.best_iteration_ + 1
+    local = model.to_local()
+    groups = make_groups(data["test"]["qid"])
+    X_test = groups.sort(data["test"].drop(columns="qid").to_numpy())
+    y_test = groups.sort(data["y_test"])
+    settings = model.objective_._eval_metric_settings()
+    for t in (0, 1, model.best_iteration_):
+        raw = local.backend_.predict(X_test, n_iterations=t + 1)
+        assert history[t] == pytest.approx(_mean_metric("ndcg@10", y_test, raw, groups.group_ptr, settings),
+                                           rel=0, abs=1e-12)
+    assert local.score(data["test"], data["y_test"]) == pytest.approx(model.best_score_, rel=0, abs=1e-12)
+    assert np.all(local.backend_.shrink_factors_[1:] == 1 - 0.5 * SMALL["learning_rate"])
+
+
+def test_sample_weight(client, data):
+    w = np.where(data["local"]["qid"].to_numpy() % 2 == 0, 1.0, 0.0)
+    dw = dd.from_pandas(pd.Series(w), npartitions=4, sort=False)
+    weighted = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 5}, client=client).fit(data["X"], data["dy"],
+                                                                                     sample_weight=dw)
+    plain = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 5}, client=client).fit(data["X"], data["dy"])
+    assert not np.array_equal(weighted.to_local().predict(data["test"]), plain.to_local().predict(data["test"]))
+    with pytest.raises(ValueError, match="zero for every row"):
+        DaskLambdaMARTRanker(client=client).fit(data["X"], data["dy"], sample_weight=dw * 0)
+
+
+# -- parameters ---------------------------------------------------------------------
+@pytest.mark.parametrize("local_class", sorted(DASK_RANKERS, key=lambda c: c.__name__), ids=lambda c: c.__name__)
+def test_parameters_are_the_in_memory_rankers_plus_client(local_class):
+    dask_class = DASK_RANKERS[local_class]
+    assert dask_class.__name__ == f"Dask{local_class.__name__}" and issubclass(dask_class, local_class)
+    local_params = inspect.signature(local_class).parameters
+    params = inspect.signature(dask_class).parameters
+    assert list(params) == [*local_params, "client"]
+    assert all(params[p].default is local_params[p].default or params[p].default == local_params[p].default
+               for p in local_params)
+    assert params["client"].default is None and params["client"].kind is inspect.Parameter.KEYWORD_ONLY
+    model = dask_class(learning_rate=0.3)
+    assert model.get_params()["learning_rate"] == 0.3 and model.get_params()["client"] is None
+    from sklearn.base import clone
+    assert clone(model).get_params() == model.get_params()
+    assert dask_class in {getattr(rankkit.dask, name) for name in rankkit.dask.__all__}
+
+
+def test_every_ranker_class_has_a_dask_ranker():
+    assert set(DASK_RANKERS) == {_estimators.Ranker, *_estimators._NamedRanker.__subclasses__()} - set(DASK_RANKERS.values())
+
+
+def test_generic_dask_ranker_nests_the_objective():
+    model = DaskRanker(objective=YetiRank(), n_estimators=3)
+    model.set_params(objective__n_permutations=4)
+    assert model.get_params()["objective__n_permutations"] == 4
+
+
+# -- clear errors ---------------------------------------------------------------------
+def test_missing_query_column(client, data):
+    with pytest.raises(ValueError, match="Missing query ids: X is a DataFrame without a 'qid' column"):
+        DaskLambdaMARTRanker(client=client).fit(data["X"].drop(columns="qid"), data["dy"])
+
+
+def test_qid_not_aligned_with_X(client, data):
+    X = data["X"].drop(columns="qid")
+    qid = data["local"]["qid"].to_numpy()
+    with pytest.raises(ValueError, match="qid has 3 partitions but X has 4: qid must be partitioned like X"):
+        DaskLambdaMARTRanker(client=client).fit(X, data["dy"], qid=dd.from_pandas(pd.Series(qid), npartitions=3))
+    Xa = da.from_array(data["local"].drop(columns="qid").to_numpy(), chunks=(700, -1))
+    other = (600, 800, *Xa.chunks[0][2:])
+    with pytest.raises(ValueError, match=r"qid has row chunks \(600, 800, .*\) but X has \(700, 700, .*partitioned like X"):
+        DaskLambdaMARTRanker(client=client).fit(Xa, da.from_array(data["y"], chunks=700),
+                                                qid=da.from_array(qid, chunks=(other,)))
+    # Same number of partitions, other lengths: found when the partitions are read.
+    shifted = dd.from_pandas(pd.Series(qid), npartitions=4, sort=False)
+    shifted = shifted.repartition(divisions=[0, 10, 20, 30, len(qid) - 1])
+    with pytest.raises(ValueError, match=r"qid is not partitioned like X: partition \d of X has \d+ rows but \d+ entries of qid"):
+        DaskLambdaMARTRanker(client=client).fit(X, data["dy"], qid=shifted)
+
+
+def test_no_client(data):
+    with pytest.raises(ValueError, match="found no Dask client: start one"):
+        DaskLambdaMARTRanker().fit(data["X"], data["dy"])
+
+
+def test_default_client_is_used(client, data):
+    with client.as_current():
+        model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 3}).fit(data["X"], data["dy"])
+        assert model.predict(data["X"]).compute().shape == (len(data["y"]),)  # the current client computes
+
+
+def test_in_memory_data_and_other_backends_are_refused(client, data):
+    with pytest.raises(TypeError, match="must be a dask collection"):
+        DaskLambdaMARTRanker(client=client).fit(data["local"], data["y"])
+    with pytest.raises(ValueError, match="backend must be 'xgboost'"):
+        DaskLambdaMARTRanker(backend="numba", client=client).fit(data["X"], data["dy"])
