@@ -64,7 +64,7 @@ def test_early_stopping_rounds_is_validated(data):
 def test_eval_metric_list_records_each_and_the_first_drives_early_stopping(data, backend):
     X, y, qid, Xv, yv, qv = data
     kw = dict(eval_set=[(Xv, yv)], eval_qid=[qv])
-    params = dict(n_estimators=60, learning_rate=0.5, early_stopping_rounds=8)
+    params = dict(n_estimators=60, learning_rate=0.3, early_stopping_rounds=8)
     a = _lambdamart(backend, eval_metric=["ndcg@10", "mrr"], **params).fit(X, y, qid=qid, **kw)
     b = _lambdamart(backend, eval_metric=["mrr", "NDCG@10"], **params).fit(X, y, qid=qid, **kw)
     for model, first in ((a, "ndcg@10"), (b, "mrr")):
