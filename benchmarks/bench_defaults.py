@@ -79,8 +79,8 @@ class Rescaled(RankingObjective):
     def _eval_metric_settings(self):
         return self.objective._eval_metric_settings()
 
-    def _gradient_hessian_sorted(self, y, raw, group_ptr, seed):
-        grad, hess = self.objective._gradient_hessian_sorted(y, raw, group_ptr, seed)
+    def _gradient_hessian_sorted(self, y, raw, group_ptr, seed, query_keys=None):
+        grad, hess = self.objective._gradient_hessian_sorted(y, raw, group_ptr, seed, query_keys)
         if self.units == "documents":
             factor = hess.shape[0] / hess.sum()
             grad *= factor
@@ -143,10 +143,10 @@ def fit_variant(obj_name, units, obj_params, ranker_params, fold, cfg, seed):
         objective = Rescaled(objective, units)
     model = Ranker(
         objective=objective, n_estimators=cfg.n_estimators, learning_rate=cfg.lr, max_depth=cfg.depth,
-        n_jobs=cfg.n_jobs, random_state=seed, eval_metric="ndcg@10", **ranker_params,
+        n_jobs=cfg.n_jobs, random_state=seed, eval_metric="ndcg@10", early_stopping_rounds=cfg.patience, **ranker_params,
     )
     (Xt, yt, qt), (Xv, yv, qv) = fold["train"], fold["vali"]
-    model.fit(Xt, yt, qid=qt, eval_set=[(Xv, yv)], eval_qid=[qv], early_stopping_rounds=cfg.patience)
+    model.fit(Xt, yt, qid=qt, eval_set=[(Xv, yv)], eval_qid=[qv])
     Xs, ys, qs = fold["test"]
     return per_query_metrics(ys, model.predict(Xs), qs)["ndcg@10"], model.best_iteration_ + 1
 

@@ -33,8 +33,9 @@ df["site"] = pd.Categorical(site)
 y = y + (site == "wiki") * (y > 0)
 train, test, y_train, y_test, _, _ = query_train_test_split(df, y, test_size=0.25, random_state=0)
 
-ranker = rankkit.LambdaMARTRanker(metric="ndcg@10", n_estimators=200, learning_rate=0.1, random_state=0)
-ranker.fit(train, y_train, eval_set=[(test, y_test)], early_stopping_rounds=20)
+ranker = rankkit.LambdaMARTRanker(metric="ndcg@10", n_estimators=200, learning_rate=0.1, random_state=0,
+                                  early_stopping_rounds=20)
+ranker.fit(train, y_train, eval_set=[(test, y_test)])
 print(f"best iteration {ranker.best_iteration_}, validation NDCG@10 {ranker.best_score_:.4f}")
 
 with tempfile.TemporaryDirectory() as tmp:
