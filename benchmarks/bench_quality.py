@@ -164,9 +164,10 @@ COUNTERPART = {
 # Ablations: label -> (ranker, parameters, early-stopping metric).
 ABLATIONS = {
     # StochasticRank, Ustimenko & Prokhorenkova 2020 Table 3 (CCS -> +SFA -> +SGLB -> +mu).
-    "SR CCS": ("StochasticRankRanker", dict(metric="ndcg", k=10, sfa=False), "ndcg@10"),
-    "SR CCS+SFA": ("StochasticRankRanker", dict(metric="ndcg", k=10), "ndcg@10"),
-    "SR CCS+SFA+SGLB": ("StochasticRankRanker", dict(metric="ndcg", k=10, langevin=True), "ndcg@10"),
+    # mu is rankkit's default 0.1 in the last step only (the earlier steps set the paper's mu = 0).
+    "SR CCS": ("StochasticRankRanker", dict(metric="ndcg", k=10, sfa=False, mu=0.0), "ndcg@10"),
+    "SR CCS+SFA": ("StochasticRankRanker", dict(metric="ndcg", k=10, mu=0.0), "ndcg@10"),
+    "SR CCS+SFA+SGLB": ("StochasticRankRanker", dict(metric="ndcg", k=10, langevin=True, mu=0.0), "ndcg@10"),
     "SR CCS+SFA+SGLB+mu": ("StochasticRankRanker", dict(metric="ndcg", k=10, langevin=True, mu=0.1), "ndcg@10"),
     # YetiLoss vs YetiRank for MRR and MAP (Lyzhin et al. 2022).
     "YetiRank (early-stopped on MRR)": ("YetiRanker", dict(metric="classic", eval_metric="mrr"), "mrr"),
