@@ -36,12 +36,25 @@ How training works, and why:
    query's draws by a hash of the query id's value (:mod:`rankkit._random`),
    and every worker seeds iteration ``t`` as the in-memory ranker does, so a
    query gets the same gradients for the same scores on any worker.
-4. **Exact global eval metrics.** XGBoost averages a custom metric over
-   workers without weights; here each worker sums its queries' metric values,
-   the sums and counts are all-reduced (``xgboost.collective``), and every
-   worker reports the exact mean over all queries. Early stopping follows the
-   in-memory rule (strict improvement on the last eval set).
-5. **Exact SGLB.** With ``model_shrink_rate > 0`` each worker tracks the
+4. **The in-memory gradient pipeline, its global quantities global.** Each
+   worker runs the in-memory ranker's own pipeline
+   (:meth:`rankkit._estimators.BaseRanker._gradient_function`: gradients,
+   sample weights, query units, Langevin noise) with its ``total`` hook
+   all-reducing over the workers (``xgboost.collective``): the hessian sum
+   and number of queries of the query units every iteration, and the first
+   iteration's ``sum g^2`` and number of documents of
+   ``diffusion_temperature="auto"``. Every worker thus uses the factor and the
+   temperature of the whole training set, as in memory.
+5. **Exact global eval metrics, the in-memory monitor.** XGBoost averages a
+   custom metric over workers without weights; here each worker sums its
+   queries' values of every ``eval_metric``, the sums and counts are
+   all-reduced, and every worker records the exact means with the in-memory
+   rule (:meth:`rankkit._estimators._EvalMonitor.record`: best iteration,
+   early stopping), so all stop together; the driver replays the record.
+   ``verbose=N`` lines are sent by worker 0 as Dask events and printed by
+   the driver. ``callbacks`` are refused: they take the ranker and may stop
+   training, but the iterations run on the workers.
+6. **Exact SGLB.** With ``model_shrink_rate > 0`` each worker tracks the
    shrunk model on its own rows (training and eval) from XGBoost's margins;
    the driver folds the shrink factors into the leaves once, as the in-memory
    XGBoost backend does, so the saved model predicts what training used.
