@@ -166,10 +166,27 @@ class _EvalMonitor:
 
     def __call__(self, t, raw_train, raw_evals):
         raws = iter(raw_evals)
+        values = {}
         for name, data in self.sets:
             data, raw = (self.train, raw_train) if data is None else (data, next(raws))
-            for metric in self.metrics:
-                self.history[name][metric].append(self._metric(metric, data, raw))
+            values[name] = {metric: self._metric(metric, data, raw) for metric in self.metrics}
+        stop = self.record(t, values)
+        if self.prints(t, stop):
+            training = None
+            if self.TRAINING not in self.history:  # computed for this line only
+                training = {m: self._metric(m, self.train, raw_train) for m in self.metrics}
+            print(self.progress_line(t, training), file=sys.stdout, flush=True)
+        return stop
+
+    def record(self, t, values):
+        """Record the metric values of iteration ``t``, already computed
+        (``values[name][metric]`` for every set and metric), and apply the
+        stopping rule: the best iteration, early stopping, then the callbacks.
+        True to stop. The one home of that rule: :meth:`__call__` and
+        ``rankkit.dask`` (on the workers, and on the driver) use it."""
+        for name, result in self.history.items():
+            for metric, curve in result.items():
+                curve.append(float(values[name][metric]))
         self.n_done = t + 1
         stop = False
         if self.watch is not None:
@@ -181,17 +198,19 @@ class _EvalMonitor:
         if self.callbacks and self.callbacks.after_iteration(self.ranker, t, self.history):
             stop = True
             self.stopped_by = self.stopped_by or "a callback"
-        if self.period and (t % self.period == 0 or stop or t == self.n_estimators - 1):
-            self._print_line(t, raw_train)
         return stop
 
-    def _print_line(self, t, raw_train):
-        """``[t]\ttraining-ndcg@10:0.81234\tvalidation_0-ndcg@10:0.71234`` (XGBoost's format)."""
-        values = []
-        if self.TRAINING not in self.history:  # computed for this line only
-            values += [(self.TRAINING, m, self._metric(m, self.train, raw_train)) for m in self.metrics]
+    def prints(self, t, stop):
+        """Whether iteration ``t`` has a progress line (``stop``: training stops there)."""
+        return bool(self.period) and (t % self.period == 0 or stop or t == self.n_estimators - 1)
+
+    def progress_line(self, t, training=None):
+        """``[t]\ttraining-ndcg@10:0.81234\tvalidation_0-ndcg@10:0.71234`` (XGBoost's format):
+        ``training`` (``{metric: value}``, when the training data is not an
+        eval set), then the last recorded value of every set and metric."""
+        values = [] if training is None else [(self.TRAINING, m, v) for m, v in training.items()]
         values += [(name, m, curve[-1]) for name, result in self.history.items() for m, curve in result.items()]
-        print(f"[{t}]" + "".join(f"\t{name}-{m}:{v:.5f}" for name, m, v in values), file=sys.stdout, flush=True)
+        return f"[{t}]" + "".join(f"\t{name}-{m}:{v:.5f}" for name, m, v in values)
 
     def before_training(self, ranker):
         """The callbacks' ``before_training``."""
@@ -232,21 +251,21 @@ def _mean_metric(metric, y, raw, group_ptr, settings, weight=None):
     weighs the mean of its rows' weights (LightGBM's query weights), so
     giving every row of a query the weight ``w`` weighs the query ``w``.
     """
+    total, count = _metric_sum_count(metric, y, raw, group_ptr, settings, weight)
+    return total / count if count > 0 else float("nan")
+
+
+def _metric_sum_count(metric, y, raw, group_ptr, settings, weight=None):
+    """``(sum, number)`` of the per-query values of :func:`_mean_metric`
+    (with ``weight``: the query-weighted sum and the sum of the query
+    weights): what a part of the queries contributes to the mean over all
+    of them."""
     values = evaluate_sorted(metric, y, raw, group_ptr, ties="worst", **settings)
     keep = ~np.isnan(values)
     if weight is None:
-        return float(values[keep].mean()) if keep.any() else float("nan")
-    query_weight = np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr)
-    total = query_weight[keep].sum()
-    return float(np.dot(query_weight[keep], values[keep]) / total) if total > 0 else float("nan")
-
-
-def _metric_sum_count(metric, y, raw, group_ptr, settings):
-    """``(sum, number)`` of the per-query values of :func:`_mean_metric`: what
-    a part of the queries contributes to the mean over all of them."""
-    values = evaluate_sorted(metric, y, raw, group_ptr, ties="worst", **settings)
-    values = values[~np.isnan(values)]
-    return float(values.sum()), int(values.size)
+        return float(values[keep].sum()), int(keep.sum())
+    query_weight = np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr) if keep.size else np.zeros(0)
+    return float(np.dot(query_weight[keep], values[keep])), float(query_weight[keep].sum())
 
 
 class BaseRanker(BaseEstimator):
@@ -410,18 +429,20 @@ class BaseRanker(BaseEstimator):
         objective._check_params()
         return objective
 
-    def _langevin_noise_scale(self, objective, train, seed_base):
+    def _langevin_noise_scale(self, objective, train, seed_base, total=None):
         """The SGLB noise scale ``sqrt(2 / (learning_rate * beta))`` (0 without
         ``langevin``), with ``diffusion_temperature="auto"`` resolved from the
         first iteration's gradients (every backend starts from scores 0);
-        sets ``diffusion_temperature_`` to the ``beta`` used."""
+        sets ``diffusion_temperature_`` to the ``beta`` used. ``total``: as in
+        :meth:`_gradient_function`, when ``train`` is a part of the training rows."""
         self.diffusion_temperature_ = None
         if not self.langevin:
             return 0.0
         beta = self.diffusion_temperature
         if isinstance(beta, str):  # "auto"
-            first = self._gradient_function(objective, train, seed_base)
-            beta = auto_diffusion_temperature(first(np.zeros(train.y.shape[0]), 0)[0], self.learning_rate)
+            first = self._gradient_function(objective, train, seed_base, total=total)
+            beta = auto_diffusion_temperature(first(np.zeros(train.y.shape[0]), 0)[0], self.learning_rate,
+                                              total=total)
         self.diffusion_temperature_ = float(beta)
         scale = langevin_noise_scale(self.learning_rate, beta)
         if not np.isfinite(scale):
@@ -459,7 +480,7 @@ class BaseRanker(BaseEstimator):
         return get_backend(self.backend)(**settings)
 
     @staticmethod
-    def _gradient_function(objective, train, seed_base, noise_scale=0.0):
+    def _gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
         """``grad_fn(raw, t)`` of the backend contract, on the training rows:
 
         1. the objective's gradients and hessians, seeded per iteration;
@@ -470,6 +491,11 @@ class BaseRanker(BaseEstimator):
            whatever the objective's scale;
         4. plus SGLB's Langevin noise ``noise_scale * N(0, 1)`` per document
            (:func:`~rankkit._sglb.add_gaussian_noise`).
+
+        ``total(sums) -> sums`` turns sums over ``train`` into sums over all
+        the training rows when ``train`` is a part of them (``rankkit.dask``:
+        one worker's queries; it all-reduces over the workers), so that the
+        query units of step 3 are global; None when ``train`` is all of them.
         """
         n_queries = train.group_ptr.shape[0] - 1
         scratch = np.empty((3, train.y.shape[0]), dtype=np.int64) if noise_scale else None
@@ -481,7 +507,10 @@ class BaseRanker(BaseEstimator):
                 grad *= train.weight
                 hess *= train.weight
             if objective.uses_hessian and objective.per_query_loss:
-                query_hessian_units(grad, hess, n_queries)
+                hess_sum, queries = float(hess.sum()), n_queries
+                if total is not None:
+                    hess_sum, queries = total([hess_sum, queries])
+                query_hessian_units(grad, hess, queries, hess_sum=hess_sum)
             if noise_scale:
                 add_gaussian_noise(grad, train.y, raw, train.group_ptr, train.query_keys, noise_scale, np.int64(seed),
                                    scratch)

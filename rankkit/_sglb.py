@@ -155,7 +155,7 @@ def langevin_noise_scale(learning_rate, diffusion_temperature):
 AUTO_NOISE_TO_GRADIENT = 0.1
 
 
-def auto_diffusion_temperature(grad, learning_rate):
+def auto_diffusion_temperature(grad, learning_rate, total=None):
     r"""The ``beta`` of ``diffusion_temperature="auto"``.
 
     .. math:: \beta = \frac{2}{\eta\,(c\,g_{\mathrm{rms}})^2},
@@ -172,8 +172,15 @@ def auto_diffusion_temperature(grad, learning_rate):
     still reaches the toy's global optimum (``docs/user_guide.md``,
     "Defaults and why"). A gradient identically zero gives ``inf`` (no
     noise): nothing is learned anyway.
+
+    ``total(sums) -> sums`` turns ``[sum g^2, number]`` over ``grad`` into
+    the same over all the training rows when ``grad`` is a part of them
+    (``rankkit.dask``: one worker's, all-reduced over the workers).
     """
-    rms = float(np.sqrt(np.mean(np.square(grad)))) if grad.size else 0.0
+    square_sum, count = float(np.sum(np.square(grad))), grad.size
+    if total is not None:
+        square_sum, count = total([square_sum, count])
+    rms = math.sqrt(square_sum / count) if count else 0.0
     if rms == 0.0:
         return math.inf
     return 2.0 / (float(learning_rate) * (AUTO_NOISE_TO_GRADIENT * rms) ** 2)

@@ -36,12 +36,25 @@ How training works, and why:
    query's draws by a hash of the query id's value (:mod:`rankkit._random`),
    and every worker seeds iteration ``t`` as the in-memory ranker does, so a
    query gets the same gradients for the same scores on any worker.
-4. **Exact global eval metrics.** XGBoost averages a custom metric over
-   workers without weights; here each worker sums its queries' metric values,
-   the sums and counts are all-reduced (``xgboost.collective``), and every
-   worker reports the exact mean over all queries. Early stopping follows the
-   in-memory rule (strict improvement on the last eval set).
-5. **Exact SGLB.** With ``model_shrink_rate > 0`` each worker tracks the
+4. **The in-memory gradient pipeline, its global quantities global.** Each
+   worker runs the in-memory ranker's own pipeline
+   (:meth:`rankkit._estimators.BaseRanker._gradient_function`: gradients,
+   sample weights, query units, Langevin noise) with its ``total`` hook
+   all-reducing over the workers (``xgboost.collective``): the hessian sum
+   and number of queries of the query units every iteration, and the first
+   iteration's ``sum g^2`` and number of documents of
+   ``diffusion_temperature="auto"``. Every worker thus uses the factor and the
+   temperature of the whole training set, as in memory.
+5. **Exact global eval metrics, the in-memory monitor.** XGBoost averages a
+   custom metric over workers without weights; here each worker sums its
+   queries' values of every ``eval_metric``, the sums and counts are
+   all-reduced, and every worker records the exact means with the in-memory
+   rule (:meth:`rankkit._estimators._EvalMonitor.record`: best iteration,
+   early stopping), so all stop together; the driver replays the record.
+   ``verbose=N`` lines are sent by worker 0 as Dask events and printed by
+   the driver. ``callbacks`` are refused: they take the ranker and may stop
+   training, but the iterations run on the workers.
+6. **Exact SGLB.** With ``model_shrink_rate > 0`` each worker tracks the
    shrunk model on its own rows (training and eval) from XGBoost's margins;
    the driver folds the shrink factors into the leaves once, as the in-memory
    XGBoost backend does, so the saved model predicts what training used.
@@ -58,6 +71,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
+import threading
+import uuid
 
 import numpy as np
 
@@ -72,7 +88,6 @@ except ImportError as error:  # pragma: no cover - exercised without the extra
     ) from error
 
 import pandas as pd
-import xgboost
 import xgboost.dask as dxgb
 from sklearn.base import _fit_context
 from sklearn.utils import check_array
@@ -81,17 +96,12 @@ from xgboost import collective
 from xgboost.callback import TrainingCallback
 
 from . import _estimators
-from ._estimators import (
-    BaseRanker,
-    _EvalMonitor,
-    _iteration_seed,
-    _metric_sum_count,
-    _QueryData,
-    _store_arguments,
-)
+from ._estimators import BaseRanker, _EvalMonitor, _metric_sum_count, _QueryData, _store_arguments
 from ._groups import factorize_qid, missing_qid_error
 from ._random import query_keys, seed_from
 from ._sglb import shrink_factor, shrink_schedule
+from ._threads import limit_threads
+from .callback import CallbackList
 from ._validation import check_sample_weight
 
 __all__ = [
@@ -314,12 +324,27 @@ class _ShrunkMargin:
         return current if factor == 1.0 else current * factor
 
 
+def _allreduce_sum(values):
+    """Sums over all the workers of ``xgboost.dask.train`` (XGBoost's
+    collective): the ``total`` of the in-memory gradient pipeline
+    (:meth:`rankkit._estimators.BaseRanker._gradient_function`)."""
+    return [float(v) for v in collective.allreduce(np.asarray(values, dtype=np.float64), collective.Op.SUM)]
+
+
 class _WorkerObjective:
     """The custom objective each worker runs on its local DMatrix: the
-    in-memory ranker's gradient step (same per-iteration seeds, query keys by
-    id value), on the SGLB-shrunk model."""
+    in-memory ranker's gradient pipeline (same per-iteration seeds, query
+    keys by id value, sample weights, query units, Langevin noise) on the
+    SGLB-shrunk model, with its global quantities global: the hessian sum and
+    number of queries of the query units every iteration, and the first
+    iteration's ``sum g^2`` and number of documents of
+    ``diffusion_temperature="auto"``, are all-reduced over the workers.
 
-    def __init__(self, objective, seed_base, query_keys, shrink_args):
+    ``ranker`` is the in-memory ranker with the Dask ranker's parameters
+    (no data, no client): the worker runs its own methods."""
+
+    def __init__(self, ranker, objective, seed_base, query_keys, shrink_args):
+        self.ranker = ranker
         self.objective = objective
         self.seed_base = seed_base
         # Keys of all queries, partition after partition; query q of partition p is offsets[p] + q.
@@ -329,106 +354,154 @@ class _WorkerObjective:
 
     def __call__(self, preds, dtrain):
         preds = np.asarray(preds, dtype=np.float64).ravel()
-        if not hasattr(self, "_data"):
-            y, group_ptr, places, w = _local_queries(dtrain)
-            keys = self.keys[self.offsets[places // _PLACE_LIMIT] + places % _PLACE_LIMIT]
-            self._data = _QueryData(None, y, group_ptr, w, keys)
-            self._step = BaseRanker._gradient_function(self.objective, self._data, self.seed_base)
-            self._model = _ShrunkMargin(shrink_schedule(*self.shrink_args))
-            self._model.start(preds)
-            t = 0
-        else:
-            t = self._model.k + 1
-            self._model.advance(preds)
-        if preds.shape[0] == 0:
-            return np.zeros(0), np.zeros(0)
-        return self._step(self._model.before_next_tree(), t)
+        with limit_threads(self.ranker.n_jobs):
+            if not hasattr(self, "_data"):
+                y, group_ptr, places, w = _local_queries(dtrain)
+                keys = self.keys[self.offsets[places // _PLACE_LIMIT] + places % _PLACE_LIMIT]
+                self._data = _QueryData(None, y, group_ptr, w, keys)
+                # Sets ranker.diffusion_temperature_ (the same on every worker).
+                noise = self.ranker._langevin_noise_scale(self.objective, self._data, self.seed_base,
+                                                          total=_allreduce_sum)
+                self._step = self.ranker._gradient_function(self.objective, self._data, self.seed_base, noise,
+                                                            total=_allreduce_sum)
+                self._model = _ShrunkMargin(shrink_schedule(*self.shrink_args))
+                self._model.start(preds)
+                t = 0
+            else:
+                t = self._model.k + 1
+                self._model.advance(preds)
+            # Called on empty rows too: the all-reductions need every worker.
+            return self._step(self._model.before_next_tree(), t)
 
 
 class _WorkerMetric:
-    """The eval metric each worker runs: its queries' metric values summed and
-    all-reduced with the other workers', so every worker reports the exact
-    mean over all queries of the eval set (on the SGLB-shrunk model)."""
+    """The eval metrics each worker runs on the sets XGBoost evaluates (in
+    the order of ``names``): every metric's per-query values summed over the
+    worker's queries and all-reduced with the other workers', so every worker
+    holds the exact mean over all queries of the set (on the SGLB-shrunk
+    model). A set in ``lazy`` (the training rows watched only for progress
+    lines) has its model tracked every iteration but its metrics computed
+    only when :meth:`lazy_values` asks (on every worker at once)."""
 
-    def __init__(self, label, settings, shrink_args):
-        self.label = label
-        self.settings = settings  # one dict per eval set
+    def __init__(self, metrics, names, settings, shrink_args, n_jobs, lazy=()):
+        self.metrics = metrics
+        self.names = names
+        self.settings = settings  # one dict per set
         self.shrink_args = shrink_args
+        self.n_jobs = n_jobs
+        self.lazy = set(lazy)
+
+    def _values(self, index, raw):
+        y, group_ptr = self._sets_by_index[index][1:3]
+        sums = []
+        for metric in self.metrics:
+            sums += _metric_sum_count(metric, y, raw, group_ptr, self.settings[index]) if y.size else [0.0, 0]
+        sums = _allreduce_sum(sums)
+        return {m: sums[2 * j] / sums[2 * j + 1] if sums[2 * j + 1] else float("nan")
+                for j, m in enumerate(self.metrics)}
 
     def __call__(self, predt, dmat):
         if not hasattr(self, "_sets"):
-            self._sets = {}
+            self._sets, self._sets_by_index, self.values, self.raw = {}, [], {}, {}
         handle = dmat.handle.value
-        if handle not in self._sets:  # eval sets come in order at the first iteration
+        if handle not in self._sets:  # the sets come in order at the first iteration
             y, group_ptr, _, _ = _local_queries(dmat)
-            self._sets[handle] = (len(self._sets), y, group_ptr, _ShrunkMargin(shrink_schedule(*self.shrink_args)))
-        index, y, group_ptr, model = self._sets[handle]
+            entry = (len(self._sets), y, group_ptr, _ShrunkMargin(shrink_schedule(*self.shrink_args)))
+            self._sets[handle] = entry
+            self._sets_by_index.append(entry)
+        index, _, _, model = self._sets[handle]
+        name = self.names[index]
         # XGBoost evaluates after each tree: the model with one more tree than last time.
-        raw = model.advance(np.asarray(predt, dtype=np.float64).ravel())
-        total, count = (_metric_sum_count(self.label, y, raw, group_ptr, self.settings[index])
-                        if y.size else (0.0, 0))
-        total, count = collective.allreduce(np.array([total, count], dtype=np.float64), collective.Op.SUM)
-        value = float(total / count) if count else float("nan")
+        self.raw[name] = model.advance(np.asarray(predt, dtype=np.float64).ravel())
+        if name in self.lazy:
+            return self.metrics[0], float("nan")
+        with limit_threads(self.n_jobs):
+            values = self._values(index, self.raw[name])
         # XGBoost keeps a custom metric's value with six digits: the exact
-        # values go to _WorkerEvalLog, which shares this object on the worker.
-        if not hasattr(self, "values"):
-            self.values = {}
-        self.values.setdefault(index, []).append(value)
-        return self.label, value
+        # values go to _WorkerLog, which shares this object on the worker.
+        self.values[name] = values
+        return self.metrics[0], values[self.metrics[0]]
+
+    def lazy_values(self, name):
+        """``{metric: value}`` of a lazy set at the last evaluated iteration."""
+        with limit_threads(self.n_jobs):
+            return self._values(self.names.index(name), self.raw[name])
 
 
-class _WorkerEvalLog(TrainingCallback):
-    """The exact eval history on every worker, and early stopping by the
-    in-memory rule (:meth:`rankkit._estimators._EvalMonitor.record`): the
-    metric is the same on every worker, so all stop together. At the end the
-    history rides back to the driver in the booster (attribute
-    ``rankkit_evals``, JSON, exact floats).
+class _WorkerLog(TrainingCallback):
+    """After every iteration on every worker: the exact metric values (from
+    the :class:`_WorkerMetric`) recorded by the in-memory monitor's own rule
+    (:meth:`rankkit._estimators._EvalMonitor.record`: best iteration, early
+    stopping); the values are the same on every worker, so all stop
+    together. With ``verbose``, worker 0 sends each progress line to the
+    driver (a Dask event on ``topic``), which prints it. At the end the
+    history and the ``diffusion_temperature_`` used ride back to the driver
+    in the booster (attribute ``rankkit_fit``, JSON, exact floats).
 
-    It reads the values from the :class:`_WorkerMetric` it is given:
-    ``xgboost.dask.train`` ships the objective, the metric and the callbacks to
-    a worker in one pickle (the training function's closure), so on the
-    worker they are the same object (checked)."""
+    ``xgboost.dask.train`` ships the objective, the metric and the callbacks
+    to a worker in one pickle (the training function's closure), so on the
+    worker this callback, the metric and the objective are the objects it
+    was given (checked)."""
 
-    ATTRIBUTE = "rankkit_evals"
+    ATTRIBUTE = "rankkit_fit"
 
-    def __init__(self, metric, n_evals, rounds, n_estimators):
+    def __init__(self, monitor, objective, metric, topic):
         super().__init__()
+        self.monitor = monitor
+        self.objective = objective
         self.metric = metric
-        self.monitor = _EvalMonitor([None] * n_evals, metric.label, {}, early_stopping_rounds=rounds,
-                                    verbose=False, n_estimators=n_estimators)
+        self.topic = topic
 
     def after_iteration(self, model, epoch, evals_log):
-        values = getattr(self.metric, "values", {})
-        if len(values) != len(self.monitor.history) or any(len(v) != epoch + 1 for v in values.values()):
+        names = list(self.monitor.history)
+        values = getattr(self.metric, "values", {}) if self.metric is not None else {}
+        if any(name not in values for name in names):
             raise RuntimeError("rankkit.dask: the eval metric's values did not reach the eval callback.")
-        return self.monitor.record(epoch, [values[i][-1] for i in range(len(values))])
+        stop = self.monitor.record(epoch, values)
+        for name in names:
+            del values[name]  # each iteration's values are recorded once
+        if self.monitor.prints(epoch, stop):
+            training = None
+            if self.monitor.TRAINING not in self.monitor.history:  # on every worker: all-reduced
+                training = self.metric.lazy_values(self.monitor.TRAINING)
+            if collective.get_rank() == 0:
+                distributed.get_worker().log_event(self.topic, [epoch, self.monitor.progress_line(epoch, training)])
+        return stop
 
     def after_training(self, model):
-        model.set_attr(**{self.ATTRIBUTE: json.dumps([h[self.metric.label] for h in self.monitor.history.values()])})
+        beta = getattr(self.objective.ranker, "diffusion_temperature_", None)
+        model.set_attr(**{self.ATTRIBUTE: json.dumps({"history": self.monitor.history,
+                                                       "diffusion_temperature": beta})})
         return model
 
 
 # ---------------------------------------------------------------------------
 # The rankers.
 # ---------------------------------------------------------------------------
-def _predict_partition(x, booster):
+def _predict_partition(x, backend, iteration_range=None):
     """Raw scores of one partition (float64), as the in-memory ranker computes them."""
     index = getattr(x, "index", None)
     x = check_array(x, dtype=(np.float64, np.float32), ensure_all_finite="allow-nan", ensure_min_samples=0)
-    out = (np.asarray(booster.inplace_predict(x, predict_type="margin"), dtype=np.float64) if x.shape[0]
-           else np.zeros(0))
+    if not x.shape[0]:
+        out = np.zeros(0)
+    elif iteration_range is None:
+        out = backend.predict(x)
+    else:
+        out = backend.predict(x, iteration_range[1], start_iteration=iteration_range[0])
     return out if index is None else pd.Series(out, index=index)
 
 
-def _score_partition(frame, booster, features, label, settings):
-    """``(sum, count)`` of the metric over the queries of a laid-out partition."""
+def _score_partition(frame, backend, features, metric, settings):
+    """``(sum, count)`` of the metric over the queries of a laid-out partition
+    (query-weighted with the rows' weights, as :func:`rankkit._estimators._mean_metric`)."""
     if not len(frame):
-        return pd.DataFrame({"sum": [0.0], "count": [0]})
-    raw = np.asarray(booster.inplace_predict(frame[features].to_numpy(), predict_type="margin"), dtype=np.float64)
+        return pd.DataFrame({"sum": [0.0], "count": [0.0]})
+    raw = backend.predict(frame[features].to_numpy())
     local = frame[_LOCAL].to_numpy()
     ptr = np.concatenate([[0], np.flatnonzero(np.diff(local)) + 1, [local.size]]).astype(np.int64)
-    total, count = _metric_sum_count(label, frame[_Y].to_numpy(), raw, ptr, settings)
-    return pd.DataFrame({"sum": [total], "count": [count]})
+    weight = frame[_W].to_numpy() if _W in frame.columns else None
+    total, count = _metric_sum_count(metric, frame[_Y].to_numpy(), raw, ptr, settings, weight)
+    return pd.DataFrame({"sum": [total], "count": [float(count)]})
 
 
 def _with_err_max_label(settings, max_label):
@@ -437,6 +510,34 @@ def _with_err_max_label(settings, max_label):
     if settings.get("err_mapping") is not None and settings.get("err_max_label") is None:
         return {**settings, "err_max_label": max_label}
     return settings
+
+
+class _Progress:
+    """The driver's end of the progress lines of ``fit(verbose=N)``: worker 0
+    sends each line as a Dask event on a topic of this fit
+    (:class:`_WorkerLog`); the client prints them as they come."""
+
+    def __init__(self, client):
+        self.client = client
+        self.topic = f"rankkit-progress-{uuid.uuid4().hex}"
+        self.last = -1
+        self._received = threading.Condition()
+        client.subscribe_topic(self.topic, self._print)
+
+    def _print(self, event):
+        t, line = event[1]
+        print(line, file=sys.stdout, flush=True)
+        with self._received:
+            self.last = int(t)
+            self._received.notify_all()
+
+    def wait_for(self, t, timeout=60.0):
+        """Until the line of iteration ``t`` is printed (events come in order)."""
+        with self._received:
+            self._received.wait_for(lambda: self.last >= t, timeout)
+
+    def close(self):
+        self.client.unsubscribe_topic(self.topic)
 
 
 class _DaskRanker:
@@ -556,9 +657,32 @@ class _DaskRanker:
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
         return _LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None), X
 
+    def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid"):
+        """The Dask counterpart of :meth:`rankkit._estimators.BaseRanker._prepare`
+        (which ``_eval_sets`` calls): the rows laid out on the cluster
+        (:class:`_LaidOut`); ``reset`` sets the fitted feature attributes,
+        otherwise the features are checked against them."""
+        laid, X_features = self._lay_out(self._get_client(), X, y, qid, objective, sample_weight=sample_weight,
+                                         where=where, qid_name=qid_name)
+        if reset:
+            self.n_features_in_ = len(laid.features)
+            self._set_feature_names(X_features)
+            self.categories_ = {}  # no categorical features on Dask (they are refused as non-numeric)
+        else:
+            self._check_features(X_features)
+        return laid
+
+    def _why_constant(self, train, grad_fn):
+        return (
+            "rankkit.dask does not look for the cause: the in-memory ranker finds it from the training rows and "
+            "the first gradients in one process. Fit the in-memory ranker "
+            f"({self._local_class.__name__}) on a sample of the queries to see it, or lower min_child_weight."
+        )
+
     # -- fit -----------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, qid=None, sample_weight=None, eval_set=None, eval_qid=None, early_stopping_rounds=None):
+    def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
+            eval_group=None, verbose=False, early_stopping_rounds=None):
         """Fit on a Dask cluster.
 
         Parameters
@@ -570,16 +694,30 @@ class _DaskRanker:
             Relevance labels.
         qid : dask Series or array, partitioned like ``X``, optional
             Query id of every row, unless ``X`` has the query column.
+        group : None
+            Query sizes describe consecutive rows, which a partitioned
+            collection does not keep: refused, pass ``qid``.
         sample_weight : dask Series or array, partitioned like ``X``, optional
             Per-row weights multiplying gradients and hessians.
         eval_set : list of (X, y) pairs of dask collections, optional
-            Sets evaluated every iteration (exact mean over all their
-            queries); the last one drives early stopping.
+            Sets evaluated every iteration with every ``eval_metric`` (exact
+            means over all their queries, ``evals_result_``); the last one
+            that is not the training data drives early stopping. An entry
+            that is the training data itself (the same ``X`` and ``y``
+            objects, the same ``qid``) is recorded as ``"training"``; the
+            others as ``"validation_<i>"``.
         eval_qid : list of dask Series or arrays, optional
             Query ids of each eval set (unless it carries the query column).
+        eval_group : None
+            Refused, as ``group``: pass ``eval_qid``.
+        verbose : bool or int, default=False
+            As the in-memory ranker's: a progress line every ``verbose``
+            iterations and at the last one (the training metrics, all-reduced
+            over the workers, and every eval set's), sent by a worker and
+            printed by the driver as training runs, then a final line.
         early_stopping_rounds : int, optional
-            Stop when the last eval set's metric has not improved for this
-            many iterations; the model keeps the best iteration.
+            Deprecated: set ``early_stopping_rounds`` on the ranker. Given
+            here, it overrides the ranker's value (with a ``FutureWarning``).
 
         Returns
         -------
@@ -592,60 +730,91 @@ class _DaskRanker:
                 f"{self.backend!r}. The numba and lightgbm backends train in memory "
                 f"({self._local_class.__name__})."
             )
+        for name, value, alternative in (("group", group, "qid"), ("eval_group", eval_group, "eval_qid")):
+            if value is not None:
+                raise ValueError(
+                    f"{type(self).__name__} does not take {name}=: query sizes describe consecutive rows, which "
+                    f"the partitions of a dask collection do not keep. Pass {alternative}= (per-row query ids, "
+                    "partitioned like X; rankkit.model_selection.qid_from_group converts sizes) or a query column."
+                )
+        if CallbackList(self.callbacks):
+            raise ValueError(
+                f"{type(self).__name__} does not run callbacks: its iterations run on the workers, inside "
+                "xgboost.dask.train, where neither this ranker nor a callback's state exists. Use "
+                "early_stopping_rounds= to stop, fit(verbose=N) for progress and evals_result_ after fit; "
+                f"callbacks run with the in-memory ranker ({self._local_class.__name__})."
+            )
         objective = self._objective_for_fit()
-        train, X_features = self._lay_out(client, X, y, qid, objective, sample_weight=sample_weight)
-        self.n_features_in_ = len(train.features)
-        self._set_feature_names(X_features)
+        train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight)
         objective = _pin_err_max_label(objective, train.max_label)
-        evals = self._dask_eval_sets(client, eval_set, eval_qid, objective)
-        label, settings = self._eval_metric(objective)
-        monitor = _EvalMonitor(evals, label, settings, early_stopping_rounds=early_stopping_rounds, verbose=False,
-                               n_estimators=self.n_estimators)
+        sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None))
+        metrics, settings = self._eval_metrics(objective)
+        monitor = _EvalMonitor(self, None, sets, metrics, settings,
+                               early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
+                               verbose=verbose, callbacks=None)
         seed_base = seed_from(self.random_state)
         backend = self._make_backend(seed_base)
         params = backend._params()
         backend.params_ = params
         shrink_args = (self.model_shrink_rate, self.model_shrink_mode, self.learning_rate)
+        # What XGBoost evaluates: the sets in eval_set order, then the
+        # training rows for the progress lines if they are not among them.
+        tracked = [(name, train if data is None else data) for name, data in sets]
+        lazy = []
+        if monitor.period and monitor.TRAINING not in monitor.history:
+            tracked.append((monitor.TRAINING, train))
+            lazy.append(monitor.TRAINING)
         metric = None
-        if evals:
-            metric = _WorkerMetric(label, [_with_err_max_label(settings, e.max_label) for e in evals], shrink_args)
-        # xgboost.dask (3.2) asks distributed for the current client even when
-        # given one (xgboost.dask._get_client calls distributed.get_client() to
-        # check the type): make ours the current one while it runs.
-        with client.as_current():
-            dtrain = train.dmatrix(client, int(self.max_bin))
-            devals = [(e.dmatrix(client, int(self.max_bin), ref=dtrain), f"validation_{i}")
-                      for i, e in enumerate(evals)]
-            result = dxgb.train(
-                client, params, dtrain, num_boost_round=int(self.n_estimators), evals=devals or None,
-                obj=_WorkerObjective(objective, seed_base, train.query_keys, shrink_args),
-                custom_metric=metric,
-                callbacks=[_WorkerEvalLog(metric, len(evals), early_stopping_rounds, int(self.n_estimators))]
-                if evals else None,
-                verbose_eval=False,
-            )
-        booster = result["booster"]
-        # Trained on frames with columns f0, f1, ...: drop the names, as a
-        # booster trained in memory on arrays has none.
-        booster.feature_names = None
-        booster.feature_types = None
-        if evals:
-            history = json.loads(booster.attr(_WorkerEvalLog.ATTRIBUTE))
-            booster.set_attr(**{_WorkerEvalLog.ATTRIBUTE: None})
-            for t in range(booster.num_boosted_rounds()):
-                monitor.record(t, [values[t] for values in history])
+        if tracked:
+            metric = _WorkerMetric(metrics, [name for name, _ in tracked],
+                                   [_with_err_max_label(settings, data.max_label) for _, data in tracked],
+                                   shrink_args, self.n_jobs, lazy)
+        # The in-memory ranker of the same parameters runs the gradient
+        # pipeline and records the metrics on the workers.
+        local = self._local_class(**{k: v for k, v in self.get_params(deep=False).items() if k != "client"})
+        worker_monitor = _EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets],
+                                      metrics, {}, early_stopping_rounds=monitor.early_stopping_rounds,
+                                      verbose=verbose, callbacks=None)
+        worker_objective = _WorkerObjective(local, objective, seed_base, train.query_keys, shrink_args)
+        progress = _Progress(client) if monitor.period else None
+        try:
+            # xgboost.dask (3.2) asks distributed for the current client even
+            # when given one (xgboost.dask._get_client calls
+            # distributed.get_client() to check the type): make ours the
+            # current one while it runs.
+            with client.as_current():
+                dtrain = train.dmatrix(client, int(self.max_bin))
+                devals = [(dtrain if data is train else data.dmatrix(client, int(self.max_bin), ref=dtrain), name)
+                          for name, data in tracked]
+                result = dxgb.train(
+                    client, params, dtrain, num_boost_round=int(self.n_estimators), evals=devals or None,
+                    obj=worker_objective, custom_metric=metric,
+                    callbacks=[_WorkerLog(worker_monitor, worker_objective, metric,
+                                          None if progress is None else progress.topic)],
+                    verbose_eval=False,
+                )
+            booster = result["booster"]
+            # Trained on frames with columns f0, f1, ...: drop the names, as a
+            # booster trained in memory on arrays has none.
+            booster.feature_names = None
+            booster.feature_types = None
+            fitted = json.loads(booster.attr(_WorkerLog.ATTRIBUTE))
+            booster.set_attr(**{_WorkerLog.ATTRIBUTE: None})
+            n_done = booster.num_boosted_rounds()
+            for t in range(n_done):  # the workers' record, replayed by the same rule
+                monitor.record(t, {name: {m: curve[t] for m, curve in result.items()}
+                                   for name, result in fitted["history"].items()})
+            if progress is not None:
+                progress.wait_for(n_done - 1)  # the last iteration always has a line
+        finally:
+            if progress is not None:
+                progress.close()
+        self.diffusion_temperature_ = fitted["diffusion_temperature"]
         schedule = shrink_schedule(*shrink_args)
-        backend._keep(booster, [shrink_factor(schedule, t) for t in range(booster.num_boosted_rounds())])
-        return self._finish(backend, objective, monitor, early_stopping_rounds)
-
-    def _dask_eval_sets(self, client, eval_set, eval_qid, objective):
-        out = []
-        for i, X, y, q in self._eval_pairs(eval_set, eval_qid):
-            laid, X_features = self._lay_out(client, X, y, q, objective, where=f"eval_set[{i}]",
-                                             qid_name=f"eval_qid[{i}]")
-            self._check_features(X_features)
-            out.append(laid)
-        return out
+        backend._keep(booster, [shrink_factor(schedule, t) for t in range(n_done)])
+        self._finish(backend, objective, monitor, None, None)
+        monitor.after_training(self)
+        return self
 
     # -- predict / score / to_local ------------------------------------------------
     def _features(self, X):
@@ -657,24 +826,29 @@ class _DaskRanker:
         self._check_features(X)
         return X
 
-    def predict(self, X):
+    def predict(self, X, iteration_range=None):
         """Raw ranking scores (higher ranks first), a dask collection
         partitioned like ``X``: a Series for a DataFrame (same index), an
         array for an array. A DataFrame's query column, if present, is dropped.
+        ``iteration_range``: as :meth:`rankkit.LambdaMARTRanker.predict`'s
+        (exact with SGLB shrinkage).
         """
         check_is_fitted(self, "backend_")
         X = self._features(X)
-        booster = dask.delayed(self.booster_, pure=True)
+        if iteration_range is not None:
+            iteration_range = self._check_iteration_range(iteration_range)
+        backend = dask.delayed(self.backend_, pure=True)
         if isinstance(X, dd.DataFrame):
-            return X.map_partitions(_predict_partition, booster, meta=pd.Series(dtype=np.float64))
+            return X.map_partitions(_predict_partition, backend, iteration_range, meta=pd.Series(dtype=np.float64))
         X = X.rechunk({1: -1})
-        return X.map_blocks(_predict_partition, booster, drop_axis=1, dtype=np.float64,
+        return X.map_blocks(_predict_partition, backend, iteration_range, drop_axis=1, dtype=np.float64,
                             meta=np.zeros(0, dtype=np.float64))
 
-    def score(self, X, y, *, qid=None):
+    def score(self, X, y, *, qid=None, sample_weight=None):
         """Mean per-query ranking metric over all queries, computed on the
-        cluster (as :meth:`rankkit.LambdaMARTRanker.score`: ``eval_metric`` or
-        the ranker's own, worst-case ties).
+        cluster, as :meth:`rankkit.LambdaMARTRanker.score`: the first
+        ``eval_metric`` or the ranker's own, worst-case ties, and with
+        ``sample_weight`` (partitioned like ``X``) weighted by query.
 
         Returns
         -------
@@ -682,16 +856,15 @@ class _DaskRanker:
         """
         check_is_fitted(self, "backend_")
         client = self._get_client()
-        laid, X_features = self._lay_out(client, X, y, qid, self.objective_)
-        self._check_features(X_features)
-        label, settings = self._eval_metric(self.objective_)
+        laid = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight)
+        metrics, settings = self._eval_metrics(self.objective_)
         settings = _with_err_max_label(settings, laid.max_label)
-        booster = dask.delayed(self.booster_, pure=True)
-        sums = laid.frame.map_partitions(_score_partition, booster, laid.features, label, settings,
-                                         meta=pd.DataFrame({"sum": [0.0], "count": [0]}).iloc[:0])
+        backend = dask.delayed(self.backend_, pure=True)
+        sums = laid.frame.map_partitions(_score_partition, backend, laid.features, metrics[0], settings,
+                                         meta=pd.DataFrame({"sum": [0.0], "count": [0.0]}).iloc[:0])
         sums = client.compute(sums).result()
-        count = int(sums["count"].sum())
-        return float(sums["sum"].sum()) / count if count else float("nan")
+        count = float(sums["count"].sum())
+        return float(sums["sum"].sum()) / count if count > 0 else float("nan")
 
     def to_local(self):
         """The equivalent in-memory ranker (same parameters but ``client``,

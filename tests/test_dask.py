@@ -118,19 +118,23 @@ def test_quality_equals_the_in_memory_ranker(client, data, dask_class, params):
 @pytest.mark.parametrize("dask_class, params", [
     (DaskStochasticRankRanker, dict(langevin=True, diffusion_temperature=1e3, model_shrink_rate=0.2)),
     (DaskYetiRanker, dict(n_permutations=3)),
+    (DaskLambdaMARTRanker, dict(langevin=True, model_shrink_rate=0.1)),  # diffusion_temperature="auto"
 ])
 def test_same_model_as_in_memory_whatever_the_partitions(client, dask_class, params):
     """With features of few distinct values XGBoost's quantile cuts are exact
     on one machine and on the cluster alike, so the trees depend only on the
     gradients: the Dask model is the in-memory one, for 3 or 5 partitions.
     The random objectives' draws (and SGLB's noise and shrinkage) are the
-    same on the workers as in memory: keyed by query id, not by place."""
+    same on the workers as in memory: keyed by query id, not by place; the
+    per-query losses' query units (YetiRank, LambdaMART) and the automatic
+    diffusion temperature come from sums over all the workers."""
     X, y, qid = make_ranking(120, n_features=6, random_state=5)
     frame = pd.DataFrame(np.round(X * 2), columns=[f"x{j}" for j in range(6)]).assign(qid=qid * 7 + 3)
     perm = np.random.default_rng(0).permutation(len(y))
     frame, y = frame.iloc[perm].reset_index(drop=True), y[perm]
     kw = dict(n_estimators=8, max_depth=3, random_state=4, n_jobs=1, min_child_weight=1e-3, **params)
-    expected = dask_class._local_class(**kw).fit(frame, y).predict(frame)
+    local = dask_class._local_class(**kw).fit(frame, y)
+    expected = local.predict(frame)
     other_seed = dask_class._local_class(**{**kw, "random_state": 5}).fit(frame, y).predict(frame)
     assert np.abs(other_seed - expected).max() > 1e-3  # the draws matter
     for n_partitions in (3, 5):
@@ -138,6 +142,10 @@ def test_same_model_as_in_memory_whatever_the_partitions(client, dask_class, par
                                                     dd.from_pandas(pd.Series(y), npartitions=n_partitions, sort=False))
         # float32 margins: the shrunk model is tracked from sums instead of tree by tree.
         np.testing.assert_allclose(model.to_local().predict(frame), expected, rtol=0, atol=1e-6)
+        if local.diffusion_temperature_ is None:
+            assert model.diffusion_temperature_ is None
+        else:  # "auto": the same beta from the global sum of squared gradients
+            assert model.diffusion_temperature_ == pytest.approx(local.diffusion_temperature_, rel=1e-12)
 
 
 def test_to_local_predicts_identically_and_pickles(client, data):
@@ -157,8 +165,13 @@ def test_to_local_predicts_identically_and_pickles(client, data):
     assert again.client is None
     again.set_params(client=client)
     np.testing.assert_array_equal(client.compute(again.predict(data["X"])).result().to_numpy(), computed.to_numpy())
-    # score on the cluster is the in-memory score.
+    # score on the cluster is the in-memory score, query-weighted with sample_weight.
     assert model.score(data["X"], data["dy"]) == pytest.approx(local.score(data["local"], data["y"]), abs=1e-12)
+    w = 1.0 + data["local"]["qid"].to_numpy() % 3
+    dw = dd.from_pandas(pd.Series(w), npartitions=4, sort=False)
+    weighted = local.score(data["local"], data["y"], sample_weight=w)
+    assert weighted != pytest.approx(local.score(data["local"], data["y"]), abs=1e-6)
+    assert model.score(data["X"], data["dy"], sample_weight=dw) == pytest.approx(weighted, abs=1e-12)
 
 
 def test_dask_arrays_with_qid(client, data):
@@ -179,8 +192,9 @@ def test_eval_history_is_the_exact_global_mean_with_sglb(client, data):
     same; early stopping keeps the best iteration."""
     X_eval = dd.from_pandas(data["test"], npartitions=3, sort=False)
     y_eval = dd.from_pandas(pd.Series(data["y_test"]), npartitions=3, sort=False)
-    model = DaskLambdaMARTRanker("ndcg@10", **{**SMALL, "n_estimators": 60}, model_shrink_rate=0.5, client=client)
-    model.fit(data["X"], data["dy"], eval_set=[(X_eval, y_eval)], early_stopping_rounds=4)
+    model = DaskLambdaMARTRanker("ndcg@10", **{**SMALL, "n_estimators": 60}, model_shrink_rate=0.5,
+                                 early_stopping_rounds=4, client=client)
+    model.fit(data["X"], data["dy"], eval_set=[(X_eval, y_eval)])
     history = model.evals_result_["validation_0"]["ndcg@10"]
     assert model.best_iteration_ == int(np.argmax(history)) and model.best_score_ == max(history)
     assert len(history) == model.n_iterations_ < 60  # stopped early
@@ -196,6 +210,78 @@ def test_eval_history_is_the_exact_global_mean_with_sglb(client, data):
                                            rel=0, abs=1e-12)
     assert local.score(data["test"], data["y_test"]) == pytest.approx(model.best_score_, rel=0, abs=1e-12)
     assert np.all(local.backend_.shrink_factors_[1:] == 1 - 0.5 * SMALL["learning_rate"])
+    # predict(iteration_range=) on the cluster: the in-memory ranker's, exact with shrinkage.
+    for iteration_range in ((0, 2), (1, 3)):
+        np.testing.assert_array_equal(
+            client.compute(model.predict(X_eval, iteration_range=iteration_range)).result().to_numpy(),
+            local.predict(data["test"], iteration_range=iteration_range))
+    with pytest.raises(ValueError, match="must satisfy 0 <= start < end"):
+        model.predict(X_eval, iteration_range=(0, model.n_iterations_ + 1))
+    # The deprecated fit argument still works, with the in-memory warning.
+    with pytest.warns(FutureWarning, match="fit\\(early_stopping_rounds=...\\) is deprecated"):
+        DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 3}, client=client).fit(
+            data["X"], data["dy"], eval_set=[(X_eval, y_eval)], early_stopping_rounds=2)
+
+
+def test_eval_metric_list_training_set_and_progress_lines(client, data, capsys):
+    """As in memory: every eval_metric for every set, the training data
+    passed as an eval set recorded as "training", the first metric on the
+    last other set driving early stopping, and verbose=N lines (sent by a
+    worker, printed by the driver in order) with the final line."""
+    X_eval = dd.from_pandas(data["test"], npartitions=3, sort=False)
+    y_eval = dd.from_pandas(pd.Series(data["y_test"]), npartitions=3, sort=False)
+    kw = dict(**{**SMALL, "n_estimators": 30}, eval_metric=["ndcg@5", "map"], early_stopping_rounds=3)
+    model = DaskLambdaMARTRanker(**kw, client=client)
+    model.fit(data["X"], data["dy"], eval_set=[(data["X"], data["dy"]), (X_eval, y_eval)], verbose=4)
+    lines = capsys.readouterr().out.splitlines()
+    history = model.evals_result_
+    assert list(history) == ["training", "validation_1"]
+    assert all(list(h) == ["ndcg@5", "map"] for h in history.values())
+    n_done = model.n_iterations_
+    assert all(len(curve) == n_done for h in history.values() for curve in h.values())
+    main = history["validation_1"]["ndcg@5"]
+    assert model.best_iteration_ == int(np.argmax(main)) and model.best_score_ == main[model.best_iteration_]
+    printed = [t for t in range(n_done) if t % 4 == 0 or t == n_done - 1]
+    assert len(lines) == len(printed) + 1
+    for t, line in zip(printed, lines):
+        assert line == f"[{t}]" + "".join(f"\t{name}-{m}:{history[name][m][t]:.5f}"
+                                          for name in history for m in ("ndcg@5", "map"))
+    stopped = n_done < 30
+    assert lines[-1] == ((f"stopped at iteration {n_done - 1} by early stopping" if stopped
+                          else "trained 30 iterations")
+                         + f", best iteration {model.best_iteration_}, best validation_1-ndcg@5 {model.best_score_:.5f}")
+    # The training curve is the model's own metric on the training rows.
+    local = model.to_local()
+    groups = make_groups(data["local"]["qid"])
+    X_train, y_train = groups.sort(data["local"].drop(columns="qid").to_numpy()), groups.sort(data["y"])
+    settings = model.objective_._eval_metric_settings()
+    raw = local.backend_.predict(X_train, n_iterations=2)
+    assert history["training"]["map"][1] == pytest.approx(_mean_metric("map", y_train, raw, groups.group_ptr,
+                                                                        settings), rel=0, abs=1e-12)
+    # The same lines' layout as the in-memory ranker's.
+    rankkit.LambdaMARTRanker(**kw).fit(data["local"], data["y"], eval_set=[(data["local"], data["y"]),
+                                                                           (data["test"], data["y_test"])], verbose=4)
+    expected = capsys.readouterr().out.splitlines()
+    shape = [[field.split(":")[0] for field in line.split("\t")[1:]] for line in lines[:-1]]
+    assert shape == [[field.split(":")[0] for field in line.split("\t")[1:]] for line in expected[:1]] * len(shape)
+
+
+def test_progress_lines_without_eval_set(client, data, capsys):
+    """verbose=N alone: the training metric of the printed iterations, the
+    exact mean over all training queries (all-reduced over the workers)."""
+    model = DaskYetiRanker(**{**SMALL, "n_estimators": 5}, n_permutations=2, client=client)
+    model.fit(data["X"], data["dy"], verbose=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert model.evals_result_ == {} and model.best_score_ is None and model.best_iteration_ == 4
+    assert [line.split("\t")[0] for line in lines] == ["[0]", "[2]", "[4]", "trained 5 iterations"]
+    local = model.to_local()
+    groups = make_groups(data["local"]["qid"])
+    X_train, y_train = groups.sort(data["local"].drop(columns="qid").to_numpy()), groups.sort(data["y"])
+    settings = model.objective_._eval_metric_settings()
+    for t, line in zip((0, 2, 4), lines):
+        value = _mean_metric("ndcg@10", y_train, local.backend_.predict(X_train, n_iterations=t + 1),
+                             groups.group_ptr, settings)
+        assert line == f"[{t}]\ttraining-ndcg@10:{value:.5f}"
 
 
 def test_sample_weight(client, data):
@@ -258,6 +344,24 @@ def test_qid_not_aligned_with_X(client, data):
     shifted = shifted.repartition(divisions=[0, 10, 20, 30, len(qid) - 1])
     with pytest.raises(ValueError, match=r"qid is not partitioned like X: partition \d of X has \d+ rows but \d+ entries of qid"):
         DaskLambdaMARTRanker(client=client).fit(X, data["dy"], qid=shifted)
+
+
+def test_callbacks_and_group_sizes_are_refused(client, data):
+    with pytest.raises(ValueError, match="does not run callbacks.*early_stopping_rounds=.*LambdaMARTRanker"):
+        DaskLambdaMARTRanker(callbacks=[lambda env: False], client=client).fit(data["X"], data["dy"])
+    with pytest.raises(ValueError, match="does not take group=.*Pass qid="):
+        DaskLambdaMARTRanker(client=client).fit(data["X"].drop(columns="qid"), data["dy"], group=[10] * 10)
+    with pytest.raises(ValueError, match="eval_qid was given without eval_set"):
+        DaskLambdaMARTRanker(client=client).fit(data["X"], data["dy"], eval_qid=[data["dy"]])
+    with pytest.raises(ValueError, match="early_stopping_rounds needs an eval_set other than the training data"):
+        DaskLambdaMARTRanker(early_stopping_rounds=2, client=client).fit(data["X"], data["dy"],
+                                                                         eval_set=[(data["X"], data["dy"])])
+
+
+def test_constant_model_warning_says_why_there_is_no_cause(client, data):
+    with pytest.warns(UserWarning, match="grew no split in 2 trees.*rankkit.dask does not look for the cause"):
+        DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 2, "min_child_weight": 1e9}, client=client).fit(
+            data["X"], data["dy"])
 
 
 def test_no_client(data):

@@ -93,7 +93,7 @@ _METRIC_SETTINGS = frozenset(inspect.signature(evaluate_sorted).parameters) - {
 HESSIAN_FLOOR = 1e-6
 
 
-def query_hessian_units(grad, hess, n_queries):
+def query_hessian_units(grad, hess, n_queries, hess_sum=None):
     r"""Scale ``grad`` and ``hess`` in place so that the hessians sum to ``n_queries``.
 
     A tree's Newton leaf ``-G / (H + lambda)`` and its split constraint
@@ -109,8 +109,14 @@ def query_hessian_units(grad, hess, n_queries):
     The query, not the document, is the unit because the loss is a sum over
     queries. Applied by the rankers to objectives with Newton leaves, every
     iteration (``docs/user_guide.md``, "Defaults and why"). Returns the factor.
+
+    ``hess_sum`` and ``n_queries`` are over all the training rows: when
+    ``grad`` and ``hess`` are a part of them (``rankkit.dask``: one worker's
+    queries), pass the global hessian sum as ``hess_sum`` (and the global
+    number of queries), so that every part is scaled by the same factor;
+    by default ``hess_sum`` is ``hess.sum()``.
     """
-    total = float(hess.sum())
+    total = float(hess.sum()) if hess_sum is None else float(hess_sum)
     if total <= 0.0 or n_queries <= 0:
         return 1.0
     factor = n_queries / total
