@@ -287,4 +287,8 @@ def test_xgboosts_openmp_workers_sleep_soon_when_rankkit_loaded_the_runtime():
     short = float(_run(_XGBOOST_SPIN, _clean_env()).stdout.split()[-1])
     active = float(_run(_XGBOOST_SPIN, _clean_env(OMP_WAIT_POLICY="ACTIVE")).stdout.split()[-1])
     assert short < 0.002
-    assert active > 0.005
+    if active <= 0.005:
+        # On a machine whose cores are taken by other processes the spinning
+        # workers may not run during the sleeps: then the measurement cannot
+        # tell spinning from sleeping, and the first assert proved nothing.
+        pytest.skip(f"the ACTIVE control burnt only {active:.4f} CPU s here (busy machine?)")
