@@ -46,6 +46,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
@@ -293,9 +294,22 @@ def per_query_metrics(y, score, qid):
     }
 
 
+@functools.lru_cache(maxsize=None)
+def _rankkit_source_hash():
+    """A hash of rankkit's source: cached rankkit fits are reused only by the
+    code that made them (``--cache-rankkit``)."""
+    import rankkit
+
+    digest = hashlib.sha1()
+    for path in sorted(Path(rankkit.__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _cache_key(dataset, fold, label, engine, params, metric, cfg):
+    version = _rankkit_source_hash() if engine == "rankkit" else _engine_version(engine)
     blob = json.dumps(
-        [dataset, fold, label, engine, _engine_version(engine), repr(params), metric, cfg.n_estimators,
+        [dataset, fold, label, engine, version, repr(params), metric, cfg.n_estimators,
          cfg.lr, cfg.depth, cfg.patience, cfg.backend if engine == "rankkit" else None,
          cfg.seeds if engine == "rankkit" else 1,
          sorted(cfg.overrides.items()) if engine == "rankkit" else None],
