@@ -187,12 +187,18 @@ def _fitted_attributes(ranker):
             if k.endswith("_") and not k.startswith("_") and k not in _REBUILT}
 
 
+#: Parameters saved as None: training callbacks are code that acts during
+#: ``fit`` (XGBoost does not save them in a model either).
+_NOT_SAVED = frozenset({"callbacks"})
+
+
 def save_model(ranker, path):
     """Write a fitted ranker to ``path`` (a file name or a binary file object).
 
     See the module docstring for the format. Raises ``NotFittedError`` for an
     unfitted ranker and ``TypeError`` naming a parameter whose value cannot
-    be stored (e.g. a callable).
+    be stored (e.g. a callable). ``callbacks`` is saved as None: callbacks
+    act during ``fit`` and are code.
     """
     check_is_fitted(ranker, "backend_")
     state, files = ranker.backend_.save()
@@ -203,7 +209,8 @@ def save_model(ranker, path):
         "rankkit_version": _rankkit_version(),
         "estimator": _class_name(type(ranker)),
         "backend": ranker.backend_.name,
-        "params": {k: _encode(v, f"parameter {k}") for k, v in ranker.get_params(deep=False).items()},
+        "params": {k: _encode(None if k in _NOT_SAVED else v, f"parameter {k}")
+                   for k, v in ranker.get_params(deep=False).items()},
         "fitted": {k: _encode(v, f"attribute {k}") for k, v in _fitted_attributes(ranker).items()},
         "backend_state": _encode(state, "backend state"),
         "files": sorted(files),

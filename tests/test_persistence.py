@@ -350,6 +350,19 @@ def test_a_parameter_that_is_code_cannot_be_saved(frames, tmp_path):
         ranker.save_model(tmp_path / "m.rkm")
 
 
+def test_callbacks_are_not_saved(frames, tmp_path):
+    """Callbacks act during fit and are code: saved as None, the model unchanged."""
+    train, y, _, _ = frames
+    seen = []
+    ranker = QueryRMSERanker(backend="numba", qid_col="query", callbacks=[lambda env: seen.append(env.iteration)],
+                             **BOOST).fit(train, y)
+    assert seen  # the callback ran during fit
+    ranker.save_model(tmp_path / "m.rkm")
+    loaded = load_model(tmp_path / "m.rkm")
+    assert loaded.get_params()["callbacks"] is None
+    np.testing.assert_array_equal(loaded.predict(train), ranker.predict(train))
+
+
 class ShiftedQueryRMSE(QueryRMSE):
     """A user-written objective (module level, so that a file can name it)."""
 
