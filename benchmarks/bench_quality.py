@@ -217,6 +217,7 @@ def fit_catboost(loss, fold, cfg, eval_metric="ndcg@10"):
         "learning_rate": cfg.lr, "eval_metric": _CATBOOST_EVAL[eval_metric], "od_type": "Iter",
         "od_wait": cfg.patience, "use_best_model": True, "random_seed": 0,
         "thread_count": cfg.n_jobs, "verbose": False, "allow_writing_files": False,
+        **cfg.catboost_overrides,
     })
     with Timer() as t:
         model.fit(catboost.Pool(Xt, yt, group_id=qt), eval_set=catboost.Pool(Xv, yv, group_id=qv))
@@ -308,13 +309,13 @@ def _rankkit_source_hash():
 
 def _cache_key(dataset, fold, label, engine, params, metric, cfg):
     version = _rankkit_source_hash() if engine == "rankkit" else _engine_version(engine)
-    blob = json.dumps(
-        [dataset, fold, label, engine, version, repr(params), metric, cfg.n_estimators,
-         cfg.lr, cfg.depth, cfg.patience, cfg.backend if engine == "rankkit" else None,
-         cfg.seeds if engine == "rankkit" else 1,
-         sorted(cfg.overrides.items()) if engine == "rankkit" else None],
-        sort_keys=True, default=str,
-    )
+    items = [dataset, fold, label, engine, version, repr(params), metric, cfg.n_estimators,
+             cfg.lr, cfg.depth, cfg.patience, cfg.backend if engine == "rankkit" else None,
+             cfg.seeds if engine == "rankkit" else 1,
+             sorted(cfg.overrides.items()) if engine == "rankkit" else None]
+    if engine == "catboost" and cfg.catboost_overrides:
+        items.append(sorted(cfg.catboost_overrides.items()))
+    blob = json.dumps(items, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
 
@@ -385,6 +386,18 @@ def report(dataset, results, folds, cfg):
     return text
 
 
+def _parse_settings(items):
+    """``["name=value", ...]`` as a dict, values parsed as JSON where they are."""
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            out[name] = json.loads(value)
+        except json.JSONDecodeError:
+            out[name] = value
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS), choices=list(DATASETS))
@@ -402,16 +415,13 @@ def main(argv=None):
     parser.add_argument("--only", default=None, help="comma-separated substrings of method labels")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a rankkit parameter for every rankkit method (repeatable)")
+    parser.add_argument("--catboost-set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a CatBoost parameter for every CatBoost peer (repeatable), e.g. "
+                             "grow_policy=Depthwise to see what its tree learner is worth")
     parser.add_argument("--no-cache", dest="cache", action="store_false", help="refit the peers too")
     parser.add_argument("--cache-rankkit", action="store_true", help="reuse cached rankkit fits as well")
     cfg = parser.parse_args(argv)
-    cfg.overrides = {}
-    for item in cfg.set:
-        name, _, value = item.partition("=")
-        try:
-            cfg.overrides[name] = json.loads(value)
-        except json.JSONDecodeError:
-            cfg.overrides[name] = value
+    cfg.overrides, cfg.catboost_overrides = _parse_settings(cfg.set), _parse_settings(cfg.catboost_set)
     if cfg.quick:
         cfg.n_estimators, cfg.patience = 200, 50
         cfg.folds = cfg.folds or [1, 2]
@@ -444,6 +454,7 @@ def main(argv=None):
         f"max {cfg.n_estimators} trees, depth {cfg.depth}, lr {cfg.lr}, early stopping on the validation "
         f"split (patience {cfg.patience}), {cfg.n_jobs} threads, rankkit backend={cfg.backend}"
         + (f", rankkit overrides {cfg.overrides}" if cfg.overrides else "")
+        + (f", CatBoost overrides {cfg.catboost_overrides}" if cfg.catboost_overrides else "")
     )
     text = (
         f"Quality benchmark: {settings}.\nTest metrics by rankkit.metrics, worst-order ties, exp gain; "
