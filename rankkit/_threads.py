@@ -22,12 +22,10 @@ then the engine's trees: XGBoost's wheel bundles its own libgomp, the one
 scikit-learn's wheel bundles too, while numba and LightGBM use the system's),
 so one runtime's spinning workers hold the cores the other needs; and when
 other processes want the cores, a spinning worker burns the share of CPU the
-working threads would get, in every one of the engines' many parallel regions
-(about 40 per tree for XGBoost, 240 for LightGBM, 26 for rankkit's numba
-trees). Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) fixes that but costs a
-wake-up of about 30 microseconds per region on an idle machine (up to 3.5x
-slower LightGBM trees), because the engines start their regions back to back
-a few microseconds apart. Spinning :data:`SPIN_COUNT` iterations (about 10
+working threads would get, in every one of the engines' many short parallel
+regions. Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) fixes that but costs a
+wake-up per region on an idle machine, because the engines start their
+regions back to back a few microseconds apart. Spinning :data:`SPIN_COUNT` iterations (about 10
 microseconds at libgomp's estimate of 100,000 per millisecond) catches those
 gaps and then sleeps. Measurements: ``docs/backends.md``, "Threads and shared
 machines".
