@@ -145,7 +145,7 @@ def test_node_split_matches_exhaustive_search(lam, mcw):
 # -- whole trees -----------------------------------------------------------
 def grow(X, grad, hess, **kw):
     Xb, edges, ptr = binned(X)
-    g = TreeGrower(Xb, np.diff(ptr) + 1, edges, ptr, **kw)
+    g = TreeGrower(group_features(Xb), np.diff(ptr) + 1, edges, ptr, **kw)
     rows = np.arange(X.shape[0], dtype=np.int32)
     nodes = g.grow(grad, hess, rows, np.arange(X.shape[1], dtype=np.int64))
     return nodes, Xb
@@ -206,7 +206,8 @@ def test_all_zero_gradients_and_single_row_give_a_leaf():
     assert nodes.shape[0] == 1 and nodes["value"][0] == -1.0
 
 
-def test_partition_is_stable_and_correct():
+@pytest.mark.parametrize("n_chunks", [1, 3])
+def test_partition_is_stable_and_correct(n_chunks):
     rng = np.random.default_rng(4)
     n = 500
     Xb, _, _ = binned(tied_data(rng, n, 12))
@@ -215,13 +216,14 @@ def test_partition_is_stable_and_correct():
     before = rows.copy()
     starts, ends = np.array([0, 200], dtype=np.int64), np.array([200, 480], dtype=np.int64)
     f, t, ml = np.array([0, 11], dtype=np.int64), np.array([1, 0], np.uint8), np.array([1, 0], np.uint8)
-    for move in (False, True):
+    scratch = np.empty((n_chunks, n), np.uint64)
+    for move, in_place in ((False, False), (True, False), (True, True)):
         rows[:] = before
         pos = np.ascontiguousarray(Xg[:, rows, :])  # bins by position
-        dst = np.zeros_like(pos)
+        dst = pos if in_place else np.zeros_like(pos)
         nl = np.empty(2, dtype=np.int64)
         partition_grouped(pos, pos.view(np.uint64)[:, :, 0], dst.view(np.uint64)[:, :, 0], rows,
-                          np.empty(n, np.int32), np.empty(n, np.uint8), starts, ends, f, t, ml, nl, move)
+                          np.empty(n, np.int32), np.empty(n, np.uint8), starts, ends, f, t, ml, nl, move, scratch)
         for k in range(2):
             seg = before[starts[k]:ends[k]]
             go = np.array([ref.ref_goes_left(b, t[k], ml[k]) for b in Xb[seg, f[k]]])
@@ -231,6 +233,29 @@ def test_partition_is_stable_and_correct():
                 for g in range(Xg.shape[0]):
                     np.testing.assert_array_equal(dst[g, starts[k]:ends[k]], Xg[g, rows[starts[k]:ends[k]]])
         np.testing.assert_array_equal(rows[480:], before[480:])
+        if in_place:  # positions outside the segments untouched
+            np.testing.assert_array_equal(dst[:, 480:], Xg[:, before[480:]])
+
+
+def test_grower_reused_across_trees_matches_a_fresh_one():
+    """The working copy is partitioned in place: a grower reused for the next
+    tree (all rows, a subsample, all rows again) grows what a fresh one grows."""
+    rng = np.random.default_rng(9)
+    n, F = 700, 19
+    X = tied_data(rng, n, F)
+    Xb, edges, ptr = binned(X)
+    Xg = group_features(Xb)
+    kw = dict(max_depth=5, reg_lambda=1.0, min_child_weight=0.0)
+    reused = TreeGrower(Xg, np.diff(ptr) + 1, edges, ptr, **kw)
+    feats = np.arange(F, dtype=np.int64)
+    for trial in range(4):
+        grad, hess = rng.normal(size=n), rng.random(n) + 0.5
+        rows = np.arange(n, dtype=np.int32) if trial % 2 == 0 else np.sort(rng.permutation(n)[:400]).astype(np.int32)
+        a = reused.grow(grad, hess, rows.copy(), feats)
+        b = TreeGrower(Xg, np.diff(ptr) + 1, edges, ptr, **kw).grow(grad, hess, rows.copy(), feats)
+        assert a.shape[0] > 7
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(Xg, group_features(Xb))  # the binned matrix is never written
 
 
 def test_raw_predictor_at_thresholds_and_missing():
@@ -284,5 +309,5 @@ def test_predictors_match_reference_traversal():
     Xb = binned(X)[0]
     acc = np.zeros(n)
     for t in trees:
-        add_tree_binned(t, Xb, 0.5, acc)
+        add_tree_binned(t, group_features(Xb), 0.5, acc)
     np.testing.assert_allclose(acc, expected, rtol=1e-14)

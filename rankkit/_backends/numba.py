@@ -21,7 +21,7 @@ from .._validation import Interval
 from ._base import Backend, check_gradients, check_iteration_range
 from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms
-from ._gbm.grower import TreeGrower
+from ._gbm.grower import TreeGrower, group_features
 from ._gbm.predictor import add_tree_binned
 from ._gbm.tree import NODE_DTYPE
 
@@ -136,8 +136,10 @@ class NumbaBackend(Backend):
         with limit_threads(self.n_jobs):
             edges, edges_ptr = fit_bin_edges(X, max_bins)
             self.bin_edges_, self.bin_edges_ptr_ = edges, edges_ptr
-            Xb = transform(X, edges, edges_ptr)
-            Eb = [transform(E, edges, edges_ptr) for E in eval_X]
+            # One binned copy of each set, in the grower's layout (the column-major
+            # one from binning is dropped at once).
+            Xb = group_features(transform(X, edges, edges_ptr))
+            Eb = [group_features(transform(E, edges, edges_ptr)) for E in eval_X]
             n_bins = np.diff(edges_ptr) + 1
             grower = TreeGrower(Xb, n_bins, edges, edges_ptr, max_depth=self.max_depth,
                                 min_child_weight=self.min_child_weight, reg_lambda=self.reg_lambda,
@@ -150,7 +152,7 @@ class NumbaBackend(Backend):
             n_cols = max(1, int(self.colsample_bytree * n_features))
             u_cols = np.empty(n_features)
             raw = np.zeros(n)
-            raw_evals = [np.zeros(E.shape[0]) for E in Eb]
+            raw_evals = [np.zeros(E.shape[1]) for E in Eb]
             ens = TreeEnsemble(n_features)
             scale = RunningScale()  # F = scale.value * sum(stored trees)
             for t in range(int(self.n_estimators)):

@@ -28,8 +28,13 @@ BLOCK_ROWS = 8192
 QUANTILE_ROWS = 200_000
 
 
-def _take_rows(X, idx):
-    sub = X[idx]
+#: Features whose sampled values are held as float64 at once while fitting edges.
+EDGE_FEATURES = 16
+
+
+def _sample_columns(X, idx, a, b):
+    """Rows ``idx`` of features ``a:b`` as dense float64 (a few MB, never the whole sample)."""
+    sub = X[idx, a:b]
     if hasattr(sub, "toarray"):
         sub = sub.toarray()
     return np.asarray(sub, dtype=np.float64)
@@ -53,16 +58,17 @@ def fit_bin_edges(X, max_bins):
         ``edges_ptr[f + 1] - edges_ptr[f] + 1`` non-missing bins.
     """
     n, n_features = X.shape
-    if n > QUANTILE_ROWS:
-        # An evenly strided subset: deterministic, no random state needed.
-        idx = np.linspace(0, n - 1, QUANTILE_ROWS).astype(np.int64)
-        sample = _take_rows(X, idx)
-    else:
-        sample = _take_rows(X, slice(None))
+    # Beyond QUANTILE_ROWS, an evenly strided subset: deterministic, no random state needed.
+    idx = np.linspace(0, n - 1, QUANTILE_ROWS).astype(np.int64) if n > QUANTILE_ROWS else slice(None)
+    if hasattr(X, "toarray"):
+        X = X.tocsr()[idx]  # the sampled rows, still sparse
+        idx = slice(None)
     parts = []
     ptr = np.zeros(n_features + 1, dtype=np.int64)
     for f in range(n_features):
-        col = sample[:, f]
+        if f % EDGE_FEATURES == 0:
+            sample = _sample_columns(X, idx, f, f + EDGE_FEATURES)
+        col = sample[:, f % EDGE_FEATURES]
         col = np.sort(col[~np.isnan(col)])
         distinct = np.unique(col)
         if distinct.size <= 1:

@@ -5,7 +5,9 @@ partitioned in place at every split, so each node owns a contiguous segment
 (as in LightGBM and pygbm); the bins, in groups of 8 features
 (:func:`group_features`), move with their rows (:func:`partition_grouped`), so
 a node's bins are contiguous too and histograms stream them forwards at every
-depth. One level costs a handful of kernel calls,
+depth. Memory: the binned matrix once (1 byte per value, also what training
+predicts from), one working copy ordered by position, partitioned in place,
+and a scratch row per worker thread. One level costs a handful of kernel calls,
 whatever the number of nodes: gather gradients in row order, build the
 histograms of the smaller children, subtract for their siblings, find the
 best splits, partition.
@@ -136,7 +138,7 @@ def level_histograms(X_pos, rows, grad, hess, gh, feats, n_bins,
 
 @njit(cache=True, parallel=True)
 def partition_grouped(X_pos, src64, dst64, rows, tmp, go, starts, ends, features, bin_thresholds, missing_left,
-                      out_n_left, move_data):
+                      out_n_left, move_data, scratch):
     """Stable partition of each node's segment, rows *and* position-ordered bins.
 
     ``X_pos`` (uint8, ``(G, n, 8)``) and ``src64`` (its ``uint64`` view,
@@ -145,9 +147,12 @@ def partition_grouped(X_pos, src64, dst64, rows, tmp, go, starts, ends, features
     ``features[k]`` (read sequentially from ``X_pos``); its left rows come first,
     both sides keep their order, ``out_n_left[k]`` counts the left ones. When
     ``move_data``, the 8-byte codes of each group move with their rows into
-    ``dst64`` (the caller then swaps buffers), so the children's segments are
-    again contiguous, forward reads for :func:`level_histograms`. ``go`` (uint8,
-    ``n``) is scratch. Pure data movement: the same for any thread count.
+    ``dst64``, so the children's segments are again contiguous, forward reads
+    for :func:`level_histograms`. ``dst64`` may be ``src64`` itself (in place:
+    left codes are compacted forwards, right ones wait in a row of ``scratch``,
+    ``uint64 (K, n)``, one row per parallel chunk of tasks). ``go`` (uint8,
+    ``n``) and ``tmp`` (int32, ``n``) are scratch. Pure data movement: the
+    same for any thread count and any ``K``.
     """
     m = starts.shape[0]
     for k in numba.prange(m):
@@ -169,30 +174,50 @@ def partition_grouped(X_pos, src64, dst64, rows, tmp, go, starts, ends, features
                 go[i] = 0
         out_n_left[k] = nl
     G = src64.shape[0] if move_data else 0
-    for task in numba.prange(m * (G + 1)):
-        k = task // (G + 1)
-        g = task - k * (G + 1)
-        a = starts[k]
-        b = ends[k]
-        p = a
-        q = a + out_n_left[k]
-        # Branch-free (the side of a row is unpredictable): a row goes to p or q.
-        if g == G:
-            for i in range(a, b):
-                gi = np.int64(go[i])
-                tmp[q + (p - q) * gi] = rows[i]
-                p += gi
-                q += 1 - gi
-            for i in range(a, b):
-                rows[i] = tmp[i]
-        else:
-            s = src64[g]
-            d = dst64[g]
-            for i in range(a, b):
-                gi = np.int64(go[i])
-                d[q + (p - q) * gi] = s[i]
-                p += gi
-                q += 1 - gi
+    in_place = G > 0 and src64.ctypes.data == dst64.ctypes.data
+    n_tasks = m * (G + 1)
+    n_chunks = min(scratch.shape[0], n_tasks)
+    # Chunk c takes tasks c, c + n_chunks, ... and owns scratch[c].
+    for c in numba.prange(n_chunks):
+        buf = scratch[c]
+        for task in range(c, n_tasks, n_chunks):
+            k = task // (G + 1)
+            g = task - k * (G + 1)
+            a = starts[k]
+            b = ends[k]
+            p = a
+            q = a + out_n_left[k]
+            # Branch-free (the side of a row is unpredictable): a row goes to p or q.
+            if g == G:
+                for i in range(a, b):
+                    gi = np.int64(go[i])
+                    tmp[q + (p - q) * gi] = rows[i]
+                    p += gi
+                    q += 1 - gi
+                for i in range(a, b):
+                    rows[i] = tmp[i]
+            elif in_place:
+                # p <= i: writing s[p] never clobbers a code still to be read;
+                # a right code written there is overwritten later.
+                s = src64[g]
+                r = 0
+                for i in range(a, b):
+                    v = s[i]
+                    gi = np.int64(go[i])
+                    s[p] = v
+                    buf[r] = v
+                    p += gi
+                    r += 1 - gi
+                for i in range(r):
+                    s[p + i] = buf[i]
+            else:
+                s = src64[g]
+                d = dst64[g]
+                for i in range(a, b):
+                    gi = np.int64(go[i])
+                    d[q + (p - q) * gi] = s[i]
+                    p += gi
+                    q += 1 - gi
 
 
 @njit(cache=True)
@@ -211,16 +236,16 @@ class TreeGrower:
 
     Parameters
     ----------
-    X_binned : uint8 ndarray (n_samples, n_features), Fortran order
+    X_grouped : uint8 ndarray, the bins in :func:`group_features` layout
+        (kept as given: training predicts from it)
     n_bins : int64 ndarray (n_features,), non-missing bins per feature
     edges, edges_ptr : bin edges (see :func:`.binning.fit_bin_edges`)
     max_depth, min_child_weight, reg_lambda, min_split_gain, grow_policy
         See :class:`rankkit._backends.numba.NumbaBackend`.
     """
 
-    def __init__(self, X_binned, n_bins, edges, edges_ptr, *, max_depth, min_child_weight,
+    def __init__(self, X_grouped, n_bins, edges, edges_ptr, *, max_depth, min_child_weight,
                  reg_lambda, min_split_gain=0.0, grow_policy="depthwise"):
-        self.X_binned = X_binned
         self.n_bins = n_bins
         self.edges = edges
         self.edges_ptr = edges_ptr
@@ -229,13 +254,14 @@ class TreeGrower:
         self.reg_lambda = float(reg_lambda)
         self.min_split_gain = float(min_split_gain)
         self.grow_policy = grow_policy
-        n = X_binned.shape[0]
+        n = X_grouped.shape[1]
+        self.X_grouped = X_grouped
         self._tmp = np.empty(n, dtype=np.int32)
-        self.X_grouped = group_features(X_binned)
         self._gh = np.empty((n, 2))
         self._go = np.empty(n, dtype=np.uint8)
-        # Position-ordered bins (double buffer), see partition_grouped.
-        self._pos = [np.empty_like(self.X_grouped), np.empty_like(self.X_grouped)]
+        # Position-ordered bins, partitioned in place (see partition_grouped).
+        self._pos = np.empty_like(X_grouped)
+        self._scratch = np.empty((0, n), dtype=np.uint64)
         self._hist = [np.empty((0, 0, N_BINS, 2)), np.empty((0, 0, N_BINS, 2))]
 
     def _buffer(self, which, n_slots, n_feats):
@@ -287,10 +313,14 @@ class TreeGrower:
         slots = np.array([0], dtype=np.int64)
         cur = self._buffer(0, 1, n_feats)
         n_all = self.X_grouped.shape[1]
+        # At most 8 chunks of partition tasks (it is bound by memory bandwidth), one scratch row each.
+        n_chunks = min(numba.get_num_threads(), 8)
+        if self._scratch.shape[0] < n_chunks:
+            self._scratch = np.empty((n_chunks, n_all), dtype=np.uint64)
         if rows.shape[0] == n_all:  # increasing and all rows: positions are rows
-            pos = self.X_grouped
+            pos = self.X_grouped  # read only; the first partition writes into self._pos
         else:
-            pos = self._pos[0]
+            pos = self._pos
             src, dst = self.X_grouped.view(np.uint64)[:, :, 0], pos.view(np.uint64)[:, :, 0]
             for g in range(pos.shape[0]):
                 dst[g, : rows.shape[0]] = src[g, rows]
@@ -350,11 +380,10 @@ class TreeGrower:
             m = ids.shape[0]
             n_left = np.empty(m, dtype=np.int64)
             move = depth + 1 < self.max_depth
-            nxt_pos = self._pos[1] if pos is self._pos[0] else self._pos[0]
-            partition_grouped(pos, pos.view(np.uint64)[:, :, 0], nxt_pos.view(np.uint64)[:, :, 0], rows, self._tmp,
-                              self._go, starts, ends, sf, sb, sml, n_left, move)
+            partition_grouped(pos, pos.view(np.uint64)[:, :, 0], self._pos.view(np.uint64)[:, :, 0], rows,
+                              self._tmp, self._go, starts, ends, sf, sb, sml, n_left, move, self._scratch)
             if move:
-                pos = nxt_pos
+                pos = self._pos
             child_ids = np.arange(n_nodes, n_nodes + 2 * m, dtype=np.int64)
             for k in range(m):
                 nd = ids[k]

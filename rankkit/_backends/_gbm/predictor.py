@@ -1,7 +1,7 @@
 """Tree traversal: parallel over rows, one fixed summation order per row.
 
 ``predict_raw`` walks raw float features (NaN follows ``missing_left``);
-``add_tree_binned`` walks uint8 bins and is what training uses to update the
+``add_tree_binned`` walks uint8 bins (grouped by 8 features) and is what training uses to update the
 raw scores of the training and eval sets after each tree. The two agree
 because ``bin <= bin_threshold  <=>  x <= threshold`` (see :mod:`.binning`).
 """
@@ -16,13 +16,16 @@ MISSING_BIN = 255
 
 
 @njit(cache=True, parallel=True)
-def add_tree_binned(nodes, X_binned, mult, out):
-    """``out[i] += mult * value(leaf of row i)`` for one tree on binned rows."""
-    for i in numba.prange(X_binned.shape[0]):
+def add_tree_binned(nodes, X_grouped, mult, out):
+    """``out[i] += mult * value(leaf of row i)`` for one tree on binned rows, in
+    the grower's layout (:func:`.grower.group_features`: feature ``f`` of row
+    ``i`` at ``X_grouped[f // 8, i, f % 8]``)."""
+    for i in numba.prange(X_grouped.shape[1]):
         node = 0
         while nodes[node].left >= 0:
             nd = nodes[node]
-            v = X_binned[i, nd.feature]
+            f = nd.feature
+            v = X_grouped[f >> 3, i, f & 7]
             if v == MISSING_BIN:
                 go_left = nd.missing_left != 0
             else:
