@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from ._reference_random import normal
+
 MISSING = 255
 
 
@@ -57,58 +59,84 @@ def ref_node_candidates(Xb, rows, grad, hess, f, nb, lam):
     return out
 
 
-def ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw):
+def _criterion(gain, parent, noise_sd, noise_key, counter):
+    """Random split strength: sqrt(S_L + S_R) + sd N(0, 1); the gain itself without noise."""
+    if noise_sd == 0:
+        return gain
+    return math.sqrt(max(parent + 2.0 * gain, 0.0)) + noise_sd * normal(noise_key, counter)
+
+
+def ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw, noise_sd=0.0, noise_key=0, node_id=0):
     """Exhaustive best split of one node: (gain, f, t, ml, GL, HL) or None.
 
     Ties go to the lowest feature, then lowest bin, then missing-right; with no
-    missing value in the node, missing goes to the heavier child.
+    missing value in the node, missing goes to the heavier child. With
+    ``noise_sd > 0`` candidates are compared by :func:`_criterion`, candidate
+    ``(f, t, ml)`` of node ``node_id`` drawing counter ``512 (node_id F + f) + 2 t + ml``.
     """
     G, H = float(np.sum(grad[rows])), float(np.sum(hess[rows]))
-    best = None
+    parent = _score(G, H, lam)
+    best, best_score = None, -math.inf
     for f in feats:
         for t, ml, gl, hl, gr, hr, has_missing in ref_node_candidates(Xb, rows, grad, hess, f, n_bins[f], lam):
             if hl < mcw or hr < mcw or hl <= 0 or hr <= 0:
                 continue
-            gain = 0.5 * (_score(gl, hl, lam) + _score(gr, hr, lam) - _score(G, H, lam))
-            if best is None or gain > best[0]:
+            gain = 0.5 * (_score(gl, hl, lam) + _score(gr, hr, lam) - parent)
+            score = _criterion(gain, parent, noise_sd, noise_key, 512 * (node_id * len(n_bins) + f) + 2 * t + ml)
+            if best is None or score > best_score:
                 if not has_missing:
                     ml = 1 if hl >= H - hl else 0
-                best = (gain, f, t, ml, gl, hl)
+                best, best_score = (gain, f, t, ml, gl, hl), score
     return best
 
 
-def ref_grow_depthwise(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, mcw, min_split_gain=0.0):
+def ref_grow_depthwise(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, mcw, min_split_gain=0.0,
+                       noise_sd=0.0, noise_key=0):
     """Greedy depth-wise tree by exhaustive search at every node.
 
     Returns a nested dict: leaves {"value", "rows"}; splits {"feature", "bin",
-    "missing_left", "left", "right"}.
+    "missing_left", "left", "right"}. Nodes are numbered breadth-first, the
+    two children of a level's k-th split getting the next two numbers (the
+    numbers the split noise is keyed by).
     """
-    def grow(rows, depth):
-        G, H = float(np.sum(grad[rows])), float(np.sum(hess[rows]))
-        leaf = {"value": -G / (H + lam) if H + lam > 0 else 0.0, "count": len(rows)}
-        if depth == max_depth:
-            return leaf
-        best = ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw)
-        if best is None or not best[0] > min_split_gain:
-            return leaf
-        _, f, t, ml, _, _ = best
-        left = np.array([ref_goes_left(b, t, ml) for b in Xb[rows, f]], dtype=bool)
-        return {"feature": f, "bin": t, "missing_left": ml, "gain": best[0],
-                "left": grow(rows[left], depth + 1), "right": grow(rows[~left], depth + 1)}
+    def leaf(r):
+        G, H = float(np.sum(grad[r])), float(np.sum(hess[r]))
+        return {"value": -G / (H + lam) if H + lam > 0 else 0.0, "count": len(r)}
 
-    return grow(np.asarray(rows), 0)
+    root = leaf(np.asarray(rows))
+    level = [(np.asarray(rows), 0, root)]
+    next_id = 1
+    for depth in range(max_depth):
+        children = []
+        for r, node_id, node in level:
+            best = ref_best_split(Xb, r, grad, hess, feats, n_bins, lam, mcw, noise_sd, noise_key, node_id)
+            if best is None or not best[0] > min_split_gain:
+                continue
+            _, f, t, ml, _, _ = best
+            left = np.array([ref_goes_left(b, t, ml) for b in Xb[r, f]], dtype=bool)
+            node.clear()
+            node.update({"feature": f, "bin": t, "missing_left": ml, "gain": best[0],
+                         "left": leaf(r[left]), "right": leaf(r[~left])})
+            children += [(r[left], next_id, node["left"]), (r[~left], next_id + 1, node["right"])]
+            next_id += 2
+        level = children
+    return root
 
 
-def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, mcw, min_split_gain=0.0):
-    """Oblivious tree: each level, the (f, t, ml) maximising the summed node gain.
+def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, mcw, min_split_gain=0.0,
+                       noise_sd=0.0, noise_key=0):
+    """Oblivious tree: each level, the (f, t, ml) maximising the summed node gain
+    (with ``noise_sd > 0``: :func:`_criterion` of it and of the summed parent
+    scores, level ``d``'s candidate drawing counter ``512 (d F + f) + 2 t + ml``).
 
     Returns (splits, leaves): splits = [(f, t, ml)] per level, leaves = list of
     leaf values in left-to-right order.
     """
     nodes = [np.asarray(rows)]
     splits = []
-    for _ in range(max_depth):
-        best = None
+    for depth in range(max_depth):
+        best, best_score = None, -math.inf
+        parent = sum(_score(float(np.sum(grad[r])), float(np.sum(hess[r])), lam) for r in nodes)
         for f in feats:
             for t in range(n_bins[f]):
                 for ml in (0, 1):
@@ -122,8 +150,9 @@ def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, m
                         if hl >= mcw and hr >= mcw and hl > 0 and hr > 0:
                             usable = True
                             total += 0.5 * (_score(gl, hl, lam) + _score(gr, hr, lam) - _score(G, H, lam))
-                    if usable and (best is None or total > best[0]):
-                        best = (total, f, t, ml)
+                    score = _criterion(total, parent, noise_sd, noise_key, 512 * (depth * len(n_bins) + f) + 2 * t + ml)
+                    if usable and (best is None or score > best_score):
+                        best, best_score = (total, f, t, ml), score
         if best is None or not best[0] > min_split_gain:
             break
         _, f, t, ml = best

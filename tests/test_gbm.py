@@ -85,13 +85,14 @@ def test_histograms_and_subtraction_match_reference():
         nf = feats.shape[0]
         parent = np.empty((1, F, 256, 2))
         g0, h0 = np.array([grad[rows].sum()]), np.array([hess[rows].sum()])
-        outs = [np.empty((3, nf)), np.empty((3, nf), np.uint8), np.empty((3, nf), np.uint8), np.empty((3, nf)),
-                np.empty((3, nf))]
+        outs = [np.empty((3, nf)), np.empty((3, nf)), np.empty((3, nf), np.uint8), np.empty((3, nf), np.uint8),
+                np.empty((3, nf)), np.empty((3, nf))]
+        no_noise = (0.0, np.uint64(0), i64(0, 1, 2), F)
         level_histograms(Xg, rows, grad, hess, gh, feats, np.diff(ptr) + 1, i64(0), i64(500), i64(0), i64(-1),
-                         i64(0), parent, parent, g0, h0, 1.0, 0.0, False, *outs)
+                         i64(0), parent, parent, g0, h0, 1.0, 0.0, False, *no_noise, *outs)
         hist = np.full((2, F, 256, 2), np.nan)
         level_histograms(Xg, rows, grad, hess, gh, feats, np.diff(ptr) + 1, i64(0), i64(230), i64(1), i64(0),
-                         i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *outs)
+                         i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *no_noise, *outs)
         for j, f in enumerate(feats):
             np.testing.assert_allclose(parent[0, j], ref.ref_histogram(Xb, rows, grad, hess, f), rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(hist[1, j], ref.ref_histogram(Xb, rows[:230], grad, hess, f), rtol=1e-12,
@@ -99,7 +100,7 @@ def test_histograms_and_subtraction_match_reference():
             np.testing.assert_allclose(hist[0, j], ref.ref_histogram(Xb, rows[230:], grad, hess, f), atol=1e-10)
         # A node in the middle of the row array.
         level_histograms(Xg, rows, grad, hess, gh, feats, np.diff(ptr) + 1, i64(100), i64(140), i64(1), i64(-1),
-                         i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *outs)
+                         i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *no_noise, *outs)
         for j, f in enumerate(feats):
             np.testing.assert_allclose(hist[1, j], ref.ref_histogram(Xb, rows[100:140], grad, hess, f), rtol=1e-12,
                                        atol=1e-12)
@@ -132,7 +133,7 @@ def test_node_split_matches_exhaustive_search(lam, mcw):
         found = []
         for f in range(F):
             histogram.build_one(Xb[:, f], rows, 0, n, grad, hess, h)
-            found.append(splitting.best_split_one(h, n_bins[f], grad.sum(), hess.sum(), lam, mcw))
+            found.append(splitting.best_split_one(h, n_bins[f], grad.sum(), hess.sum(), lam, mcw, 0.0, np.uint64(0), 0)[1:])
         best = ref.ref_best_split(Xb, rows, grad, hess, range(F), n_bins, lam, mcw)
         gains = [x[0] for x in found]
         if best is None:
@@ -143,11 +144,11 @@ def test_node_split_matches_exhaustive_search(lam, mcw):
 
 
 # -- whole trees -----------------------------------------------------------
-def grow(X, grad, hess, **kw):
+def grow(X, grad, hess, noise_sd=0.0, noise_key=0, **kw):
     Xb, edges, ptr = binned(X)
     g = TreeGrower(group_features(Xb), np.diff(ptr) + 1, edges, ptr, **kw)
     rows = np.arange(X.shape[0], dtype=np.int32)
-    nodes = g.grow(grad, hess, rows, np.arange(X.shape[1], dtype=np.int64))
+    nodes = g.grow(grad, hess, rows, np.arange(X.shape[1], dtype=np.int64), noise_sd, noise_key)
     return nodes, Xb
 
 
@@ -204,6 +205,34 @@ def test_all_zero_gradients_and_single_row_give_a_leaf():
     assert nodes.shape[0] == 1 and nodes["value"][0] == 0.0
     nodes, _ = grow(X[:1], np.array([2.0]), np.ones(1), max_depth=3, reg_lambda=1.0, min_child_weight=0.0)
     assert nodes.shape[0] == 1 and nodes["value"][0] == -1.0
+
+
+@pytest.mark.parametrize("policy", ["depthwise", "oblivious"])
+def test_random_split_strength_matches_reference(policy):
+    """With split noise every node's (or level's) choice is the reference's:
+    the largest sqrt(S_L + S_R) + sd * normal(key, counter) over all
+    candidates. The noise must change some trees, or this proves nothing."""
+    changed = 0
+    for seed in range(6):
+        rng = np.random.default_rng(50 + seed)
+        n, F = int(rng.integers(20, 70)), 4
+        X = tied_data(rng, n, F)
+        grad, hess = dyadic(rng, n), (np.ones(n) if seed % 2 else rng.integers(1, 4, n) / 2.0)
+        kw = dict(max_depth=3, reg_lambda=float(rng.choice([0.0, 1.0])), min_child_weight=float(rng.choice([0.0, 1.0])))
+        noise = dict(noise_sd=1.5, noise_key=int(rng.integers(2**63)))
+        nodes, Xb = grow(X, grad, hess, grow_policy=policy, **noise, **kw)
+        plain, _ = grow(X, grad, hess, grow_policy=policy, **kw)
+        n_bins = np.diff(binned(X)[2]) + 1
+        args = (Xb, np.arange(n), grad, hess, range(F), n_bins)
+        ref_kw = dict(max_depth=kw["max_depth"], lam=kw["reg_lambda"], mcw=kw["min_child_weight"], **noise)
+        if policy == "depthwise":
+            assert ref.tree_to_dict(nodes) == ref.ref_grow_depthwise(*args, **ref_kw)
+        else:
+            splits, leaves = ref.ref_grow_oblivious(*args, **ref_kw)
+            assert leaves_in_order(nodes) == leaves
+            assert [tuple(int(nodes[k][0]) for k in ("feature", "bin_threshold", "missing_left"))] == splits[:1]
+        changed += nodes.tobytes() != plain.tobytes()
+    assert changed >= 2
 
 
 @pytest.mark.parametrize("n_chunks", [1, 3])

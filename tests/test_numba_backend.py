@@ -55,9 +55,11 @@ def test_training_loss_matches_xgboost_hist():
 
 
 @pytest.mark.parametrize("policy", ["depthwise", "oblivious"])
-def test_same_trees_for_any_thread_count(policy):
+@pytest.mark.parametrize("random_strength", [0.0, 1.0])
+def test_same_trees_for_any_thread_count(policy, random_strength):
     X, y = regression_data(n=4000, F=10)
-    kw = dict(subsample=0.7, colsample_bytree=0.6, random_state=3, backend_params={"grow_policy": policy})
+    kw = dict(subsample=0.7, colsample_bytree=0.6, random_state=3,
+              backend_params={"grow_policy": policy, "random_strength": random_strength})
     old = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
@@ -72,6 +74,34 @@ def test_same_trees_for_any_thread_count(policy):
     np.testing.assert_array_equal(p1, p2)
     other = backend(**{**kw, "random_state": 4}).fit(X, squared_error(y))
     assert not trees_equal(one, other)
+
+
+def test_random_strength_follows_catboosts_schedule(monkeypatch):
+    """Tree t gets noise sd = random_strength * rms(grad) * n / (n + exp(t * lr)),
+    a fresh key per tree; random_strength=0 grows the noiseless trees."""
+    from rankkit._backends._gbm.grower import TreeGrower
+
+    X, y = regression_data(n=1000)
+    seen = []
+    grow = TreeGrower.grow
+
+    def recording(self, grad, hess, rows, feats, noise_sd=0.0, noise_key=0):
+        seen.append((float(np.sqrt(np.mean(grad ** 2))), noise_sd, int(noise_key)))
+        return grow(self, grad, hess, rows, feats, noise_sd, noise_key)
+
+    monkeypatch.setattr(TreeGrower, "grow", recording)
+    noisy = backend(learning_rate=0.3, backend_params={"random_strength": 2.0}).fit(X, squared_error(y))
+    n = X.shape[0]
+    for t, (rms, sd, _) in enumerate(seen):
+        assert sd == pytest.approx(2.0 * rms * n / (n + np.exp(t * 0.3)), rel=1e-12)
+    assert len({k for _, _, k in seen}) == len(seen)
+    seen.clear()
+    plain = backend(learning_rate=0.3).fit(X, squared_error(y))
+    assert {sd for _, sd, _ in seen} == {0.0}
+    assert not trees_equal(noisy, plain)
+    # A regulariser: the noisy trees still fit the data, less closely.
+    loss = [np.mean((b.predict(X) - y) ** 2) for b in (noisy, plain)]
+    assert loss[1] < loss[0] < 0.25 * np.mean(y ** 2)
 
 
 def test_sglb_shrinkage_is_exact_and_truncation_recovers_each_iteration():

@@ -9,12 +9,13 @@ keeps the model (:class:`~rankkit._backends._gbm.booster.TreeEnsemble`).
 from __future__ import annotations
 
 import io
+import math
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
 
-from .._random import seed_from
+from .._random import key, seed_from
 from .._sglb import RunningScale, shrink_factor
 from .._threads import limit_threads
 from .._validation import Interval
@@ -29,10 +30,11 @@ from ._gbm.tree import NODE_DTYPE
 BACKEND_PARAMS = {
     "grow_policy": ("depthwise", [StrOptions({"depthwise", "oblivious"})]),
     "min_split_gain": (0.0, [Interval(Real, 0, None, closed="left")]),
+    "random_strength": (0.0, [Interval(Real, 0, None, closed="left")]),
 }
 
-# Random streams of iteration t: 3 t (row subsample) and 3 t + 1 (columns);
-# three per iteration, so that subsampled models stay what they were.
+# Random streams of iteration t: 3 t (row subsample), 3 t + 1 (columns) and
+# 3 t + 2 (random split strength).
 _STREAMS = 3
 
 
@@ -73,8 +75,16 @@ class NumbaBackend(Backend):
         trees (one split per level).
     min_split_gain : float >= 0, default 0
         Minimum loss reduction of a split (XGBoost's ``gamma``).
+    random_strength : float >= 0, default 0
+        CatBoost's random split strength: tree ``t`` compares candidate splits
+        by ``sqrt(S_L + S_R)`` (``S = G^2 / (H + reg_lambda)``; CatBoost's
+        ``Cosine`` score when ``reg_lambda = 0``) plus a normal of standard
+        deviation ``random_strength * rms(grad) * n / (n + exp(t *
+        learning_rate))``, fresh per candidate (CatBoost's
+        ``NormalWithModelSizeDecrease``: the noise fades as the model grows).
+        0 compares by the gain, with no noise. CatBoost's default is 1.
 
-    Random choices (row ``subsample``, ``colsample_bytree``) come
+    Random choices (row ``subsample``, ``colsample_bytree``, split noise) come
     from :mod:`rankkit._random` keyed by ``(seed, iteration)``, and every
     kernel sums in a fixed order, so trees are identical for any ``n_jobs``.
     Sparse ``X`` is accepted and densified one block of rows at a time.
@@ -179,7 +189,13 @@ class NumbaBackend(Backend):
                     feats = np.sort(np.argsort(u_cols, kind="stable")[:n_cols]).astype(np.int64)
                 else:
                     feats = all_feats
-                nodes = grower.grow(grad, hess, rows_t, feats)
+                noise_sd = 0.0
+                if p["random_strength"] > 0:
+                    # rms over all training rows (CatBoost: its whole learn fold), times the model-size decay.
+                    model_length = t * float(self.learning_rate)
+                    decay = 1.0 / (1.0 + math.exp(min(model_length - math.log(n), 700.0)))
+                    noise_sd = p["random_strength"] * math.sqrt(float(np.dot(grad, grad)) / n) * decay
+                nodes = grower.grow(grad, hess, rows_t, feats, noise_sd, key(seed, _STREAMS * t + 2))
                 nodes["value"] *= float(self.learning_rate)
                 add_tree_binned(nodes, Xb, 1.0, raw)
                 for E, r in zip(Eb, raw_evals):

@@ -30,7 +30,7 @@ from numba import njit
 
 from .binning import MISSING_BIN
 from .histogram import N_BINS, subtract_one
-from .splitting import best_split_one, find_oblivious_split
+from .splitting import best_split_one, find_oblivious_split, oblivious_scores
 from .tree import empty_nodes
 
 
@@ -60,7 +60,8 @@ def group_features(X_binned):
 def level_histograms(X_pos, rows, grad, hess, gh, feats, n_bins,
                      build_start, build_end, build_slot, sib_slot, parent_slot, parent_hist, hist,
                      node_g, node_h, reg_lambda, min_child_weight, find_splits,
-                     out_gain, out_bin, out_missing_left, out_left_g, out_left_h):
+                     noise_sd, noise_key, node_ids, n_features,
+                     out_score, out_gain, out_bin, out_missing_left, out_left_g, out_left_h):
     """One level in one call: ordered gradients, histograms, sibling subtraction, best splits.
 
     ``X_pos`` holds the bins in :func:`group_features` layout *by position*:
@@ -75,7 +76,9 @@ def level_histograms(X_pos, rows, grad, hess, gh, feats, n_bins,
     the sibling ``hist[sib_slot[k], j] = parent_hist[parent_slot[k], j] -
     built`` (skipped when ``sib_slot[k] < 0``, e.g. at the root), and, when
     ``find_splits``, writes the best split of both nodes on each feature into
-    ``out_*[slot, j]`` (``node_g``/``node_h`` are indexed by slot). Every
+    ``out_*[slot, j]`` (``node_g``/``node_h`` are indexed by slot; with
+    ``noise_sd > 0`` tree node ``node_ids[slot]`` draws the split noise of
+    feature ``f``'s candidates from counters ``512 (node n_features + f) + 2 t + ml``). Every
     histogram is summed in row order by one task, whatever the thread count.
     """
     n_pairs = build_start.shape[0]
@@ -127,8 +130,10 @@ def level_histograms(X_pos, rows, grad, hess, gh, feats, n_bins,
                     c = s if w == 0 else o
                     if c < 0:
                         continue
-                    gain, bb, ml, lg, lh = best_split_one(hist[c, j], n_bins[f], node_g[c], node_h[c],
-                                                          reg_lambda, min_child_weight)
+                    score, gain, bb, ml, lg, lh = best_split_one(
+                        hist[c, j], n_bins[f], node_g[c], node_h[c], reg_lambda, min_child_weight, noise_sd,
+                        noise_key, 512 * (node_ids[c] * n_features + f))
+                    out_score[c, j] = score
                     out_gain[c, j] = gain
                     out_bin[c, j] = bb
                     out_missing_left[c, j] = ml
@@ -276,16 +281,17 @@ class TreeGrower:
         return self.edges[a + t] if t < b - a else np.inf
 
     def _level(self, X_pos, grad, hess, rows, feats, build_start, build_end, build_slot, sib_slot,
-               parent_slot, parent_hist, hist, n_slots, node_g, node_h, find_splits):
+               parent_slot, parent_hist, hist, n_slots, node_g, node_h, node_ids, find_splits, noise):
         nf = feats.shape[0]
-        outs = (np.full((n_slots, nf), -np.inf), np.zeros((n_slots, nf), np.uint8),
+        outs = (np.full((n_slots, nf), -np.inf), np.full((n_slots, nf), -np.inf), np.zeros((n_slots, nf), np.uint8),
                 np.zeros((n_slots, nf), np.uint8), np.zeros((n_slots, nf)), np.zeros((n_slots, nf)))
         level_histograms(X_pos, rows, grad, hess, self._gh, feats, self.n_bins, build_start, build_end,
                          build_slot, sib_slot, parent_slot, parent_hist, hist, node_g, node_h,
-                         self.reg_lambda, self.min_child_weight, find_splits, *outs)
+                         self.reg_lambda, self.min_child_weight, find_splits, *noise, node_ids,
+                         self.n_bins.shape[0], *outs)
         return outs
 
-    def grow(self, grad, hess, rows, feats):
+    def grow(self, grad, hess, rows, feats, noise_sd=0.0, noise_key=0):
         """Grow one tree.
 
         Parameters
@@ -293,6 +299,9 @@ class TreeGrower:
         grad, hess : float64 ndarrays (n_samples,)
         rows : int32 ndarray, increasing row indices used (subsample); reordered in place
         feats : int64 ndarray, sorted features allowed (column subsample)
+        noise_sd, noise_key : random split strength of this tree (see
+            :mod:`.splitting`): the standard deviation of the noise added to
+            each candidate's score (0: none) and the key of its draws
 
         Returns
         -------
@@ -324,8 +333,9 @@ class TreeGrower:
             src, dst = self.X_grouped.view(np.uint64)[:, :, 0], pos.view(np.uint64)[:, :, 0]
             for g in range(pos.shape[0]):
                 dst[g, : rows.shape[0]] = src[g, rows]
+        noise = (float(noise_sd), np.uint64(noise_key))
         outs = self._level(pos, grad, hess, rows, feats, starts, ends, slots, np.array([-1], dtype=np.int64),
-                           slots, cur, cur, 1, gs, hs, not oblivious)
+                           slots, cur, cur, 1, gs, hs, ids, not oblivious, noise)
         which = 0
 
         def close(ids_, gs_, hs_, starts_, ends_):
@@ -341,7 +351,12 @@ class TreeGrower:
             if oblivious:
                 og = np.empty((n_feats, N_BINS, 2))
                 find_oblivious_split(cur, feats, self.n_bins, slots, gs, hs, lam, self.min_child_weight, og)
-                flat = int(np.argmax(og))  # first maximum: lowest feature, then bin, then missing-right
+                score = og
+                if noise_sd > 0.0:
+                    parent = float(np.sum(gs * gs / np.maximum(hs + lam, np.finfo(float).tiny) * (hs + lam > 0)))
+                    score = np.empty_like(og)
+                    oblivious_scores(og, feats, parent, *noise, 512 * depth * self.n_bins.shape[0], score)
+                flat = int(np.argmax(score))  # first maximum: lowest feature, then bin, then missing-right
                 best = og.ravel()[flat]
                 if not (np.isfinite(best) and best > self.min_split_gain):
                     break
@@ -359,8 +374,8 @@ class TreeGrower:
                     lh[k] = h[: t + 1, 1].sum() + ml * h[MISSING_BIN, 1]
                 sgain = np.full(m, best / m)
             else:
-                gain, bins, mls, lgs, lhs = (o[slots] for o in outs)
-                jbest = np.argmax(gain, axis=1)  # first maximum: lowest feature
+                score, gain, bins, mls, lgs, lhs = (o[slots] for o in outs)
+                jbest = np.argmax(score, axis=1)  # first maximum: lowest feature
                 r = np.arange(m)
                 sgain = gain[r, jbest]
                 split_mask = np.isfinite(sgain) & (sgain > self.min_split_gain)
@@ -419,7 +434,7 @@ class TreeGrower:
             built = np.where(left_smaller, 0, 1) + 2 * np.arange(m)
             sib = np.where(left_smaller, 1, 0) + 2 * np.arange(m)
             outs = self._level(pos, grad, hess, rows, feats, starts[built], ends[built], built, sib,
-                               parent_slots, cur, nxt, 2 * m, gs, hs, not oblivious)
+                               parent_slots, cur, nxt, 2 * m, gs, hs, ids, not oblivious, noise)
             cur = nxt
             which = 1 - which
         if ids.shape[0]:

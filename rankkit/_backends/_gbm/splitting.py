@@ -11,11 +11,22 @@ A candidate ``(feature, bin t)`` sends bins ``<= t`` left. Missing values
 when both children have ``H >= min_child_weight`` and ``H > 0`` (no empty
 child). Ties are broken towards the lowest feature, then the lowest bin, then
 "missing right", so the choice does not depend on thread scheduling.
+
+Random split strength (CatBoost's ``random_strength``, Prokhorenkova et al.
+2018): when ``noise_sd > 0`` candidates are compared by
+``sqrt(S_L + S_R) + noise_sd * N(0, 1)``, a fresh normal per candidate, where
+``S = G^2 / (H + lambda)``. Without noise this order is the gain's order (the
+square root is monotone and ``S_L + S_R = S_parent + 2 gain``); with
+``lambda = 0`` the square root is CatBoost's default ``Cosine`` score, the
+scale its noise is defined on. The gain reported is the chosen candidate's
+true gain.
 """
 
 import numba
 import numpy as np
 from numba import njit
+
+from ..._random import normal
 
 MISSING_BIN = 255
 
@@ -28,18 +39,30 @@ def _score(g, h, reg_lambda):
     return g * g / d
 
 
+@njit(cache=True, inline="always")
+def noisy_score(gain, parent, noise_sd, noise_key, index):
+    """The criterion a candidate of gain ``gain`` is chosen by (module docstring)."""
+    if noise_sd == 0.0:
+        return gain
+    return np.sqrt(max(parent + 2.0 * gain, 0.0)) + noise_sd * normal(noise_key, index)
+
+
 @njit(cache=True)
-def best_split_one(h, nb, G, H, reg_lambda, min_child_weight):
+def best_split_one(h, nb, G, H, reg_lambda, min_child_weight, noise_sd, noise_key, noise_index):
     """Best split of one node on one feature from its histogram ``h``.
 
-    Returns ``(gain, bin, missing_left, G_left, H_left)``; ``gain`` is
-    ``-inf`` when the feature has no valid split.
+    Returns ``(score, gain, bin, missing_left, G_left, H_left)``; ``score``
+    and ``gain`` are ``-inf`` when the feature has no valid split. ``score``
+    is what candidates are compared by, the gain itself unless ``noise_sd >
+    0``; candidate ``(t, ml)`` then draws the normal of counter
+    ``noise_index + 2 t + ml`` under ``noise_key``.
     """
     parent = _score(G, H, reg_lambda)
     mg = h[MISSING_BIN, 0]
     mh = h[MISSING_BIN, 1]
     has_missing = mh > 0.0
     best = -np.inf
+    best_gain = -np.inf
     best_b = 0
     best_ml = 0
     best_lg = 0.0
@@ -61,8 +84,10 @@ def best_split_one(h, nb, G, H, reg_lambda, min_child_weight):
             if lh < min_child_weight or rh < min_child_weight or lh <= 0.0 or rh <= 0.0:
                 continue
             gain = 0.5 * (_score(lg, lh, reg_lambda) + _score(rg, rh, reg_lambda) - parent)
-            if gain > best:
-                best = gain
+            score = noisy_score(gain, parent, noise_sd, noise_key, noise_index + 2 * t + ml)
+            if score > best:
+                best = score
+                best_gain = gain
                 best_b = t
                 best_ml = ml
                 best_lg = lg
@@ -70,7 +95,7 @@ def best_split_one(h, nb, G, H, reg_lambda, min_child_weight):
     if not has_missing and best > -np.inf:
         # No missing value seen here: send future ones to the heavier child.
         best_ml = 1 if best_lh >= H - best_lh else 0
-    return best, best_b, best_ml, best_lg, best_lh
+    return best, best_gain, best_b, best_ml, best_lg, best_lh
 
 
 @njit(cache=True, parallel=True)
@@ -115,3 +140,17 @@ def find_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h,
                         if o[t, ml] == -np.inf:
                             o[t, ml] = 0.0
                         o[t, ml] += gain
+
+
+@njit(cache=True, parallel=True)
+def oblivious_scores(gain, feats, parent, noise_sd, noise_key, noise_base, out):
+    """``out[j, t, ml]``: the criterion of each shared split (module docstring),
+    from the summed gains of :func:`find_oblivious_split` and the summed
+    parent scores ``parent``; candidate ``(feats[j], t, ml)`` draws counter
+    ``noise_base + 512 feats[j] + 2 t + ml``. Invalid candidates stay ``-inf``."""
+    for j in numba.prange(gain.shape[0]):
+        base = noise_base + 512 * feats[j]
+        for t in range(gain.shape[1]):
+            for ml in range(2):
+                g = gain[j, t, ml]
+                out[j, t, ml] = g if g == -np.inf else noisy_score(g, parent, noise_sd, noise_key, base + 2 * t + ml)
