@@ -1,8 +1,9 @@
 """Tree traversal: parallel over rows, one fixed summation order per row.
 
 ``predict_raw`` walks raw float features (NaN follows ``missing_left``);
-``add_tree_binned`` walks uint8 bins (grouped by 8 features) and is what training uses to update the
-raw scores of the training and eval sets after each tree. The two agree
+``add_tree_binned`` walks uint8 bins (grouped by 8 features) and is what
+training uses to update the raw scores of the training and eval sets after
+each tree. The two agree
 because ``bin <= bin_threshold  <=>  x <= threshold`` (see :mod:`.binning`).
 """
 
