@@ -35,9 +35,15 @@ from ._backends import BACKENDS_UNDER_TEST, installed
 TWO = min(2, numba.config.NUMBA_NUM_THREADS)
 
 
+#: Thread-count variables that ``distributed.LocalCluster`` sets to 1 in the
+#: *parent* process's environment (for its workers) and leaves there, so after
+#: the Dask tests a child would inherit single-threaded OpenMP.
+_THREAD_COUNT_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
 def _clean_env(**extra):
-    """The test process's environment without any wait-policy choice, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in USER_WAIT_VARIABLES}
+    """The test process's environment without any wait-policy or thread-count choice, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in USER_WAIT_VARIABLES + _THREAD_COUNT_VARIABLES}
     env.update(extra)
     return env
 
