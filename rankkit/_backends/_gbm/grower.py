@@ -353,9 +353,8 @@ class TreeGrower:
                 find_oblivious_split(cur, feats, self.n_bins, slots, gs, hs, lam, self.min_child_weight, og)
                 score = og
                 if noise_sd > 0.0:
-                    parent = float(np.sum(gs * gs / np.maximum(hs + lam, np.finfo(float).tiny) * (hs + lam > 0)))
                     score = np.empty_like(og)
-                    oblivious_scores(og, feats, parent, *noise, 512 * depth * self.n_bins.shape[0], score)
+                    oblivious_scores(og, feats, gs, hs, lam, *noise, 512 * depth * self.n_bins.shape[0], score)
                 flat = int(np.argmax(score))  # first maximum: lowest feature, then bin, then missing-right
                 best = og.ravel()[flat]
                 if not (np.isfinite(best) and best > self.min_split_gain):

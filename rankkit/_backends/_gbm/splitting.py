@@ -143,11 +143,15 @@ def find_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h,
 
 
 @njit(cache=True, parallel=True)
-def oblivious_scores(gain, feats, parent, noise_sd, noise_key, noise_base, out):
+def oblivious_scores(gain, feats, node_g, node_h, reg_lambda, noise_sd, noise_key, noise_base, out):
     """``out[j, t, ml]``: the criterion of each shared split (module docstring),
     from the summed gains of :func:`find_oblivious_split` and the summed
-    parent scores ``parent``; candidate ``(feats[j], t, ml)`` draws counter
-    ``noise_base + 512 feats[j] + 2 t + ml``. Invalid candidates stay ``-inf``."""
+    parent scores of the level's nodes (sums ``node_g``, ``node_h``);
+    candidate ``(feats[j], t, ml)`` draws counter ``noise_base + 512 feats[j]
+    + 2 t + ml``. Invalid candidates stay ``-inf``."""
+    parent = 0.0
+    for k in range(node_g.shape[0]):
+        parent += _score(node_g[k], node_h[k], reg_lambda)
     for j in numba.prange(gain.shape[0]):
         base = noise_base + 512 * feats[j]
         for t in range(gain.shape[1]):
