@@ -285,8 +285,9 @@ def main(argv=None):
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--patience", type=int, default=50)
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--backend", default="xgboost",
-                        help="rankkit backend(s): xgboost (default), lightgbm, numba, or a comma-separated list")
+    parser.add_argument("--backend", default="auto",
+                        help="rankkit backend(s): auto (the rankers' default), xgboost, lightgbm, numba, "
+                             "or a comma-separated list")
     parser.add_argument("--timing-trees", type=int, default=200)
     parser.add_argument("--timing-repeats", type=int, default=3)
     parser.add_argument("--only", default=None, help="comma-separated substrings: run matching methods only")

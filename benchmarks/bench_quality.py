@@ -409,7 +409,7 @@ def main(argv=None):
     parser.add_argument("--depth", type=int, default=6)
     parser.add_argument("--patience", type=int, default=100)
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--backend", default="xgboost", help="rankkit backend")
+    parser.add_argument("--backend", default="auto", help="rankkit backend (default: the rankers' own, auto)")
     parser.add_argument("--seeds", type=int, default=1,
                         help="fit every rankkit method with random_state 0..seeds-1 and average")
     parser.add_argument("--only", default=None, help="comma-separated substrings of method labels")

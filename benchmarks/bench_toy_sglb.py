@@ -103,7 +103,7 @@ def run_catboost(loss, X, y, qid, seed, langevin=True):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=10, help="number of seeds (0..seeds-1)")
-    parser.add_argument("--backend", default="xgboost", help="rankkit backend: xgboost, lightgbm or numba")
+    parser.add_argument("--backend", default="auto", help="rankkit backend: auto (the default), xgboost, lightgbm or numba")
     parser.add_argument("--no-catboost", action="store_true", help="skip the CatBoost rows")
     parser.add_argument("--diffusion-temperature", type=float, default=SGLB["diffusion_temperature"],
                         help="SGLB beta (paper: 1e3); for experiments, not for the headline table")

@@ -1,6 +1,6 @@
 """Save a trained ranker as XGBoost JSON and serve it with plain xgboost.
 
-With the (default) xgboost backend, ``ranker.booster_`` is an ordinary
+With ``backend="xgboost"``, ``ranker.booster_`` is an ordinary
 ``xgboost.Booster``; the model file needs neither rankkit nor numba to
 predict. Raw margins are the ranking scores: rankkit trains with
 ``base_score=0`` and folds any SGLB shrinkage into the leaves, so the saved
@@ -20,7 +20,8 @@ from rankkit.datasets import make_ranking
 
 X, y, qid = make_ranking(n_queries=150, random_state=2)
 ranker = StochasticRankRanker(
-    metric="ndcg", k=10, n_estimators=50, langevin=True, model_shrink_rate=1e-3, random_state=0
+    metric="ndcg", k=10, n_estimators=50, langevin=True, model_shrink_rate=1e-3, random_state=0,
+    backend="xgboost",
 ).fit(X, y, qid=qid)
 
 with tempfile.TemporaryDirectory() as tmp:

@@ -50,7 +50,7 @@ def _parser():
     parser.add_argument("--n-estimators", type=int, default=200)
     parser.add_argument("--max-depth", type=int, default=6)
     parser.add_argument("--learning-rate", type=float, default=0.1)
-    parser.add_argument("--backend", default="xgboost", help="xgboost, lightgbm or numba")
+    parser.add_argument("--backend", default="auto", help="auto (the rankers' default), xgboost, lightgbm or numba")
     parser.add_argument("--n-jobs", type=int, default=1,
                         help="threads per fit (-1: all cores); one is fastest on data this small")
     parser.add_argument("--random-state", type=int, default=0)

@@ -474,10 +474,31 @@ class BaseRanker(BaseEstimator):
             metrics.append(canonical)
         return metrics, objective._eval_metric_settings()
 
-    def _make_backend(self, seed_base):
+    def _engine_name(self):
+        """The backend ``backend`` stands for on the data just prepared.
+
+        ``"auto"`` is the numba engine, whose CatBoost-style learner (oblivious
+        trees, random split strength) the defaults were chosen with, unless
+        the data has categorical columns, which it cannot split on: then the
+        first installed engine that can (XGBoost, LightGBM). Without either,
+        the numba engine's error names the columns and the ways out.
+        """
+        if self.backend != "auto":
+            return self.backend
+        if not self.categories_:
+            return "numba"
+        for name in ("xgboost", "lightgbm"):
+            try:
+                get_backend(name)
+            except ImportError:
+                continue
+            return name
+        return "numba"
+
+    def _make_backend(self, seed_base, engine):
         settings = {name: getattr(self, name) for name in BACKEND_SETTINGS}
         settings["random_state"] = seed_base % (2**31)
-        return get_backend(self.backend)(**settings)
+        return get_backend(engine)(**settings)
 
     @staticmethod
     def _gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
@@ -583,7 +604,7 @@ class BaseRanker(BaseEstimator):
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
         seed_base = seed_from(self.random_state)
         noise_scale = self._langevin_noise_scale(objective, train, seed_base)
-        backend = self._make_backend(seed_base)
+        backend = self._make_backend(seed_base, self._engine_name())
         grad_fn = self._gradient_function(objective, train, seed_base, noise_scale)
         monitor.before_training(self)
         backend.fit(
@@ -836,7 +857,7 @@ class Ranker(BaseRanker):
 
     def __init__(self, objective=None, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
-                 random_state=None, backend="xgboost", backend_params=None, langevin=False,
+                 random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())
@@ -928,7 +949,7 @@ class StochasticRankRanker(_NamedRanker):
                  gain="exp", relevance_threshold=0.0, err_mapping=None, err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=1.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
-                 backend="xgboost", backend_params=None, langevin=False, diffusion_temperature="auto",
+                 backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())
@@ -948,7 +969,7 @@ class YetiRanker(_NamedRanker):
                  err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=1.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
-                 backend="xgboost", backend_params=None, langevin=False, diffusion_temperature="auto",
+                 backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())
@@ -967,7 +988,7 @@ class LambdaMARTRanker(_NamedRanker):
                  relevance_threshold=0.0, err_mapping=None, err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=1.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
-                 backend="xgboost", backend_params=None, langevin=False, diffusion_temperature="auto",
+                 backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())
@@ -983,7 +1004,7 @@ class XENDCGRanker(_NamedRanker):
 
     def __init__(self, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
-                 random_state=None, backend="xgboost", backend_params=None, langevin=False,
+                 random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())
@@ -1001,7 +1022,7 @@ class QueryRMSERanker(_NamedRanker):
 
     def __init__(self, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
                  reg_lambda=1.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
-                 random_state=None, backend="xgboost", backend_params=None, langevin=False,
+                 random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
         _store_arguments(self, locals())

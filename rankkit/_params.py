@@ -55,8 +55,12 @@ BOOSTING_PARAMS = {
         None, ["random_state"], "int, RandomState or None",
         "Seeds everything random (objective sampling, SGLB noise, subsampling).", True),
     "backend": Param(
-        "xgboost", [StrOptions(set(BACKENDS))], "{" + ", ".join(f'"{b}"' for b in BACKENDS) + "}",
-        "Boosting engine (``docs/backends.md``: when to choose which)."),
+        "auto", [StrOptions({"auto", *BACKENDS})], "{" + ", ".join(f'"{b}"' for b in ("auto", *BACKENDS)) + "}",
+        "Boosting engine (``docs/backends.md``: when to choose which). ``\"auto\"``: ``\"numba\"`` "
+        "(CatBoost-style oblivious trees with random split strength, the learner behind the default's "
+        "quality), unless the training data has categorical columns: then ``\"xgboost\"`` (or "
+        "``\"lightgbm\"`` when XGBoost is not installed), which split on them. The engine used is "
+        "``backend_.name``; ``backend_params`` go to that engine."),
     "backend_params": Param(
         None, [dict, None], "dict or None",
         "Engine-specific parameters, overriding the mapped common ones; a key the engine does not know is an "

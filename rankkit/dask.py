@@ -59,7 +59,9 @@ How training works, and why:
    the driver folds the shrink factors into the leaves once, as the in-memory
    XGBoost backend does, so the saved model predicts what training used.
 
-Only ``backend="xgboost"`` trains here. With ``sample_weight``, XGBoost also
+Only XGBoost trains here (``backend="xgboost"``, or the default ``"auto"``, which
+means it here: the Dask rankers grow depth-wise trees, not the in-memory
+default's oblivious ones). With ``sample_weight``, XGBoost also
 weights its quantile sketch (the bins) by the weights, which the in-memory
 ranker does not. Within a query, documents tied on score and label take the
 caller's row order (as in memory); across partitions XGBoost sums histograms
@@ -724,9 +726,9 @@ class _DaskRanker:
         self
         """
         client = self._get_client()
-        if self.backend != "xgboost":
+        if self.backend not in ("auto", "xgboost"):
             raise ValueError(
-                f"{type(self).__name__} trains through xgboost.dask: backend must be 'xgboost', got "
+                f"{type(self).__name__} trains through xgboost.dask: backend must be 'xgboost' (or 'auto'), got "
                 f"{self.backend!r}. The numba and lightgbm backends train in memory "
                 f"({self._local_class.__name__})."
             )
@@ -753,7 +755,7 @@ class _DaskRanker:
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=None)
         seed_base = seed_from(self.random_state)
-        backend = self._make_backend(seed_base)
+        backend = self._make_backend(seed_base, "xgboost")
         params = backend._params()
         backend.params_ = params
         shrink_args = (self.model_shrink_rate, self.model_shrink_mode, self.learning_rate)
@@ -771,7 +773,7 @@ class _DaskRanker:
                                    shrink_args, self.n_jobs, lazy)
         # The in-memory ranker of the same parameters runs the gradient
         # pipeline and records the metrics on the workers.
-        local = self._local_class(**{k: v for k, v in self.get_params(deep=False).items() if k != "client"})
+        local = self._local_class(**self._local_params())
         worker_monitor = _EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets],
                                       metrics, {}, early_stopping_rounds=monitor.early_stopping_rounds,
                                       verbose=verbose, callbacks=None)
@@ -866,12 +868,19 @@ class _DaskRanker:
         count = float(sums["count"].sum())
         return float(sums["sum"].sum()) / count if count > 0 else float("nan")
 
+    def _local_params(self):
+        """The in-memory ranker's parameters: all but ``client``, and the
+        engine named (``"auto"`` in memory would choose the numba engine)."""
+        params = {k: v for k, v in self.get_params(deep=False).items() if k != "client"}
+        params["backend"] = "xgboost"
+        return params
+
     def to_local(self):
         """The equivalent in-memory ranker (same parameters but ``client``,
         same fitted model): it pickles and predicts on arrays and DataFrames
         exactly as this ranker predicts on dask collections."""
         check_is_fitted(self, "backend_")
-        params = {k: v for k, v in self.get_params(deep=False).items() if k != "client"}
+        params = self._local_params()
         local = self._local_class(**params)
         for name, value in self.__dict__.items():
             if name.endswith("_") and not name.startswith("_") and name not in params:

@@ -178,6 +178,42 @@ def test_numba_refuses_categories_naming_columns_and_alternatives(data):
         QueryRMSERanker(backend="numba", **BOOST).fit(train, y)
 
 
+@pytest.mark.skipif(not installed("xgboost"), reason="xgboost not installed")
+def test_default_backend_picks_an_engine_that_splits_categories(data):
+    """backend="auto" is the numba engine unless a column is categorical: then
+    XGBoost, with its own default trees and the given backend_params."""
+    train, y, test, yt = data
+    ranker = QueryRMSERanker(**BOOST, backend_params={"max_cat_to_onehot": 1}).fit(train, y)
+    assert ranker.backend == "auto" and ranker.backend_.name == "xgboost"
+    assert ranker.backend_.params_["max_cat_to_onehot"] == 1
+    explicit = QueryRMSERanker(backend="xgboost", **BOOST, backend_params={"max_cat_to_onehot": 1}).fit(train, y)
+    np.testing.assert_array_equal(ranker.predict(test), explicit.predict(test))
+    numeric = QueryRMSERanker(**BOOST).fit(train.drop(columns="site"), y)
+    assert numeric.backend_.name == "numba"
+
+
+@pytest.mark.skipif(not installed("lightgbm"), reason="lightgbm not installed")
+def test_default_backend_on_categories_without_xgboost(data, tmp_path):
+    """Without XGBoost installed, "auto" trains categorical data on LightGBM
+    (a fresh interpreter in which importing xgboost fails)."""
+    train, y, _, _ = data
+    path = tmp_path / "train.pkl"
+    train.assign(y=y).to_pickle(path)
+    code = (
+        "import sys; sys.modules['xgboost'] = None\n"
+        "import pandas as pd\n"
+        "from rankkit import QueryRMSERanker\n"
+        f"df = pd.read_pickle({str(path)!r})\n"
+        f"r = QueryRMSERanker(**{BOOST!r}).fit(df.drop(columns='y'), df['y'])\n"
+        "print(r.backend_.name)\n"
+    )
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "lightgbm"
+
+
 def test_text_columns_that_are_not_categorical(data):
     train, y, _, _ = data
     with pytest.raises(ValueError, match=r"text columns \['site'\].*astype\('category'\)"):

@@ -31,7 +31,8 @@ from rankkit.metrics import ndcg_score  # noqa: E402
 from rankkit.model_selection import query_train_test_split  # noqa: E402
 from rankkit.objectives import YetiRank  # noqa: E402
 
-SMALL = dict(n_estimators=40, max_depth=4, learning_rate=0.2, min_child_weight=1e-3, random_state=0, n_jobs=1)
+SMALL = dict(n_estimators=40, max_depth=4, learning_rate=0.2, min_child_weight=1e-3, random_state=0, n_jobs=1,
+             backend="xgboost")
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +133,8 @@ def test_same_model_as_in_memory_whatever_the_partitions(client, dask_class, par
     frame = pd.DataFrame(np.round(X * 2), columns=[f"x{j}" for j in range(6)]).assign(qid=qid * 7 + 3)
     perm = np.random.default_rng(0).permutation(len(y))
     frame, y = frame.iloc[perm].reset_index(drop=True), y[perm]
-    kw = dict(n_estimators=8, max_depth=3, random_state=4, n_jobs=1, min_child_weight=1e-3, **params)
+    kw = dict(n_estimators=8, max_depth=3, random_state=4, n_jobs=1, min_child_weight=1e-3, backend="xgboost",
+              **params)
     local = dask_class._local_class(**kw).fit(frame, y)
     expected = local.predict(frame)
     other_seed = dask_class._local_class(**{**kw, "random_state": 5}).fit(frame, y).predict(frame)
@@ -373,6 +375,15 @@ def test_default_client_is_used(client, data):
     with client.as_current():
         model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 3}).fit(data["X"], data["dy"])
         assert model.predict(data["X"]).compute().shape == (len(data["y"]),)  # the current client computes
+
+
+def test_default_backend_means_xgboost_on_dask(client, data):
+    params = {k: v for k, v in SMALL.items() if k != "backend"}
+    model = DaskLambdaMARTRanker(**{**params, "n_estimators": 3}, client=client).fit(data["X"], data["dy"])
+    assert model.backend == "auto" and model.backend_.name == "xgboost"
+    local = model.to_local()
+    assert local.backend == "xgboost"  # refitting the in-memory copy trains the same kind of model
+    np.testing.assert_array_equal(local.predict(data["local"]), model.predict(data["X"]).compute())
 
 
 def test_in_memory_data_and_other_backends_are_refused(client, data):

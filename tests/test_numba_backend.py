@@ -41,7 +41,8 @@ def trees_equal(a, b):
 def test_training_loss_matches_xgboost_hist():
     xgb = pytest.importorskip("xgboost")
     X, y = regression_data()
-    ours = backend().fit(X, squared_error(y))
+    # XGBoost's learner: depth-wise trees, splits by their gain alone.
+    ours = backend(backend_params={"grow_policy": "depthwise", "random_strength": 0.0}).fit(X, squared_error(y))
     params = {"tree_method": "hist", "max_depth": 4, "eta": 0.3, "lambda": 1.0, "min_child_weight": 1.0,
               "max_bin": 256, "base_score": 0.0, "nthread": 1}
     bst = xgb.train(params, xgb.DMatrix(X, label=y), 20,
@@ -96,7 +97,7 @@ def test_random_strength_follows_catboosts_schedule(monkeypatch):
         assert sd == pytest.approx(2.0 * rms * n / (n + np.exp(t * 0.3)), rel=1e-12)
     assert len({k for _, _, k in seen}) == len(seen)
     seen.clear()
-    plain = backend(learning_rate=0.3).fit(X, squared_error(y))
+    plain = backend(learning_rate=0.3, backend_params={"random_strength": 0.0}).fit(X, squared_error(y))
     assert {sd for _, sd, _ in seen} == {0.0}
     assert not trees_equal(noisy, plain)
     # A regulariser: the noisy trees still fit the data, less closely.

@@ -524,6 +524,26 @@ def test_invalid_hyper_parameters(data):
         _ranker("queryrmse", model_shrink_rate=20.0).fit(X, y, qid=qid)  # 20 * 0.2 >= 1
 
 
+def test_default_backend_is_the_numba_engine_with_catboosts_learner(data):
+    """backend="auto" on numeric data: the numba engine's oblivious trees (one
+    split per level) and random split strength, reproducible by random_state."""
+    from rankkit import QueryRMSERanker
+
+    X, y, qid, Xt, _, _ = data
+    kw = dict(n_estimators=10, max_depth=3, n_jobs=1)
+    model = QueryRMSERanker(random_state=0, **kw).fit(X, y, qid=qid)
+    assert model.backend == "auto" and model.backend_.name == "numba"
+    for nodes in model.backend_.booster_.trees:
+        inner = nodes[nodes["left"] >= 0]
+        for depth in np.unique(inner["depth"]):
+            level = inner[inner["depth"] == depth]
+            assert len(set(zip(level["feature"], level["bin_threshold"], level["missing_left"]))) == 1
+    np.testing.assert_array_equal(QueryRMSERanker(random_state=0, **kw).fit(X, y, qid=qid).predict(Xt),
+                                  model.predict(Xt))
+    noiseless = QueryRMSERanker(random_state=0, backend_params={"random_strength": 0.0}, **kw).fit(X, y, qid=qid)
+    assert not np.array_equal(noiseless.predict(Xt), model.predict(Xt))
+
+
 def test_all_backends_registered():
     assert set(BACKENDS) >= {"xgboost", "numba", "lightgbm"}
 

@@ -290,12 +290,12 @@ def test_rankkit_ranker_with_query_column_and_routing():
     F, y, qid = make_ranking(n_queries=30, n_features=4, max_docs=15, random_state=0, as_frame=True)
     scorer = get_ranking_scorer("ndcg@5")
     cv = QueryKFold(3)
-    ranker = estimators.QueryRMSERanker(n_estimators=5, max_depth=2)
+    ranker = estimators.QueryRMSERanker(n_estimators=5, max_depth=2, random_state=0)
     scores = cross_val_score(ranker, F, y, cv=cv, scoring=scorer)
     X = F.drop(columns="qid")
     manual = []
     for train, test in cv.split(F):
-        fitted = estimators.QueryRMSERanker(n_estimators=5, max_depth=2)
+        fitted = estimators.QueryRMSERanker(n_estimators=5, max_depth=2, random_state=0)
         fitted.fit(X.iloc[train], y.iloc[train], qid=qid.iloc[train])
         manual.append(_reference("ndcg@5", y.iloc[test], fitted.predict(X.iloc[test]), qid.iloc[test]))
     assert np.allclose(scores, manual, rtol=1e-12)

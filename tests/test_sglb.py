@@ -186,6 +186,7 @@ def test_ranker_decreasing_mode_is_one_minus_gamma_over_t(backend):
     from rankkit import QueryRMSERanker
     from rankkit._backends import get_backend
     from rankkit._groups import make_groups
+    from rankkit._random import seed_from
     from rankkit.datasets import make_ranking
 
     X, y, qid = make_ranking(n_queries=40, n_features=5, max_docs=20, random_state=1)
@@ -195,7 +196,8 @@ def test_ranker_decreasing_mode_is_one_minus_gamma_over_t(backend):
 
     groups = make_groups(qid, len(y))
     ys, ptr = np.ascontiguousarray(groups.sort(y.astype(float))), groups.group_ptr
-    manual = get_backend(backend)(n_estimators=8, max_depth=3, learning_rate=0.3, n_jobs=1, random_state=0)
+    manual = get_backend(backend)(n_estimators=8, max_depth=3, learning_rate=0.3, n_jobs=1,
+                                  random_state=seed_from(0) % 2**31)  # the ranker's engine seed
     manual.fit(groups.sort(X), lambda raw, t: QueryRMSE()._gradient_hessian_sorted(ys, raw, ptr, t),
                shrink=lambda t: None if t == 0 else 1.0 - gamma / t)
     np.testing.assert_array_equal(model.predict(X), manual.predict(X))

@@ -85,9 +85,9 @@ def test_matches_plain_xgboost_train(data, name):
 
     X, y, qid = data
     if name == "queryrmse":
-        ranker, obj = est.QueryRMSERanker(n_estimators=10, max_depth=4, random_state=0), QueryRMSE()
+        ranker, obj = est.QueryRMSERanker(n_estimators=10, max_depth=4, random_state=0, backend="xgboost"), QueryRMSE()
     else:
-        ranker = est.LambdaMARTRanker("ndcg", 10, n_estimators=10, max_depth=4, random_state=0)
+        ranker = est.LambdaMARTRanker("ndcg", 10, n_estimators=10, max_depth=4, random_state=0, backend="xgboost")
         obj = LambdaMART("ndcg", 10)
     ranker.fit(X, y, qid=qid)
     params = {"tree_method": "hist", "eta": 0.1, "max_depth": 4, "min_child_weight": 1.0, "lambda": 1.0,
@@ -99,7 +99,8 @@ def test_matches_plain_xgboost_train(data, name):
 
 def _sglb_ranker(**kw):
     return est.StochasticRankRanker("ndcg", 10, n_estimators=8, max_depth=3, langevin=True,
-                                    diffusion_temperature=1e3, model_shrink_rate=0.01, random_state=7, **kw)
+                                    diffusion_temperature=1e3, model_shrink_rate=0.01, random_state=7, backend="xgboost",
+                                    **kw)
 
 
 def test_sglb_same_seed_same_model_any_thread_count(data):
@@ -118,9 +119,9 @@ def test_sglb_same_seed_same_model_any_thread_count(data):
 def test_langevin_noise_changes_gradients(data):
     # langevin=True must add noise: with the same seed the model differs from langevin=False.
     X, y, qid = data
-    noisy = est.QueryRMSERanker(n_estimators=5, langevin=True, diffusion_temperature=10.0,
-                                random_state=0).fit(X, y, qid=qid).predict(X)
-    plain = est.QueryRMSERanker(n_estimators=5, random_state=0).fit(X, y, qid=qid).predict(X)
+    kw = dict(n_estimators=5, random_state=0, backend="xgboost")
+    noisy = est.QueryRMSERanker(langevin=True, diffusion_temperature=10.0, **kw).fit(X, y, qid=qid).predict(X)
+    plain = est.QueryRMSERanker(**kw).fit(X, y, qid=qid).predict(X)
     assert np.max(np.abs(noisy - plain)) > 1e-3
 
 

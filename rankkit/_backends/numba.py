@@ -28,9 +28,9 @@ from ._gbm.tree import NODE_DTYPE
 
 #: Accepted ``backend_params``: default and constraints.
 BACKEND_PARAMS = {
-    "grow_policy": ("depthwise", [StrOptions({"depthwise", "oblivious"})]),
+    "grow_policy": ("oblivious", [StrOptions({"depthwise", "oblivious"})]),
     "min_split_gain": (0.0, [Interval(Real, 0, None, closed="left")]),
-    "random_strength": (0.0, [Interval(Real, 0, None, closed="left")]),
+    "random_strength": (1.0, [Interval(Real, 0, None, closed="left")]),
 }
 
 # Random streams of iteration t: 3 t (row subsample), 3 t + 1 (columns) and
@@ -69,20 +69,23 @@ class NumbaBackend(Backend):
 
     ``backend_params``:
 
-    grow_policy : {"depthwise", "oblivious"}, default "depthwise"
-        ``"depthwise"`` grows XGBoost-style trees level by level, each node
-        choosing its own split; ``"oblivious"`` grows CatBoost-style symmetric
-        trees (one split per level).
+    grow_policy : {"depthwise", "oblivious"}, default "oblivious"
+        ``"oblivious"`` grows CatBoost-style symmetric trees (one split per
+        level, shared by every node of the level); ``"depthwise"`` grows
+        XGBoost-style trees level by level, each node choosing its own split.
+        Oblivious trees are the default because, with split noise, they rank
+        better on every dataset measured (``docs/user_guide.md``, "Tree shape
+        and split noise").
     min_split_gain : float >= 0, default 0
         Minimum loss reduction of a split (XGBoost's ``gamma``).
-    random_strength : float >= 0, default 0
+    random_strength : float >= 0, default 1
         CatBoost's random split strength: tree ``t`` compares candidate splits
         by ``sqrt(S_L + S_R)`` (``S = G^2 / (H + reg_lambda)``; CatBoost's
         ``Cosine`` score when ``reg_lambda = 0``) plus a normal of standard
         deviation ``random_strength * rms(grad) * n / (n + exp(t *
         learning_rate))``, fresh per candidate (CatBoost's
         ``NormalWithModelSizeDecrease``: the noise fades as the model grows).
-        0 compares by the gain, with no noise. CatBoost's default is 1.
+        0 compares by the gain, with no noise. 1 is CatBoost's default.
 
     Random choices (row ``subsample``, ``colsample_bytree``, split noise) come
     from :mod:`rankkit._random` keyed by ``(seed, iteration)``, and every
