@@ -43,7 +43,9 @@ BOOSTING_PARAMS = {
     "min_child_weight": Param(
         1.0, [Interval(Real, 0, None, closed="left")], "float", "Minimum sum of hessians in a leaf.", True),
     "reg_lambda": Param(
-        1.0, [Interval(Real, 0, None, closed="left")], "float", "L2 regularisation of leaf values.", True),
+        3.0, [Interval(Real, 0, None, closed="left")], "float",
+        "L2 regularisation of leaf values, in query units for the per-query losses (CatBoost's "
+        "``l2_leaf_reg=3``; user guide section 9).", True),
     "subsample": Param(
         1.0, [Interval(Real, 0, 1, closed="right")], "float", "Share of rows sampled for each tree.", True),
     "colsample_bytree": Param(

@@ -90,7 +90,7 @@ def test_matches_plain_xgboost_train(data, name):
         ranker = est.LambdaMARTRanker("ndcg", 10, n_estimators=10, max_depth=4, random_state=0, backend="xgboost")
         obj = LambdaMART("ndcg", 10)
     ranker.fit(X, y, qid=qid)
-    params = {"tree_method": "hist", "eta": 0.1, "max_depth": 4, "min_child_weight": 1.0, "lambda": 1.0,
+    params = {"tree_method": "hist", "eta": 0.1, "max_depth": 4, "min_child_weight": 1.0, "lambda": 3.0,
               "max_bin": 256, "base_score": 0.0, "disable_default_eval_metric": 1}
     # the ranker hands per-query losses over in query units (query_hessian_units)
     booster = xgboost.train(params, xgboost.DMatrix(X, y, qid=qid), 10, obj=in_query_units(obj))
