@@ -108,12 +108,18 @@ def test_rows_of_a_query_spread_over_partitions_are_laid_out_whole(client, data)
 ])
 def test_quality_equals_the_in_memory_ranker(client, data, dask_class, params):
     """NDCG@10 on held-out queries within 0.01 of the in-memory ranker trained
-    on the same rows (the Dask one had them shuffled over 4 partitions)."""
-    model = dask_class(**SMALL, **params, client=client).fit(data["X"], data["dy"])
-    local = dask_class._local_class(**SMALL, **params).fit(data["local"], data["y"])
-    ours, theirs = held_out_ndcg(model.to_local(), data), held_out_ndcg(local, data)
-    assert abs(ours - theirs) <= 0.01, (ours, theirs)
-    assert ours > 0.6
+    on the same rows (the Dask one had them shuffled over 4 partitions), on
+    the mean over three random states: XGBoost's distributed quantile sketch
+    bins the features a little differently, which alone moves one fit's
+    held-out NDCG@10 by up to about 0.01 either way."""
+    ours, theirs = [], []
+    for seed in range(3):
+        kw = {**SMALL, **params, "random_state": seed}
+        model = dask_class(**kw, client=client).fit(data["X"], data["dy"])
+        ours.append(held_out_ndcg(model.to_local(), data))
+        theirs.append(held_out_ndcg(dask_class._local_class(**kw).fit(data["local"], data["y"]), data))
+    assert abs(np.mean(ours) - np.mean(theirs)) <= 0.01, (ours, theirs)
+    assert min(ours) > 0.6
 
 
 @pytest.mark.parametrize("dask_class, params", [
