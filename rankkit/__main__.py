@@ -195,7 +195,9 @@ def main(argv=None):
     print(f"data: {name}: {X_tr.shape[1]} features; queries (documents): train {n_q['train']} ({len(y_tr)}), "
           f"validation {n_q['vali']} ({len(y_va)}), test {n_q['test']} ({len(y_te)})")
     print(f"{len(names)} rankers: {args.n_estimators} trees of depth {args.max_depth}, learning rate "
-          f"{args.learning_rate}, backend {args.backend}, n_jobs {args.n_jobs}", flush=True)
+          f"{args.learning_rate}, backend {args.backend}"
+          + (" (the numba engine: the features are numeric)" if args.backend == "auto" else "")
+          + f", n_jobs {args.n_jobs}", flush=True)
 
     results = []
     for i, key in enumerate(names, 1):

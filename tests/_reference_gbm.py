@@ -186,3 +186,36 @@ def tree_to_dict(nodes, i=0):
     return {"feature": int(nodes["feature"][i]), "bin": int(nodes["bin_threshold"][i]),
             "missing_left": int(nodes["missing_left"][i]), "gain": float(nodes["gain"][i]),
             "left": tree_to_dict(nodes, nodes["left"][i]), "right": tree_to_dict(nodes, nodes["right"][i])}
+
+
+def ref_mvs_probabilities(grad, rate):
+    """Minimal variance sampling by its definition: p_i = min(1, s_i / mu),
+    s_i = sqrt(g_i^2 + mean(|g|)^2), with mu found by bisection on the
+    decreasing function mu -> sum_i p_i(mu) - rate * n."""
+    g = [float(v) for v in grad]
+    lam = (sum(abs(v) for v in g) / len(g)) ** 2
+    s = [math.sqrt(v * v + lam) for v in g]
+    target = rate * len(g)
+    if max(s) == 0.0:
+        return np.full(len(g), float(rate))
+    lo, hi = 0.0, sum(s) / target  # at hi the unclipped sum is the target, clipping only lowers it
+    for _ in range(200):
+        mu = (lo + hi) / 2
+        if sum(min(1.0, v / mu) for v in s) > target:
+            lo = mu
+        else:
+            hi = mu
+    return np.array([min(1.0, v / hi) for v in s])
+
+
+def ref_leaf_of_rows(nodes, X):
+    """The node every row of raw ``X`` reaches, walking one row at a time."""
+    out = np.empty(X.shape[0], dtype=np.int64)
+    for i in range(X.shape[0]):
+        node = 0
+        while nodes["left"][node] >= 0:
+            x = X[i, nodes["feature"][node]]
+            left = bool(nodes["missing_left"][node]) if math.isnan(x) else x <= nodes["threshold"][node]
+            node = nodes["left"][node] if left else nodes["right"][node]
+        out[i] = node
+    return out

@@ -55,12 +55,13 @@ def test_training_loss_matches_xgboost_hist():
     assert abs(loss_ours - loss_xgb) <= 1e-3 * loss_xgb
 
 
-@pytest.mark.parametrize("policy", ["depthwise", "oblivious"])
-@pytest.mark.parametrize("random_strength", [0.0, 1.0])
-def test_same_trees_for_any_thread_count(policy, random_strength):
+@pytest.mark.parametrize("policy, random_strength, sampling", [
+    ("depthwise", 0.0, "uniform"), ("depthwise", 1.0, "uniform"), ("oblivious", 0.0, "uniform"),
+    ("oblivious", 1.0, "uniform"), ("oblivious", 1.0, "mvs"), ("depthwise", 0.0, "mvs")])
+def test_same_trees_for_any_thread_count(policy, random_strength, sampling):
     X, y = regression_data(n=4000, F=10)
     kw = dict(subsample=0.7, colsample_bytree=0.6, random_state=3,
-              backend_params={"grow_policy": policy, "random_strength": random_strength})
+              backend_params={"grow_policy": policy, "random_strength": random_strength, "sampling": sampling})
     old = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
@@ -75,6 +76,47 @@ def test_same_trees_for_any_thread_count(policy, random_strength):
     np.testing.assert_array_equal(p1, p2)
     other = backend(**{**kw, "random_state": 4}).fit(X, squared_error(y))
     assert not trees_equal(one, other)
+
+
+@pytest.mark.parametrize("rate", [0.05, 0.5, 0.8, 0.99])
+def test_mvs_probabilities_match_their_definition(rate):
+    from rankkit._backends.numba import mvs_probabilities
+
+    from ._reference_gbm import ref_mvs_probabilities
+
+    rng = np.random.default_rng(1)
+    # Heavy tails, ties and zeros: a few rows are kept surely, the rest in proportion.
+    cases = [rng.standard_cauchy(500), np.round(rng.normal(size=300), 1), np.r_[np.zeros(40), 5.0, -5.0],
+             np.zeros(30), np.array([3.0])]
+    for grad in cases:
+        p = mvs_probabilities(grad, rate)
+        np.testing.assert_allclose(p, ref_mvs_probabilities(grad, rate), rtol=1e-9, atol=1e-12)
+        assert p.sum() == pytest.approx(rate * grad.size, rel=1e-12)
+        assert np.all((p > 0) & (p <= 1))
+
+
+def test_mvs_grows_on_a_weighted_sample_and_sets_leaves_from_all_rows():
+    """sampling="mvs": the tree's splits come from the rows drawn with MVS
+    probabilities (gradients and hessians divided by them), every leaf value
+    from all the rows that reach it, -lr * G / (H + reg_lambda)."""
+    from ._reference_gbm import ref_leaf_of_rows
+
+    X, y = regression_data(n=2000, F=6)
+    kw = dict(n_estimators=1, subsample=0.3, random_state=5, reg_lambda=2.0, learning_rate=0.3,
+              backend_params={"grow_policy": "depthwise", "random_strength": 0.0})
+    mvs = backend(**{**kw, "backend_params": {**kw["backend_params"], "sampling": "mvs"}}).fit(X, squared_error(y))
+    uniform = backend(**kw).fit(X, squared_error(y))
+    nodes = mvs.booster_.trees[0]
+    leaf = ref_leaf_of_rows(nodes, X)
+    grad, hess = squared_error(y)(np.zeros(len(y)), 0)
+    for node in np.unique(leaf):
+        rows = leaf == node
+        assert nodes["count"][node] == rows.sum()
+        expected = -0.3 * grad[rows].sum() / (hess[rows].sum() + 2.0)
+        assert nodes["value"][node] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    assert not trees_equal(mvs, uniform)
+    # The split search saw a sample: the root's count is the sample's, not all rows.
+    assert 0 < nodes["count"][0] < len(y)
 
 
 def test_random_strength_follows_catboosts_schedule(monkeypatch):

@@ -31,6 +31,7 @@ BACKEND_PARAMS = {
     "grow_policy": ("oblivious", [StrOptions({"depthwise", "oblivious"})]),
     "min_split_gain": (0.0, [Interval(Real, 0, None, closed="left")]),
     "random_strength": (1.0, [Interval(Real, 0, None, closed="left")]),
+    "sampling": ("uniform", [StrOptions({"uniform", "mvs"})]),
 }
 
 # Random streams of iteration t: 3 t (row subsample), 3 t + 1 (columns) and
@@ -54,6 +55,47 @@ def _check_X(X, name="X", n_features=None):
             f"{name} has {X.shape[1]} features but the model was trained on {n_features}."
         )
     return X
+
+
+def mvs_probabilities(grad, rate):
+    """Keep-probabilities of minimal variance sampling (Ibragimov & Gusev 2019).
+
+    Row ``i`` is kept with ``p_i = min(1, sqrt(g_i^2 + lam) / mu)``, ``mu`` such
+    that ``sum(p) = rate * n`` (rows with large gradients are kept surely, the
+    rest in proportion to their gradient), ``lam = mean(|g|)^2`` (CatBoost's
+    choice on its first iteration; ``lam`` pulls the probabilities towards
+    uniform). All-zero gradients give ``p = rate`` everywhere.
+    """
+    n = grad.shape[0]
+    score = np.sqrt(grad * grad + np.mean(np.abs(grad)) ** 2)
+    k = rate * n
+    s = np.sort(score)[::-1]
+    tail = np.cumsum(s[::-1])[::-1]  # tail[j]: sum of all but the j largest scores
+    if not tail[0] > 0:
+        return np.full(n, float(rate))
+    j = np.arange(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = tail / (k - j)  # the j largest kept surely, the rest in proportion
+    prev = np.concatenate(([np.inf], s[:-1]))
+    ok = (k - j > 0) & (s <= mu) & (prev >= mu)
+    return np.minimum(1.0, score / mu[np.argmax(ok)])
+
+
+def _leaves_from_all_rows(nodes, Xb, grad, hess, reg_lambda):
+    """Leaf values, counts and hessian sums of a grown tree recomputed from
+    every training row (the tree's structure came from a weighted sample)."""
+    ids = nodes.copy()
+    ids["value"] = np.arange(nodes.shape[0])
+    where = np.zeros(grad.shape[0])
+    add_tree_binned(ids, Xb, 1.0, where)
+    where = where.astype(np.intp)
+    G = np.bincount(where, weights=grad, minlength=nodes.shape[0])
+    H = np.bincount(where, weights=hess, minlength=nodes.shape[0])
+    leaf = nodes["left"] < 0
+    d = H + reg_lambda
+    nodes["value"][leaf] = np.where(d[leaf] > 0, -G[leaf] / np.where(d[leaf] > 0, d[leaf], 1.0), 0.0)
+    nodes["count"][leaf] = np.bincount(where, minlength=nodes.shape[0])[leaf]
+    nodes["sum_hessian"][leaf] = H[leaf]
 
 
 class NumbaBackend(Backend):
@@ -86,6 +128,16 @@ class NumbaBackend(Backend):
         learning_rate))``, fresh per candidate (CatBoost's
         ``NormalWithModelSizeDecrease``: the noise fades as the model grows).
         0 compares by the gain, with no noise. 1 is CatBoost's default.
+    sampling : {"uniform", "mvs"}, default "uniform"
+        How ``subsample < 1`` draws the rows of a tree. ``"uniform"``: each row
+        with probability ``subsample``; the drawn rows choose the splits and
+        set the leaf values (XGBoost's and LightGBM's bagging). ``"mvs"``:
+        CatBoost's minimal variance sampling (Ibragimov & Gusev 2019; its
+        default bootstrap): row ``i`` with probability ``p_i = min(1,
+        sqrt(g_i^2 + mean(|g|)^2) / mu)``, ``mu`` such that the ``p_i`` sum to
+        ``subsample * n``, its gradient and hessian divided by ``p_i``; the
+        drawn rows choose the splits, and the leaf values come from all rows,
+        as in CatBoost.
 
     Random choices (row ``subsample``, ``colsample_bytree``, split noise) come
     from :mod:`rankkit._random` keyed by ``(seed, iteration)``, and every
@@ -162,6 +214,7 @@ class NumbaBackend(Backend):
             all_feats = np.arange(n_features, dtype=np.int64)
             rows = np.empty(n, dtype=np.int32)
             u_rows = np.empty(n) if self.subsample < 1 else None
+            mvs = u_rows is not None and p["sampling"] == "mvs"
             n_cols = max(1, int(self.colsample_bytree * n_features))
             u_cols = np.empty(n_features)
             raw = np.zeros(n)
@@ -178,9 +231,15 @@ class NumbaBackend(Backend):
                     if fold is not None:
                         ens.rescale_stored(fold)
                 grad, hess = check_gradients(*grad_fn(raw, t), n, t)
+                g_tree, h_tree = grad, hess
                 if u_rows is not None:
                     sample_uniforms(seed, _STREAMS * t, n, u_rows)
-                    r_sel = np.flatnonzero(u_rows < self.subsample).astype(np.int32)
+                    if mvs:
+                        prob = mvs_probabilities(grad, self.subsample)
+                        r_sel = np.flatnonzero(u_rows < prob).astype(np.int32)
+                        g_tree, h_tree = grad / prob, hess / prob
+                    else:
+                        r_sel = np.flatnonzero(u_rows < self.subsample).astype(np.int32)
                     if r_sel.size == 0:
                         r_sel = np.array([np.argmin(u_rows)], dtype=np.int32)
                     rows_t = r_sel
@@ -198,7 +257,9 @@ class NumbaBackend(Backend):
                     model_length = t * float(self.learning_rate)
                     decay = 1.0 / (1.0 + math.exp(min(model_length - math.log(n), 700.0)))
                     noise_sd = p["random_strength"] * math.sqrt(float(np.dot(grad, grad)) / n) * decay
-                nodes = grower.grow(grad, hess, rows_t, feats, noise_sd, key(seed, _STREAMS * t + 2))
+                nodes = grower.grow(g_tree, h_tree, rows_t, feats, noise_sd, key(seed, _STREAMS * t + 2))
+                if mvs:
+                    _leaves_from_all_rows(nodes, Xb, grad, hess, float(self.reg_lambda))
                 nodes["value"] *= float(self.learning_rate)
                 add_tree_binned(nodes, Xb, 1.0, raw)
                 for E, r in zip(Eb, raw_evals):
