@@ -16,9 +16,9 @@ study compares the default with the alternatives that were candidates
   a root mean square of 1 (steps of a fixed size, an alternative to ``sigma``
   relative to the scale of the scores);
 * ``sglb``: StochasticRank without Langevin noise, with fixed temperatures
-  1e4 (rankkit 0.1's default) and 1e6, and ``"auto"`` (the default: noise
-  one tenth of the first gradients' root mean square), with and without
-  model shrinkage.
+  1e4 (rankkit 0.1's default) and 1e6, and ``"auto"`` (noise a fixed share
+  of the first gradients' root mean square, ``rankkit._sglb.AUTO_NOISE_TO_GRADIENT``)
+  at 10%, 3% and 1% of it, with and without model shrinkage.
 
 The alternatives that the rankers do not offer as parameters (raw and
 per-document hessian units, unit-RMS gradients) are an objective wrapper
@@ -29,6 +29,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_defaults.py                       # all studies, 3 seeds
     .venv/bin/python benchmarks/bench_defaults.py --study hessians --datasets clueweb09
     .venv/bin/python benchmarks/bench_defaults.py --quick               # folds 1-2, 1 seed
+    .venv/bin/python benchmarks/bench_defaults.py --study sglb --variants "no SGLB,% noise"
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ from _common import SHARED_DATA, machine_line, markdown_table, mean_std, save_re
 from bench_quality import _NEEDS, DATASETS, per_query_metrics  # noqa: E402
 
 from rankkit._objectives._base import RankingObjective  # noqa: E402
+
+
+#: A variant's key for the noise-to-gradient ratio of ``diffusion_temperature="auto"``
+#: (``rankkit._sglb.AUTO_NOISE_TO_GRADIENT``, 0.1), not a ranker parameter.
+AUTO_NOISE = "auto_noise_to_gradient"
 
 
 class Rescaled(RankingObjective):
@@ -131,12 +137,24 @@ STUDIES = {
         (SR, "beta=1e6", None, {}, {"langevin": True, "diffusion_temperature": 1e6}),
         (SR, "beta=auto (default)", None, {}, {"langevin": True}),
         (SR, "beta=auto, gamma=1e-3", None, {}, {"langevin": True, "model_shrink_rate": 1e-3}),
+        # What "auto" could have been: noise 3% and 1% of the first gradients' RMS instead of 10%.
+        (SR, "beta=auto at 3% noise", None, {}, {"langevin": True, AUTO_NOISE: 0.03}),
+        (SR, "beta=auto at 1% noise", None, {}, {"langevin": True, AUTO_NOISE: 0.01}),
     ],
 }
 
 
 def fit_variant(obj_name, units, obj_params, ranker_params, fold, cfg, seed):
-    from rankkit import Ranker
+    from rankkit import Ranker, _sglb
+
+    ranker_params = dict(ranker_params)
+    noise = ranker_params.pop(AUTO_NOISE, None)
+    if noise is not None:  # another ratio of noise to gradients for diffusion_temperature="auto"
+        default, _sglb.AUTO_NOISE_TO_GRADIENT = _sglb.AUTO_NOISE_TO_GRADIENT, noise
+        try:
+            return fit_variant(obj_name, units, obj_params, ranker_params, fold, cfg, seed)
+        finally:
+            _sglb.AUTO_NOISE_TO_GRADIENT = default
 
     objective = _objective(obj_name, **obj_params)
     if units is not None:
@@ -155,6 +173,7 @@ def fit_variant(obj_name, units, obj_params, ranker_params, fold, cfg, seed):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--study", nargs="*", default=list(STUDIES), choices=list(STUDIES))
+    parser.add_argument("--variants", default=None, help="comma-separated substrings: run matching variants only")
     parser.add_argument("--datasets", nargs="*", default=["mq2008", "clueweb09", "yahoo"], choices=list(DATASETS))
     parser.add_argument("--folds", type=int, nargs="*", default=None)
     parser.add_argument("--seeds", type=int, default=3)
@@ -182,6 +201,8 @@ def main(argv=None):
                 if k not in cfg.folds:
                     continue
                 for obj, variant, units, obj_params, ranker_params in STUDIES[study]:
+                    if cfg.variants and not any(v.strip() in variant for v in cfg.variants.split(",")):
+                        continue
                     values, trees = [], []
                     for seed in range(cfg.seeds):
                         v, t = fit_variant(obj, units, obj_params, ranker_params, fold, cfg, seed)
