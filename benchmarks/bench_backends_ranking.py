@@ -6,7 +6,7 @@ Methods (all at the same number of trees, no early stopping):
   ``"xgboost"`` and ``"numba"``;
 * LightGBM's own ``lambdarank`` with exactly the tree settings the rankkit
   LightGBM backend hands LightGBM (``num_leaves = 2 ** depth``, ``max_depth``,
-  ``min_sum_hessian_in_leaf = 1``, ``min_data_in_leaf = 1``, ``lambda_l2 = 1``,
+  ``min_sum_hessian_in_leaf = 1``, ``min_data_in_leaf = 1``, ``lambda_l2 = 3`` (rankkit's ``reg_lambda``),
   256 bins, ``deterministic``, ``force_col_wise``): the same trees and leaves
   budget, only the gradients differ (the worker checks the settings against
   the backend's own ``params_``);
@@ -66,7 +66,7 @@ def lightgbm_tree_params(cfg):
         "num_leaves": 2 ** cfg["depth"],
         "min_sum_hessian_in_leaf": 1.0,
         "min_data_in_leaf": 1,
-        "lambda_l2": 1.0,
+        "lambda_l2": 3.0,
         "max_bin": 256,
         "deterministic": True,
         "force_col_wise": True,
@@ -123,7 +123,7 @@ def fit_method(method, X, y, qid, n_trees, cfg):
         import xgboost
 
         params = {"objective": "rank:ndcg", "tree_method": "hist", "eta": cfg["lr"], "max_depth": cfg["depth"],
-                  "max_bin": 256, "lambda": 1.0, "min_child_weight": 1.0, "nthread": cfg["threads"],
+                  "max_bin": 256, "lambda": 3.0, "min_child_weight": 1.0, "nthread": cfg["threads"],
                   "seed": 0, "disable_default_eval_metric": 1}
         dtrain = xgboost.DMatrix(X, y)
         dtrain.set_group(sizes)
