@@ -140,6 +140,9 @@ STUDIES = {
         # What "auto" could have been: noise 3% and 1% of the first gradients' RMS instead of 10%.
         (SR, "beta=auto at 3% noise", None, {}, {"langevin": True, AUTO_NOISE: 0.03}),
         (SR, "beta=auto at 1% noise", None, {}, {"langevin": True, AUTO_NOISE: 0.01}),
+        # SGLB's noise as the only randomisation of the split search (SGLB's Algorithm 1).
+        (SR, "beta=auto, no split noise", None, {}, {"langevin": True, "backend_params": {"random_strength": 0.0}}),
+        (SR, "no SGLB, no split noise", None, {}, {"backend_params": {"random_strength": 0.0}}),
     ],
 }
 
