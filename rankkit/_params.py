@@ -55,7 +55,8 @@ BOOSTING_PARAMS = {
         None, [Integral, None], "int or None", "Engine threads (None: the engine's default; -1: all cores).", True),
     "random_state": Param(
         None, ["random_state"], "int, RandomState or None",
-        "Seeds everything random (objective sampling, SGLB noise, subsampling).", True),
+        "Seeds everything random (objective sampling, SGLB noise, subsampling, the numba engine's split "
+        "noise); None draws a fresh seed per fit.", True),
     "backend": Param(
         "auto", [StrOptions({"auto", *BACKENDS})], "{" + ", ".join(f'"{b}"' for b in ("auto", *BACKENDS)) + "}",
         "Boosting engine (``docs/backends.md``: when to choose which). ``\"auto\"``: ``\"numba\"`` "

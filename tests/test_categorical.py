@@ -8,6 +8,8 @@ model keeps them.
 
 import io
 import json
+import subprocess
+import sys
 import warnings
 import zipfile
 
@@ -207,9 +209,6 @@ def test_default_backend_on_categories_without_xgboost(data, tmp_path):
         f"r = QueryRMSERanker(**{BOOST!r}).fit(df.drop(columns='y'), df['y'])\n"
         "print(r.backend_.name)\n"
     )
-    import subprocess
-    import sys
-
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "lightgbm"
 
