@@ -219,3 +219,30 @@ def ref_leaf_of_rows(nodes, X):
             node = nodes["left"][node] if left else nodes["right"][node]
         out[i] = node
     return out
+
+
+def ref_greedy_logsum_edges(values, max_bins):
+    """GreedyLogSum by exhaustive search: each step tries every split of every
+    bin (between distinct values) and takes the one raising sum(log(count))
+    most (ties: the lowest bin, then the lowest split point)."""
+    distinct = sorted(set(float(v) for v in values))
+    count = {v: 0 for v in distinct}
+    for v in values:
+        count[float(v)] += 1
+    c = [count[v] for v in distinct]
+    bins = [(0, len(distinct))]  # [a, b) ranges of distinct indices
+    while len(bins) < max_bins:
+        choice = None
+        for a, b in sorted(bins):
+            total = sum(c[a:b])
+            for s in range(a + 1, b):
+                gain = math.log(sum(c[a:s])) + math.log(sum(c[s:b])) - math.log(total)
+                if choice is None or gain > choice[0] + 1e-12:
+                    choice = (gain, a, b, s)
+        if choice is None:
+            break
+        _, a, b, s = choice
+        bins.remove((a, b))
+        bins += [(a, s), (s, b)]
+    cuts = sorted(a for a, _ in bins if a > 0)
+    return np.array([distinct[s - 1] + (distinct[s] - distinct[s - 1]) / 2.0 for s in cuts])

@@ -30,6 +30,33 @@ def binned(X, max_bins=255):
 
 
 # -- binning ---------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_logsum_edges_match_exhaustive_search(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        n_distinct = int(rng.integers(3, 40))
+        values = np.round(rng.normal(size=n_distinct), 3)
+        # Heavy ties: a few values carry most of the rows, as in sparse features.
+        x = rng.choice(values, size=int(rng.integers(50, 400)), p=rng.dirichlet(np.full(n_distinct, 0.3)))
+        x[rng.random(x.size) < 0.05] = np.nan
+        max_bins = int(rng.integers(2, 12))
+        edges, ptr = binning.fit_bin_edges(x[:, None], max_bins, "greedy_logsum")
+        observed = np.unique(x[~np.isnan(x)])
+        if observed.size <= max_bins:  # every distinct value its own bin, as with quantiles
+            np.testing.assert_array_equal(edges, binning.fit_bin_edges(x[:, None], max_bins)[0])
+        else:
+            np.testing.assert_allclose(edges, ref.ref_greedy_logsum_edges(x[~np.isnan(x)], max_bins), rtol=0, atol=0)
+            assert ptr[1] == max_bins - 1
+
+
+def test_greedy_logsum_gives_a_tied_value_its_own_bin_and_keeps_the_rest_fine():
+    rng = np.random.default_rng(0)
+    x = np.where(rng.random(20000) < 0.6, 0.0, rng.exponential(size=20000))
+    quantile = np.diff(binning.fit_bin_edges(x[:, None], 255)[1])[0]
+    greedy = np.diff(binning.fit_bin_edges(x[:, None], 255, "greedy_logsum")[1])[0]
+    assert quantile < 120 and greedy == 254
+
+
 @pytest.mark.parametrize("max_bins", [2, 5, 255])
 def test_binning_matches_reference_and_thresholds(max_bins):
     rng = np.random.default_rng(0)

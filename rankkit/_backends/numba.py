@@ -32,6 +32,7 @@ BACKEND_PARAMS = {
     "min_split_gain": (0.0, [Interval(Real, 0, None, closed="left")]),
     "random_strength": (1.0, [Interval(Real, 0, None, closed="left")]),
     "sampling": ("uniform", [StrOptions({"uniform", "mvs"})]),
+    "border_type": ("quantile", [StrOptions({"quantile", "greedy_logsum"})]),
 }
 
 # Random streams of iteration t: 3 t (row subsample), 3 t + 1 (columns) and
@@ -139,6 +140,12 @@ class NumbaBackend(Backend):
         ``subsample * n``, its gradient and hessian divided by ``p_i``; the
         drawn rows choose the splits, and the leaf values come from all rows,
         as in CatBoost.
+    border_type : {"quantile", "greedy_logsum"}, default "quantile"
+        Bin edges of a feature with more distinct values than bins: at
+        quantiles of the training values, or CatBoost's ``GreedyLogSum``
+        (bins chosen greedily to maximise the sum of the logarithms of their
+        sizes, which gives a heavily tied value its own bin and keeps the
+        other bins fine).
 
     Random choices (row ``subsample``, ``colsample_bytree``, split noise) come
     from :mod:`rankkit._random` keyed by ``(seed, iteration)``, and every
@@ -200,7 +207,7 @@ class NumbaBackend(Backend):
         self.feature_names_in_ = None if feature_names is None else np.asarray(feature_names, dtype=object)
         max_bins = min(int(self.max_bin), 255)
         with limit_threads(self.n_jobs):
-            edges, edges_ptr = fit_bin_edges(X, max_bins)
+            edges, edges_ptr = fit_bin_edges(X, max_bins, p["border_type"])
             self.bin_edges_, self.bin_edges_ptr_ = edges, edges_ptr
             # One binned copy of each set, in the grower's layout (the column-major
             # one from binning is dropped at once).

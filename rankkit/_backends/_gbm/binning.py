@@ -15,6 +15,8 @@ matrix (``n_samples * n_features`` bytes) plus one block, never a dense float
 copy of the data.
 """
 
+import math
+
 import numba
 import numpy as np
 from numba import njit
@@ -40,7 +42,49 @@ def _sample_columns(X, idx, a, b):
     return np.asarray(sub, dtype=np.float64)
 
 
-def fit_bin_edges(X, max_bins):
+def greedy_logsum_edges(distinct, counts, max_bins):
+    """Edges splitting sorted ``distinct`` values (with ``counts``) into at most
+    ``max_bins`` bins that greedily maximise ``sum(log(bin count))``
+    (CatBoost's ``GreedyLogSum`` border selection).
+
+    Starting from one bin, each step splits the bin whose best split raises
+    the sum most; a bin's best split puts the count on each side as close to
+    half as the distinct values allow. Heavily tied values thus get a bin of
+    their own while the rest stay finely binned, where quantiles of the raw
+    values would spend many of their edges on the tied value. Edges are
+    midpoints between neighbouring distinct values.
+    """
+    import heapq
+
+    cum = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
+
+    def best(a, b):  # bins hold distinct[a:b]; split before index s, a < s < b
+        if b - a < 2:
+            return None
+        total = cum[b] - cum[a]
+        s = int(np.searchsorted(cum, cum[a] + total / 2.0))
+        options = [t for t in (s - 1, s, s + 1) if a < t < b]
+        scores = [math.log(cum[t] - cum[a]) + math.log(cum[b] - cum[t]) for t in options]
+        k = int(np.argmax(scores))  # first maximum: the lower split point
+        return scores[k] - math.log(total), options[k]
+
+    heap, splits, n_bins = [], [], 1
+    first = best(0, distinct.size)
+    if first is not None:
+        heap.append((-first[0], 0, 0, distinct.size, first[1]))
+    while heap and n_bins < max_bins:
+        _, a, _, b, s = heapq.heappop(heap)  # ties: the lower segment first
+        splits.append(s)
+        n_bins += 1
+        for lo, hi in ((a, s), (s, b)):
+            found = best(lo, hi)
+            if found is not None:
+                heapq.heappush(heap, (-found[0], lo, lo, hi, found[1]))
+    splits = np.sort(np.asarray(splits, dtype=np.int64))
+    return distinct[splits - 1] + (distinct[splits] - distinct[splits - 1]) / 2.0
+
+
+def fit_bin_edges(X, max_bins, border_type="quantile"):
     """Bin edges of every feature.
 
     Parameters
@@ -48,6 +92,9 @@ def fit_bin_edges(X, max_bins):
     X : ndarray or scipy sparse matrix of shape (n_samples, n_features)
     max_bins : int
         Most bins for non-missing values, ``2 <= max_bins <= 255``.
+    border_type : {"quantile", "greedy_logsum"}
+        With more distinct values than ``max_bins``: edges at quantiles of
+        the values, or :func:`greedy_logsum_edges` (CatBoost's default).
 
     Returns
     -------
@@ -75,6 +122,9 @@ def fit_bin_edges(X, max_bins):
             e = np.empty(0)
         elif distinct.size <= max_bins:
             e = distinct[:-1] + (distinct[1:] - distinct[:-1]) / 2.0
+        elif border_type == "greedy_logsum":
+            distinct, counts = np.unique(col, return_counts=True)
+            e = greedy_logsum_edges(distinct, counts, max_bins)
         else:
             q = np.quantile(col, np.linspace(0.0, 1.0, max_bins + 1)[1:-1], method="midpoint")
             e = np.unique(q)
