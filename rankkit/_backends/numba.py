@@ -84,19 +84,23 @@ def mvs_probabilities(grad, rate):
 
 def _leaves_from_all_rows(nodes, Xb, grad, hess, reg_lambda):
     """Leaf values, counts and hessian sums of a grown tree recomputed from
-    every training row (the tree's structure came from a weighted sample)."""
+    every training row (the tree's structure came from a weighted sample).
+    Returns the node each training row reaches."""
     ids = nodes.copy()
     ids["value"] = np.arange(nodes.shape[0])
     where = np.zeros(grad.shape[0])
     add_tree_binned(ids, Xb, 1.0, where)
     where = where.astype(np.intp)
-    G = np.bincount(where, weights=grad, minlength=nodes.shape[0])
-    H = np.bincount(where, weights=hess, minlength=nodes.shape[0])
-    leaf = nodes["left"] < 0
-    d = H + reg_lambda
-    nodes["value"][leaf] = np.where(d[leaf] > 0, -G[leaf] / np.where(d[leaf] > 0, d[leaf], 1.0), 0.0)
-    nodes["count"][leaf] = np.bincount(where, minlength=nodes.shape[0])[leaf]
-    nodes["sum_hessian"][leaf] = H[leaf]
+    n_nodes = nodes.shape[0]
+    G = np.bincount(where, weights=grad, minlength=n_nodes)
+    H = np.bincount(where, weights=hess, minlength=n_nodes)
+    C = np.bincount(where, minlength=n_nodes)
+    for k in np.flatnonzero(nodes["left"] < 0):
+        d = H[k] + reg_lambda
+        nodes["value"][k] = -G[k] / d if d > 0 else 0.0
+        nodes["sum_hessian"][k] = H[k]
+        nodes["count"][k] = C[k]
+    return where
 
 
 class NumbaBackend(Backend):
@@ -266,10 +270,12 @@ class NumbaBackend(Backend):
                     decay = 1.0 / (1.0 + math.exp(min(model_length - math.log(n), 700.0)))
                     noise_sd = p["random_strength"] * math.sqrt(float(np.dot(grad, grad)) / n) * decay
                 nodes = grower.grow(g_tree, h_tree, rows_t, feats, noise_sd, key(seed, _STREAMS * t + 2))
-                if mvs:
-                    _leaves_from_all_rows(nodes, Xb, grad, hess, float(self.reg_lambda))
+                leaf_of_row = _leaves_from_all_rows(nodes, Xb, grad, hess, float(self.reg_lambda)) if mvs else None
                 nodes["value"] *= float(self.learning_rate)
-                add_tree_binned(nodes, Xb, 1.0, raw)
+                if leaf_of_row is None:
+                    add_tree_binned(nodes, Xb, 1.0, raw)
+                else:  # the walk is done: add each row's leaf value
+                    raw += nodes["value"][leaf_of_row]
                 for E, r in zip(Eb, raw_evals):
                     add_tree_binned(nodes, E, 1.0, r)
                 # Stored as v / S so that S * sum(stored) adds exactly v now.

@@ -15,6 +15,7 @@ matrix (``n_samples * n_features`` bytes) plus one block, never a dense float
 copy of the data.
 """
 
+import heapq
 import math
 
 import numba
@@ -54,8 +55,6 @@ def greedy_logsum_edges(distinct, counts, max_bins):
     values would spend many of their edges on the tied value. Edges are
     midpoints between neighbouring distinct values.
     """
-    import heapq
-
     cum = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
 
     def best(a, b):  # bins hold distinct[a:b]; split before index s, a < s < b
@@ -117,13 +116,12 @@ def fit_bin_edges(X, max_bins, border_type="quantile"):
             sample = _sample_columns(X, idx, f, f + EDGE_FEATURES)
         col = sample[:, f % EDGE_FEATURES]
         col = np.sort(col[~np.isnan(col)])
-        distinct = np.unique(col)
+        distinct, counts = np.unique(col, return_counts=True)
         if distinct.size <= 1:
             e = np.empty(0)
         elif distinct.size <= max_bins:
             e = distinct[:-1] + (distinct[1:] - distinct[:-1]) / 2.0
         elif border_type == "greedy_logsum":
-            distinct, counts = np.unique(col, return_counts=True)
             e = greedy_logsum_edges(distinct, counts, max_bins)
         else:
             q = np.quantile(col, np.linspace(0.0, 1.0, max_bins + 1)[1:-1], method="midpoint")
