@@ -35,6 +35,8 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import sys
 import time
 from pathlib import Path
@@ -42,8 +44,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SHARED_DATA, machine_line, markdown_table, mean_std, save_result  # noqa: E402
-from bench_quality import _NEEDS, DATASETS, per_query_metrics  # noqa: E402
+from _common import RESULTS, SHARED_DATA, machine_line, markdown_table, mean_std, save_result  # noqa: E402
+from bench_quality import _NEEDS, DATASETS, _rankkit_source_hash, per_query_metrics  # noqa: E402
 
 from rankkit._objectives._base import RankingObjective  # noqa: E402
 
@@ -113,28 +115,31 @@ def _objective(name, **params):
 NEWTON = ["YetiRank", "YetiLoss NDCG@10", "LambdaMART NDCG@10", "XE-NDCG"]
 SR = "StochasticRank NDCG@10"
 
-#: study -> [(objective, variant label, objective wrapper units or None, objective params, ranker params)]
+#: study -> [(objective, variant label, objective wrapper units or None, objective params, ranker params)];
+#: an objective's first variant is the rankers' default, the one the others are paired with.
 STUDIES = {
     "hessians": [
         (obj, variant, units, {}, ranker)
         for obj in NEWTON
         for variant, units, ranker in [
+            ("mean 1 per query (default)", None, {}),
             ("raw hessians (engine units)", "raw", {}),
             ("raw, min_child_weight=0", "raw", {"min_child_weight": 0.0}),
             ("mean 1 per document", "documents", {}),
-            ("mean 1 per query (default)", None, {}),
         ]
     ],
     "stochasticrank": [
+        (SR, "mu=0.1 (default)", None, {}, {}),
         (SR, "mu=0", None, {"mu": 0.0}, {}),
         (SR, "mu=0.03", None, {"mu": 0.03}, {}),
-        (SR, "mu=0.1 (default)", None, {}, {}),
         (SR, "unit-RMS gradients", "unit-rms", {}, {}),
     ],
     "sglb": [
         (SR, "no SGLB", None, {}, {}),
         (SR, "beta=1e4", None, {}, {"langevin": True, "diffusion_temperature": 1e4}),
         (SR, "beta=1e6", None, {}, {"langevin": True, "diffusion_temperature": 1e6}),
+        # Noise ~1e-7 of the gradients: what SGLB's randomisation alone does, without its noise's size.
+        (SR, "beta=1e12", None, {}, {"langevin": True, "diffusion_temperature": 1e12}),
         (SR, "beta=auto (default)", None, {}, {"langevin": True}),
         (SR, "beta=auto, gamma=1e-3", None, {}, {"langevin": True, "model_shrink_rate": 1e-3}),
         # What "auto" could have been: noise 3% and 1% of the first gradients' RMS instead of 10%.
@@ -145,6 +150,37 @@ STUDIES = {
         (SR, "no SGLB, no split noise", None, {}, {"backend_params": {"random_strength": 0.0}}),
     ],
 }
+
+
+CACHE = RESULTS / "defaults_cache"
+
+
+def cached_fit(dataset, k, variant_spec, fold, cfg, seed):
+    """:func:`fit_variant`'s ``(mean test NDCG@10, trees)``, cached per fit and
+    keyed by rankkit's source, the protocol, the variant and the seed, so more
+    seeds or another summary reuse the fits already made."""
+    items = [_rankkit_source_hash(), dataset, k, repr(variant_spec), seed, cfg.n_estimators, cfg.lr,
+             cfg.depth, cfg.patience, cfg.backend]
+    path = CACHE / (hashlib.sha1(json.dumps(items, default=str).encode()).hexdigest()[:16] + ".json")
+    if path.exists():
+        return tuple(json.loads(path.read_text()))
+    obj, _, units, obj_params, ranker_params = variant_spec
+    per_query, trees = fit_variant(obj, units, obj_params, ranker_params, fold, cfg, seed)
+    out = (float(np.mean(per_query)), int(trees))
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out))
+    return out
+
+
+def paired_difference(fits, base):
+    """Mean and standard error of ``fits - base`` over the (fold, seed) fits
+    both have: the seeds pair the fits, so the spread between folds and
+    between random states of the baseline cancels as far as it can."""
+    pairs = [fits[key] - base[key] for key in fits if key in base]
+    if len(pairs) < 2:
+        return float("nan"), float("nan")
+    pairs = np.asarray(pairs)
+    return float(pairs.mean()), float(pairs.std(ddof=1) / np.sqrt(pairs.size))
 
 
 def fit_variant(obj_name, units, obj_params, ranker_params, fold, cfg, seed):
@@ -195,7 +231,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     sections = []
     for study in cfg.study:
-        rows = {}  # (objective, variant) -> {dataset: [fold means]}
+        rows = {}  # (objective, variant) -> {dataset: {(fold, seed): NDCG@10}}
         for dataset in cfg.datasets:
             if dataset in _NEEDS and not (SHARED_DATA / _NEEDS[dataset]).is_dir():
                 print(f"skipping {dataset}: not found", flush=True)
@@ -203,25 +239,34 @@ def main(argv=None):
             for k, fold in enumerate(DATASETS[dataset](), start=1):
                 if k not in cfg.folds:
                     continue
-                for obj, variant, units, obj_params, ranker_params in STUDIES[study]:
+                for spec in STUDIES[study]:
+                    obj, variant = spec[:2]
                     if cfg.variants and not any(v.strip() in variant for v in cfg.variants.split(",")):
                         continue
-                    values, trees = [], []
+                    fits = rows.setdefault((obj, variant), {}).setdefault(dataset, {})
+                    trees = []
                     for seed in range(cfg.seeds):
-                        v, t = fit_variant(obj, units, obj_params, ranker_params, fold, cfg, seed)
-                        values.append(float(np.mean(v)))
+                        fits[k, seed], t = cached_fit(dataset, k, spec, fold, cfg, seed)
                         trees.append(t)
-                    rows.setdefault((obj, variant), {}).setdefault(dataset, []).append(float(np.mean(values)))
-                    print(f"{study} {dataset} fold {k} {obj} | {variant}: ndcg@10={np.mean(values):.4f} "
+                    print(f"{study} {dataset} fold {k} {obj} | {variant}: "
+                          f"ndcg@10={np.mean([fits[k, s] for s in range(cfg.seeds)]):.4f} "
                           f"trees={int(np.median(trees))}", flush=True)
         datasets = [d for d in cfg.datasets if any(d in r for r in rows.values())]
         table = []
+        baselines = {}  # objective -> its first variant's fits: what the others are paired with
         for (obj, variant), per in rows.items():
+            base = baselines.setdefault(obj, (variant, per))
             cells = [obj, variant]
             for d in datasets:
-                mu, sd = mean_std(per.get(d, []))
-                cells.append(f"{mu:.4f} ± {sd:.4f}")
-            cells.append(f"{np.mean([mean_std(per[d])[0] for d in datasets if d in per]):.4f}")
+                fold_means = [np.mean([v for (k, _), v in per.get(d, {}).items() if k == f]) for f in cfg.folds
+                              if any(k == f for k, _ in per.get(d, {}))]
+                mu, sd = mean_std(fold_means)
+                cell = f"{mu:.4f} ± {sd:.4f}"
+                if base[0] != variant and d in per and d in base[1]:
+                    diff, se = paired_difference(per[d], base[1][d])
+                    cell += f" ({100 * diff:+.2f} ± {100 * se:.2f})"
+                cells.append(cell)
+            cells.append(f"{np.mean([np.mean(list(per[d].values())) for d in datasets if d in per]):.4f}")
             table.append(cells)
         sections.append(f"### {study}\n\n" + markdown_table(
             ["objective", "variant"] + [f"{d} NDCG@10" for d in datasets] + ["mean over datasets"], table))
@@ -229,7 +274,8 @@ def main(argv=None):
         f"Defaults study: max {cfg.n_estimators} trees, depth {cfg.depth}, lr {cfg.lr}, early stopping "
         f"(patience {cfg.patience}), folds {cfg.folds}, {cfg.seeds} seed(s) averaged, {cfg.n_jobs} threads, "
         f"backend={cfg.backend}. Test NDCG@10 (worst-order ties, exp gain, queries without a relevant "
-        "document count 1), mean ± std over folds.\n"
+        "document count 1), mean ± std over folds; in brackets, the difference in points to the "
+        "objective's first variant (the default), mean ± standard error over the (fold, random state) fits, paired.\n"
         f"Machine: {machine_line()}\n\n" + "\n\n".join(sections)
         + f"\n\nTotal wall time: {time.perf_counter() - t0:.0f} s"
     )

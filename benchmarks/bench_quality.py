@@ -13,7 +13,11 @@ CatBoost's, LightGBM's and XGBoost's counterparts under the same protocol:
   mapping, over all queries);
 * mean and spread over folds; for each rankkit ranker the paired per-fold
   difference to its counterpart and a paired test over all test queries of
-  all folds (Wilcoxon signed-rank on per-query NDCG@10).
+  all folds (Wilcoxon signed-rank on per-query NDCG@10);
+* the random learners, rankkit's and CatBoost's (random split strength,
+  bootstrap, the objectives' own noise), fitted with random states
+  ``0..--seeds-1`` and their per-query metrics averaged; LightGBM and
+  XGBoost (no subsampling) are deterministic and fitted once.
 
 Datasets and their splits:
 
@@ -205,17 +209,23 @@ def fit_rankkit(cls_name, params, fold, cfg, eval_metric="ndcg@10", seed=0):
     return model.predict, t.seconds, model.best_iteration_ + 1
 
 
+#: Engines whose default learner is random (rankkit: random split strength and
+#: StochasticRank's / YetiRank's noise; CatBoost: random split strength and
+#: bootstrap): fitted with random states 0..seeds-1 and averaged. LightGBM and
+#: XGBoost without subsampling are deterministic: one fit.
+RANDOM_ENGINES = ("rankkit", "catboost")
+
 _CATBOOST_EVAL = {"ndcg@10": "NDCG:top=10;type=Exp", "mrr": "MRR", "map": "MAP"}
 
 
-def fit_catboost(loss, fold, cfg, eval_metric="ndcg@10"):
+def fit_catboost(loss, fold, cfg, eval_metric="ndcg@10", seed=0):
     import catboost
 
     (Xt, yt, qt), (Xv, yv, qv) = fold["train"], fold["vali"]
     model = catboost.CatBoost({
         "loss_function": loss, "iterations": cfg.n_estimators, "depth": cfg.depth,
         "learning_rate": cfg.lr, "eval_metric": _CATBOOST_EVAL[eval_metric], "od_type": "Iter",
-        "od_wait": cfg.patience, "use_best_model": True, "random_seed": 0,
+        "od_wait": cfg.patience, "use_best_model": True, "random_seed": seed,
         "thread_count": cfg.n_jobs, "verbose": False, "allow_writing_files": False,
         **cfg.catboost_overrides,
     })
@@ -311,7 +321,7 @@ def _cache_key(dataset, fold, label, engine, params, metric, cfg):
     version = _rankkit_source_hash() if engine == "rankkit" else _engine_version(engine)
     items = [dataset, fold, label, engine, version, repr(params), metric, cfg.n_estimators,
              cfg.lr, cfg.depth, cfg.patience, cfg.backend if engine == "rankkit" else None,
-             cfg.seeds if engine == "rankkit" else 1,
+             cfg.seeds if engine in RANDOM_ENGINES else 1,
              sorted(cfg.overrides.items()) if engine == "rankkit" else None]
     if engine == "catboost" and cfg.catboost_overrides:
         items.append(sorted(cfg.catboost_overrides.items()))
@@ -326,11 +336,11 @@ def run_one(dataset, k, fold, label, spec, cfg):
     if cfg.cache and path.exists() and engine != "rankkit" or (cfg.cache_rankkit and path.exists()):
         return json.loads(path.read_text())
     Xs, ys, qs = fold["test"]
-    # Random objectives are averaged over ``--seeds`` fits (per-query metrics
+    # Random learners are averaged over ``--seeds`` fits (per-query metrics
     # averaged), so a comparison is not decided by one draw of the noise.
     runs = []
-    for seed in range(cfg.seeds if engine == "rankkit" else 1):
-        kw = {"seed": seed} if engine == "rankkit" else {}
+    for seed in range(cfg.seeds if engine in RANDOM_ENGINES else 1):
+        kw = {"seed": seed} if engine in RANDOM_ENGINES else {}
         predict, seconds, trees = fit(*args, fold, cfg, eval_metric=metric, **kw)
         runs.append((per_query_metrics(ys, np.asarray(predict(Xs), dtype=np.float64), qs), seconds, trees))
     pq = {m: np.mean([np.asarray(r[0][m], dtype=np.float64) for r in runs], axis=0) for m in METRICS}
@@ -411,7 +421,7 @@ def main(argv=None):
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--backend", default="auto", help="rankkit backend (default: the rankers' own, auto)")
     parser.add_argument("--seeds", type=int, default=1,
-                        help="fit every rankkit method with random_state 0..seeds-1 and average")
+                        help="fit every rankkit and CatBoost method with random states 0..seeds-1 and average")
     parser.add_argument("--only", default=None, help="comma-separated substrings of method labels")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a rankkit parameter for every rankkit method (repeatable)")
@@ -452,7 +462,8 @@ def main(argv=None):
 
     settings = (
         f"max {cfg.n_estimators} trees, depth {cfg.depth}, lr {cfg.lr}, early stopping on the validation "
-        f"split (patience {cfg.patience}), {cfg.n_jobs} threads, rankkit backend={cfg.backend}"
+        f"split (patience {cfg.patience}), {cfg.n_jobs} threads, rankkit backend={cfg.backend}; "
+        f"rankkit and CatBoost averaged over random states 0-{cfg.seeds - 1}"
         + (f", rankkit overrides {cfg.overrides}" if cfg.overrides else "")
         + (f", CatBoost overrides {cfg.catboost_overrides}" if cfg.catboost_overrides else "")
     )
