@@ -1,7 +1,6 @@
 """QueryRMSE: squared error after removing each query's mean residual."""
 
 import numba
-import numpy as np
 from numba import njit
 
 from ._base import RankingObjective

@@ -15,7 +15,6 @@ from ..._random import key, uniform
 from .._base import iter_row_blocks
 from .binning import BLOCK_ROWS
 from .predictor import flat_trees, predict_raw
-from .tree import NODE_DTYPE
 
 
 @njit(cache=True, parallel=True)
