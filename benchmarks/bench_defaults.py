@@ -16,7 +16,8 @@ study compares the default with the alternatives that were candidates
   a root mean square of 1 (steps of a fixed size, an alternative to ``sigma``
   relative to the scale of the scores);
 * ``sglb``: StochasticRank without Langevin noise, with fixed temperatures
-  1e4 (rankkit 0.1's default) and 1e6, and ``"auto"`` (noise a fixed share
+  1e4 (rankkit 0.1's default) and 1e6, a negligible noise (1e20: a control
+  for the change of random path alone), and ``"auto"`` (noise a fixed share
   of the first gradients' root mean square, ``rankkit._sglb.AUTO_NOISE_TO_GRADIENT``)
   at 10%, 3% and 1% of it, with and without model shrinkage.
 
@@ -138,8 +139,9 @@ STUDIES = {
         (SR, "no SGLB", None, {}, {}),
         (SR, "beta=1e4", None, {}, {"langevin": True, "diffusion_temperature": 1e4}),
         (SR, "beta=1e6", None, {}, {"langevin": True, "diffusion_temperature": 1e6}),
-        # Noise ~1e-7 of the gradients: what SGLB's randomisation alone does, without its noise's size.
-        (SR, "beta=1e12", None, {}, {"langevin": True, "diffusion_temperature": 1e12}),
+        # Noise below 1e-6 of the gradients' RMS on these datasets (sqrt(2 / (0.05 * 1e20)) = 6e-10):
+        # a control that changes the random path of training and nothing else.
+        (SR, "beta=1e20", None, {}, {"langevin": True, "diffusion_temperature": 1e20}),
         (SR, "beta=auto (default)", None, {}, {"langevin": True}),
         (SR, "beta=auto, gamma=1e-3", None, {}, {"langevin": True, "model_shrink_rate": 1e-3}),
         # What "auto" could have been: noise 3% and 1% of the first gradients' RMS instead of 10%.
@@ -209,10 +211,21 @@ def fit_variant(obj_name, units, obj_params, ranker_params, fold, cfg, seed):
     return per_query_metrics(ys, model.predict(Xs), qs)["ndcg@10"], model.best_iteration_ + 1
 
 
+def _selected(variant, wanted, study):
+    """Whether ``--variants`` selects ``variant``: an item equal to a label of
+    the study selects that label only, any other item every label containing it."""
+    labels = {spec[1] for spec in study}
+    for item in (v.strip() for v in wanted.split(",")):
+        if item == variant or (item not in labels and item in variant):
+            return True
+    return False
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--study", nargs="*", default=list(STUDIES), choices=list(STUDIES))
-    parser.add_argument("--variants", default=None, help="comma-separated substrings: run matching variants only")
+    parser.add_argument("--variants", default=None,
+                        help="comma-separated labels (exact) or substrings: run matching variants only")
     parser.add_argument("--datasets", nargs="*", default=["mq2008", "clueweb09", "yahoo"], choices=list(DATASETS))
     parser.add_argument("--folds", type=int, nargs="*", default=None)
     parser.add_argument("--seeds", type=int, default=3)
@@ -241,7 +254,7 @@ def main(argv=None):
                     continue
                 for spec in STUDIES[study]:
                     obj, variant = spec[:2]
-                    if cfg.variants and not any(v.strip() in variant for v in cfg.variants.split(",")):
+                    if cfg.variants and not _selected(variant, cfg.variants, STUDIES[study]):
                         continue
                     fits = rows.setdefault((obj, variant), {}).setdefault(dataset, {})
                     trees = []
