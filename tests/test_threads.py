@@ -145,16 +145,26 @@ _THREADS_THAT_RAN = """
                 pass
         return out
 
-    X, y, qid = make_ranking(n_queries=300, n_features=8, max_docs=40, random_state=0)
-    kw = dict(n_permutations=20, n_estimators=8, max_depth=3, random_state=0, backend=sys.argv[1])
-    rankkit.YetiRanker(**kw, n_jobs=2).fit(X, y, qid=qid)  # warm-up: every pool started, kernels loaded
-    for n_jobs in (1, 2):
+    def share_outside_main(step):
         before = cpu_ns_per_thread()
-        rankkit.YetiRanker(**kw, n_jobs=n_jobs).fit(X, y, qid=qid)
+        step()
         after = cpu_ns_per_thread()
         used = {tid: ns - before.get(tid, 0) for tid, ns in after.items()}
         main = used.pop(str(os.getpid()))
-        print(sum(used.values()) / (main + sum(used.values())))
+        return sum(used.values()) / (main + sum(used.values()))
+
+    # Large enough to wake every pool: OpenBLAS threads a dot product only
+    # above 10,000 elements, numpy's sorts and reductions never.
+    X, y, qid = make_ranking(n_queries=500, n_features=8, max_docs=100, random_state=0)
+    assert len(y) > 20_000
+    kw = dict(n_permutations=4, n_estimators=6, max_depth=3, random_state=0, backend=sys.argv[1])
+    rankkit.YetiRanker(**kw, n_jobs=2).fit(X, y, qid=qid).score(X, y, qid=qid)  # warm-up: every pool started
+    for n_jobs in (1, 2):
+        model = rankkit.YetiRanker(**kw, n_jobs=n_jobs)
+        fit = share_outside_main(lambda: model.fit(X, y, qid=qid))
+        predict = share_outside_main(lambda: [model.predict(X) for _ in range(5)])
+        score = share_outside_main(lambda: model.score(X, y, qid=qid))
+        print(fit, predict, score)
 """
 
 
@@ -162,20 +172,20 @@ _THREADS_THAT_RAN = """
                     reason="needs Linux's per-thread /proc/<pid>/task/<tid>/schedstat")
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
 @pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
-def test_a_fit_with_n_jobs_1_runs_on_one_thread(backend):
-    """The share of a fit's CPU time spent outside the calling thread, in a
-    fresh process after a warm-up fit with two threads (so every pool has
-    its workers): about 0 with ``n_jobs=1``, large with ``n_jobs=2``. CPU
-    time per thread, unlike CPU seconds per wall second, does not depend on
-    how busy the machine is. (XGBoost runs a few microseconds of work per
-    fit on its OpenMP default thread count whatever ``nthread`` says, hence
-    1%, not 0.)"""
+def test_n_jobs_1_runs_fit_predict_and_score_on_one_thread(backend):
+    """The share of CPU time spent outside the calling thread in fit, predict
+    and score, in a fresh process after a warm-up with two threads (so every
+    pool has its workers, BLAS's included): about 0 with ``n_jobs=1``, large
+    in fit with ``n_jobs=2``. CPU time per thread, unlike CPU seconds per
+    wall second, does not depend on how busy the machine is. (XGBoost runs a
+    few microseconds of work per fit on its OpenMP default thread count
+    whatever ``nthread`` says, hence 1%, not 0.)"""
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_THREADS_THAT_RAN), backend],
                           env=_clean_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    share_one, share_two = (float(v) for v in proc.stdout.split()[-2:])
-    assert share_one < 0.01
-    assert share_two > 0.1
+    one, two = ([float(v) for v in line.split()] for line in proc.stdout.strip().splitlines()[-2:])
+    assert max(one) < 0.01, f"n_jobs=1: share of CPU outside the calling thread in fit/predict/score: {one}"
+    assert two[0] > 0.1
 
 
 # --------------------------------------------------------------------------- wait policy

@@ -21,7 +21,7 @@ from .._threads import limit_threads
 from .._validation import Interval
 from ._base import Backend, check_gradients, check_iteration_range
 from ._gbm.binning import fit_bin_edges, transform
-from ._gbm.booster import TreeEnsemble, sample_uniforms
+from ._gbm.booster import TreeEnsemble, sample_uniforms, sum_of_squares
 from ._gbm.grower import TreeGrower, group_features
 from ._gbm.predictor import add_tree_binned
 from ._gbm.tree import NODE_DTYPE
@@ -268,7 +268,7 @@ class NumbaBackend(Backend):
                     # rms over all training rows (CatBoost: its whole learn fold), times the model-size decay.
                     model_length = t * float(self.learning_rate)
                     decay = 1.0 / (1.0 + math.exp(min(model_length - math.log(n), 700.0)))
-                    noise_sd = p["random_strength"] * math.sqrt(float(np.dot(grad, grad)) / n) * decay
+                    noise_sd = p["random_strength"] * math.sqrt(sum_of_squares(grad) / n) * decay
                 nodes = grower.grow(g_tree, h_tree, rows_t, feats, noise_sd, key(seed, _STREAMS * t + 2))
                 leaf_of_row = _leaves_from_all_rows(nodes, Xb, grad, hess, float(self.reg_lambda)) if mvs else None
                 nodes["value"] *= float(self.learning_rate)

@@ -25,6 +25,16 @@ def sample_uniforms(seed, stream, n, out):
         out[i] = uniform(k, i)
 
 
+@njit(cache=True)
+def sum_of_squares(x):
+    """``sum(x ** 2)`` in index order on the calling thread (``np.dot(x, x)``
+    would run on BLAS's own thread pool above 10,000 elements, outside ``n_jobs``)."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i] * x[i]
+    return total
+
+
 class TreeEnsemble:
     """Trees (record arrays) plus the SGLB scale history; pickles as plain NumPy."""
 
