@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 from rankkit._backends._gbm import binning, histogram, splitting
-from rankkit._backends._gbm.grower import TreeGrower, group_features, level_histograms, partition_grouped
-from rankkit._backends._gbm.predictor import add_tree_binned, flat_trees, predict_raw
+from rankkit._backends._gbm.grower import (TreeGrower, group_features, level_histograms, partition_segments,
+                                           split_sides)
+from rankkit._backends._gbm.predictor import (add_tree_binned, add_tree_positions, flat_trees, oblivious_tables,
+                                              predict_oblivious, predict_raw)
 from tests import _reference_gbm as ref
 
 
@@ -106,7 +108,7 @@ def test_histograms_and_subtraction_match_reference():
     # sibling by subtraction equal to a direct build of rows[230:]. Column
     # subsets: a non-contiguous one (general path) and all features (fast path).
     Xg = np.ascontiguousarray(group_features(Xb)[:, rows, :])  # bins by position in rows
-    gh = np.full((n, 2), np.nan)
+    gh = np.ascontiguousarray(np.stack([grad[rows], hess[rows]]))  # gradients by position
     i64 = lambda *v: np.array(v, dtype=np.int64)  # noqa: E731
     for feats in (np.array([0, 2, 3, 4], dtype=np.int64), np.arange(F, dtype=np.int64)):
         nf = feats.shape[0]
@@ -115,10 +117,10 @@ def test_histograms_and_subtraction_match_reference():
         outs = [np.empty((3, nf)), np.empty((3, nf)), np.empty((3, nf), np.uint8), np.empty((3, nf), np.uint8),
                 np.empty((3, nf)), np.empty((3, nf))]
         no_noise = (0.0, np.uint64(0), i64(0, 1, 2), F)
-        level_histograms(Xg, rows, grad, hess, gh, feats, np.diff(ptr) + 1, i64(0), i64(500), i64(0), i64(-1),
+        level_histograms(Xg, gh, feats, np.diff(ptr) + 1, i64(0), i64(500), i64(0), i64(-1),
                          i64(0), parent, parent, g0, h0, 1.0, 0.0, False, *no_noise, *outs)
         hist = np.full((2, F, 256, 2), np.nan)
-        level_histograms(Xg, rows, grad, hess, gh, feats, np.diff(ptr) + 1, i64(0), i64(230), i64(1), i64(0),
+        level_histograms(Xg, gh, feats, np.diff(ptr) + 1, i64(0), i64(230), i64(1), i64(0),
                          i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *no_noise, *outs)
         for j, f in enumerate(feats):
             np.testing.assert_allclose(parent[0, j], ref.ref_histogram(Xb, rows, grad, hess, f), rtol=1e-12, atol=1e-12)
@@ -126,14 +128,11 @@ def test_histograms_and_subtraction_match_reference():
                                        atol=1e-12)
             np.testing.assert_allclose(hist[0, j], ref.ref_histogram(Xb, rows[230:], grad, hess, f), atol=1e-10)
         # A node in the middle of the row array.
-        level_histograms(Xg, rows, grad, hess, gh, feats, np.diff(ptr) + 1, i64(100), i64(140), i64(1), i64(-1),
+        level_histograms(Xg, gh, feats, np.diff(ptr) + 1, i64(100), i64(140), i64(1), i64(-1),
                          i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, False, *no_noise, *outs)
         for j, f in enumerate(feats):
             np.testing.assert_allclose(hist[1, j], ref.ref_histogram(Xb, rows[100:140], grad, hess, f), rtol=1e-12,
                                        atol=1e-12)
-        # The ordered gradients gathered for the built segment.
-        np.testing.assert_array_equal(gh[100:140, 0], grad[rows[100:140]])
-        np.testing.assert_array_equal(gh[100:140, 1], hess[rows[100:140]])
 
 
 def test_group_features_layout():
@@ -174,8 +173,7 @@ def test_node_split_matches_exhaustive_search(lam, mcw):
 def grow(X, grad, hess, noise_sd=0.0, noise_key=0, **kw):
     Xb, edges, ptr = binned(X)
     g = TreeGrower(group_features(Xb), np.diff(ptr) + 1, edges, ptr, **kw)
-    rows = np.arange(X.shape[0], dtype=np.int32)
-    nodes = g.grow(grad, hess, rows, np.arange(X.shape[1], dtype=np.int64), noise_sd, noise_key)
+    nodes = g.grow(grad, hess, np.arange(X.shape[1], dtype=np.int64), noise_sd, noise_key)
     return nodes, Xb
 
 
@@ -263,66 +261,78 @@ def test_random_split_strength_matches_reference(policy):
 
 
 @pytest.mark.parametrize("n_chunks", [1, 3])
-def test_partition_is_stable_and_correct(n_chunks):
+def test_partition_is_stable_and_moves_bins_gradients_and_rows(n_chunks):
     rng = np.random.default_rng(4)
     n = 500
     Xb, _, _ = binned(tied_data(rng, n, 12))
     Xg = group_features(Xb)
-    rows = rng.permutation(n).astype(np.int32)
-    before = rows.copy()
+    grad, hess = rng.normal(size=n), rng.random(n)
+    before = rng.permutation(n).astype(np.int32)
+    rows = before.copy()
+    pos = np.ascontiguousarray(Xg[:, rows, :])  # bins by position
+    gh = np.ascontiguousarray(np.stack([grad[rows], hess[rows]]))
     starts, ends = np.array([0, 200], dtype=np.int64), np.array([200, 480], dtype=np.int64)
     f, t, ml = np.array([0, 11], dtype=np.int64), np.array([1, 0], np.uint8), np.array([1, 0], np.uint8)
-    scratch = np.empty((n_chunks, n), np.uint64)
-    for move, in_place in ((False, False), (True, False), (True, True)):
-        rows[:] = before
-        pos = np.ascontiguousarray(Xg[:, rows, :])  # bins by position
-        dst = pos if in_place else np.zeros_like(pos)
-        nl = np.empty(2, dtype=np.int64)
-        partition_grouped(pos, pos.view(np.uint64)[:, :, 0], dst.view(np.uint64)[:, :, 0], rows,
-                          np.empty(n, np.int32), np.empty(n, np.uint8), starts, ends, f, t, ml, nl, move, scratch)
-        for k in range(2):
-            seg = before[starts[k]:ends[k]]
-            go = np.array([ref.ref_goes_left(b, t[k], ml[k]) for b in Xb[seg, f[k]]])
-            np.testing.assert_array_equal(rows[starts[k]:ends[k]], np.concatenate([seg[go], seg[~go]]))
-            assert nl[k] == go.sum()
-            if move:  # the bins moved with their rows
-                for g in range(Xg.shape[0]):
-                    np.testing.assert_array_equal(dst[g, starts[k]:ends[k]], Xg[g, rows[starts[k]:ends[k]]])
-        np.testing.assert_array_equal(rows[480:], before[480:])
-        if in_place:  # positions outside the segments untouched
-            np.testing.assert_array_equal(dst[:, 480:], Xg[:, before[480:]])
+    go, nl = np.empty(n, np.uint8), np.empty(2, dtype=np.int64)
+    split_sides(pos, starts, ends, f, t, ml, go, nl)
+    partition_segments(pos.view(np.uint64)[:, :, 0], gh.view(np.uint64), rows, np.empty(n, np.int32), go,
+                       starts, ends, nl, np.empty((n_chunks, n), np.uint64))
+    for k in range(2):
+        seg = before[starts[k]:ends[k]]
+        left = np.array([ref.ref_goes_left(b, t[k], ml[k]) for b in Xb[seg, f[k]]])
+        np.testing.assert_array_equal(rows[starts[k]:ends[k]], np.concatenate([seg[left], seg[~left]]))
+        assert nl[k] == left.sum()
+    # Every position still holds its row's bins and gradients; positions outside the segments are untouched.
+    np.testing.assert_array_equal(rows[480:], before[480:])
+    np.testing.assert_array_equal(pos, Xg[:, rows, :])
+    np.testing.assert_array_equal(gh, np.stack([grad[rows], hess[rows]]))
 
 
-def test_grower_reused_across_trees_matches_a_fresh_one():
-    """The working copy is partitioned in place: a grower reused for the next
-    tree (all rows, a subsample, all rows again) grows what a fresh one grows."""
+def test_grower_reused_across_trees_grows_the_trees_of_a_fresh_one():
+    """The binned matrix is reordered in place and the next tree starts from
+    the order the last one left: a grower reused for the next tree (all rows,
+    a subsample, all rows again) grows the trees a fresh one grows, up to the
+    order in which the histograms sum (exact here: dyadic gradients), and the
+    positions always hold their rows' bins."""
     rng = np.random.default_rng(9)
     n, F = 700, 19
     X = tied_data(rng, n, F)
     Xb, edges, ptr = binned(X)
-    Xg = group_features(Xb)
     kw = dict(max_depth=5, reg_lambda=1.0, min_child_weight=0.0)
-    reused = TreeGrower(Xg, np.diff(ptr) + 1, edges, ptr, **kw)
+    reused = TreeGrower(group_features(Xb), np.diff(ptr) + 1, edges, ptr, **kw)
     feats = np.arange(F, dtype=np.int64)
     for trial in range(4):
-        grad, hess = rng.normal(size=n), rng.random(n) + 0.5
-        rows = np.arange(n, dtype=np.int32) if trial % 2 == 0 else np.sort(rng.permutation(n)[:400]).astype(np.int32)
-        a = reused.grow(grad, hess, rows.copy(), feats)
-        b = TreeGrower(Xg, np.diff(ptr) + 1, edges, ptr, **kw).grow(grad, hess, rows.copy(), feats)
+        grad, hess = dyadic(rng, n), rng.integers(1, 5, n) / 2.0
+        sampled = None if trial % 2 == 0 else rng.random(n) < 0.6
+        a = reused.grow(grad, hess, feats, sampled=sampled)
+        b = TreeGrower(group_features(Xb), np.diff(ptr) + 1, edges, ptr, **kw).grow(grad, hess, feats,
+                                                                                     sampled=sampled)
         assert a.shape[0] > 7
         np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(Xg, group_features(Xb))  # the binned matrix is never written
+        np.testing.assert_array_equal(reused.X, group_features(Xb)[:, reused.rows, :])
+        # Each row's leaf value, from the leaves' segments and by walking the tree, agree.
+        by_segment, by_walk = np.zeros(n), np.zeros(n)
+        reused.add_leaf_values(a, by_segment)
+        add_tree_positions(a, reused.X, reused.rows, reused.n_sampled, 1.0, by_segment)
+        add_tree_binned(a, group_features(Xb), 1.0, by_walk)
+        np.testing.assert_array_equal(by_segment, by_walk)
+        assert reused.n_sampled == (n if sampled is None else sampled.sum())
 
 
-def test_raw_predictor_at_thresholds_and_missing():
+@pytest.mark.parametrize("policy", ["depthwise", "oblivious"])
+def test_raw_predictors_at_thresholds_and_missing(policy):
     """Rows exactly at a split threshold go left, one ulp above go right, NaN
-    follows the node's learned side (both sides occur), float32 and float64."""
+    follows the node's learned side (both sides occur), float32 and float64;
+    oblivious trees through their tables too, bit for bit as the walk."""
     rng = np.random.default_rng(11)
     n, F = 400, 4
     X = rng.normal(size=(n, F))
     X[rng.random((n, F)) < 0.3] = np.nan
-    trees = [grow(X, rng.normal(size=n) + 3.0 * np.isnan(X[:, j]), np.ones(n), max_depth=4, reg_lambda=1.0,
-                  min_child_weight=0.0)[0] for j in range(F)]
+    trees = [grow(X, rng.normal(size=n) + 3.0 * np.isnan(X[:, j]), np.ones(n), max_depth=1 + j, reg_lambda=1.0,
+                  min_child_weight=0.0, grow_policy=policy, noise_sd=0.5 * (j % 2), noise_key=j)[0]
+             for j in range(F)]
+    trees.append(grow(X, np.zeros(n), np.ones(n), max_depth=3, grow_policy=policy, reg_lambda=1.0,
+                      min_child_weight=0.0)[0])  # no split gains: a single leaf
     internal = np.concatenate([t["missing_left"][t["left"] >= 0] for t in trees])
     assert 0 < internal.sum() < internal.size
     # Thresholds moved onto float32 values (still valid trees), so that test rows
@@ -338,10 +348,20 @@ def test_raw_predictor_at_thresholds_and_missing():
     fields = flat_trees(trees)
     expected = [sum(ref.ref_predict_tree(t, x) for t in trees) for x in Xt]
     assert np.isin(Xt, np.concatenate([t["threshold"] for t in trees])).any()  # rows on thresholds
+    tables = oblivious_tables(trees)
+    assert (tables is None) == (policy == "depthwise")
     for Xc in (Xt, Xt.astype(np.float32)):  # every value is exact in float32
         out = np.zeros(len(Xc))
         predict_raw(*fields, len(trees), np.ascontiguousarray(Xc), 1.0, out, 0)
         np.testing.assert_allclose(out, expected, rtol=1e-14)
+        if tables is not None:
+            by_table = np.full(len(Xc) + 3, np.nan)
+            predict_oblivious(*tables, len(trees), np.ascontiguousarray(Xc), 1.0, by_table, 3)
+            np.testing.assert_array_equal(by_table[3:], out)
+            for k in (0, 2, len(trees)):  # the first k trees
+                predict_raw(*fields, k, np.ascontiguousarray(Xc), 0.5, out, 0)
+                predict_oblivious(*tables, k, np.ascontiguousarray(Xc), 0.5, by_table, 3)
+                np.testing.assert_array_equal(by_table[3:], out)
 
 
 def test_predictors_match_reference_traversal():

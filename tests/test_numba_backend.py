@@ -128,9 +128,9 @@ def test_random_strength_follows_catboosts_schedule(monkeypatch):
     seen = []
     grow = TreeGrower.grow
 
-    def recording(self, grad, hess, rows, feats, noise_sd=0.0, noise_key=0):
+    def recording(self, grad, hess, feats, noise_sd=0.0, noise_key=0, sampled=None):
         seen.append((float(np.sqrt(np.mean(grad ** 2))), noise_sd, int(noise_key)))
-        return grow(self, grad, hess, rows, feats, noise_sd, noise_key)
+        return grow(self, grad, hess, feats, noise_sd, noise_key, sampled)
 
     monkeypatch.setattr(TreeGrower, "grow", recording)
     noisy = backend(learning_rate=0.3, backend_params={"random_strength": 2.0}).fit(X, squared_error(y))

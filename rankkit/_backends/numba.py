@@ -23,7 +23,7 @@ from ._base import Backend, check_gradients, check_iteration_range
 from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms, sum_of_squares
 from ._gbm.grower import TreeGrower, group_features
-from ._gbm.predictor import add_tree_binned
+from ._gbm.predictor import add_tree_binned, add_tree_positions
 from ._gbm.tree import NODE_DTYPE
 
 #: Accepted ``backend_params``: default and constraints.
@@ -82,14 +82,14 @@ def mvs_probabilities(grad, rate):
     return np.minimum(1.0, score / mu[np.argmax(ok)])
 
 
-def _leaves_from_all_rows(nodes, Xb, grad, hess, reg_lambda):
+def _leaves_from_all_rows(nodes, grower, grad, hess, reg_lambda):
     """Leaf values, counts and hessian sums of a grown tree recomputed from
     every training row (the tree's structure came from a weighted sample).
     Returns the node each training row reaches."""
     ids = nodes.copy()
     ids["value"] = np.arange(nodes.shape[0])
     where = np.zeros(grad.shape[0])
-    add_tree_binned(ids, Xb, 1.0, where)
+    add_tree_positions(ids, grower.X, grower.rows, 0, 1.0, where)
     where = where.astype(np.intp)
     n_nodes = nodes.shape[0]
     G = np.bincount(where, weights=grad, minlength=n_nodes)
@@ -214,7 +214,7 @@ class NumbaBackend(Backend):
             edges, edges_ptr = fit_bin_edges(X, max_bins, p["border_type"])
             self.bin_edges_, self.bin_edges_ptr_ = edges, edges_ptr
             # One binned copy of each set, in the grower's layout (the column-major
-            # one from binning is dropped at once).
+            # one from binning is dropped at once); the grower reorders the training one.
             Xb = group_features(transform(X, edges, edges_ptr))
             Eb = [group_features(transform(E, edges, edges_ptr)) for E in eval_X]
             n_bins = np.diff(edges_ptr) + 1
@@ -222,9 +222,7 @@ class NumbaBackend(Backend):
                                 min_child_weight=self.min_child_weight, reg_lambda=self.reg_lambda,
                                 min_split_gain=p["min_split_gain"], grow_policy=p["grow_policy"])
             seed = seed_from(self.random_state)
-            all_rows = np.arange(n, dtype=np.int32)
             all_feats = np.arange(n_features, dtype=np.int64)
-            rows = np.empty(n, dtype=np.int32)
             u_rows = np.empty(n) if self.subsample < 1 else None
             mvs = u_rows is not None and p["sampling"] == "mvs"
             n_cols = max(1, int(self.colsample_bytree * n_features))
@@ -244,20 +242,17 @@ class NumbaBackend(Backend):
                         ens.rescale_stored(fold)
                 grad, hess = check_gradients(*grad_fn(raw, t), n, t)
                 g_tree, h_tree = grad, hess
+                sampled = None
                 if u_rows is not None:
                     sample_uniforms(seed, _STREAMS * t, n, u_rows)
                     if mvs:
                         prob = mvs_probabilities(grad, self.subsample)
-                        r_sel = np.flatnonzero(u_rows < prob).astype(np.int32)
+                        sampled = u_rows < prob
                         g_tree, h_tree = grad / prob, hess / prob
                     else:
-                        r_sel = np.flatnonzero(u_rows < self.subsample).astype(np.int32)
-                    if r_sel.size == 0:
-                        r_sel = np.array([np.argmin(u_rows)], dtype=np.int32)
-                    rows_t = r_sel
-                else:
-                    rows[:] = all_rows
-                    rows_t = rows
+                        sampled = u_rows < self.subsample
+                    if not sampled.any():
+                        sampled[np.argmin(u_rows)] = True
                 if n_cols < n_features:
                     sample_uniforms(seed, _STREAMS * t + 1, n_features, u_cols)
                     feats = np.sort(np.argsort(u_cols, kind="stable")[:n_cols]).astype(np.int64)
@@ -269,13 +264,15 @@ class NumbaBackend(Backend):
                     model_length = t * float(self.learning_rate)
                     decay = 1.0 / (1.0 + math.exp(min(model_length - math.log(n), 700.0)))
                     noise_sd = p["random_strength"] * math.sqrt(sum_of_squares(grad) / n) * decay
-                nodes = grower.grow(g_tree, h_tree, rows_t, feats, noise_sd, key(seed, _STREAMS * t + 2))
-                leaf_of_row = _leaves_from_all_rows(nodes, Xb, grad, hess, float(self.reg_lambda)) if mvs else None
+                nodes = grower.grow(g_tree, h_tree, feats, noise_sd, key(seed, _STREAMS * t + 2), sampled)
+                leaf_of_row = _leaves_from_all_rows(nodes, grower, grad, hess, float(self.reg_lambda)) if mvs else None
                 nodes["value"] *= float(self.learning_rate)
-                if leaf_of_row is None:
-                    add_tree_binned(nodes, Xb, 1.0, raw)
-                else:  # the walk is done: add each row's leaf value
+                if leaf_of_row is not None:  # the walk is done: add each row's leaf value
                     raw += nodes["value"][leaf_of_row]
+                else:  # the sampled rows sit in their leaves' segments; the others walk the tree
+                    grower.add_leaf_values(nodes, raw)
+                    if grower.n_sampled < n:
+                        add_tree_positions(nodes, grower.X, grower.rows, grower.n_sampled, 1.0, raw)
                 for E, r in zip(Eb, raw_evals):
                     add_tree_binned(nodes, E, 1.0, r)
                 # Stored as v / S so that S * sum(stored) adds exactly v now.

@@ -14,7 +14,7 @@ from numba import njit
 from ..._random import key, uniform
 from .._base import iter_row_blocks
 from .binning import BLOCK_ROWS
-from .predictor import flat_trees, predict_raw
+from .predictor import flat_trees, oblivious_tables, predict_oblivious, predict_raw
 
 
 @njit(cache=True, parallel=True)
@@ -69,10 +69,14 @@ class TreeEnsemble:
         del self.scales[n:]
         self._cache = None
 
-    def _flat(self):
-        if self._cache is None:
-            self._cache = flat_trees(self.trees)
-        return self._cache
+    def _flat(self, trees=None):
+        """The predictor and its arguments: the table lookup for oblivious trees, else the walk."""
+        if trees is None:
+            if self._cache is None:
+                self._cache = self._flat(self.trees)
+            return self._cache
+        tables = oblivious_tables(trees)
+        return (predict_raw, flat_trees(trees)) if tables is None else (predict_oblivious, tables)
 
     def predict(self, X, n_iterations=None, start=0):
         """``F`` after ``n_iterations`` iterations: ``S_{n-1} sum_{t < n} u_t``;
@@ -82,10 +86,10 @@ class TreeEnsemble:
         out = np.zeros(X.shape[0], dtype=np.float64)
         if n <= start:
             return out
-        fields = self._flat() if start == 0 else flat_trees(self.trees[start:n])
+        kernel, fields = self._flat() if start == 0 else self._flat(self.trees[start:n])
         scale = self.scales[n - 1]
         for a, blk in iter_row_blocks(X, BLOCK_ROWS):
-            predict_raw(*fields[:7], n - start, blk, scale, out, a)
+            kernel(*fields, n - start, blk, scale, out, a)
         return out
 
     def feature_importances(self, importance_type):

@@ -1,14 +1,16 @@
 """Growing one tree from gradients and hessians, level by level.
 
-Rows of the (subsampled) training set live in one int32 array that is
-partitioned in place at every split, so each node owns a contiguous segment
-(as in LightGBM and pygbm); the bins, in groups of 8 features
-(:func:`group_features`), move with their rows (:func:`partition_grouped`), so
-a node's bins are contiguous too and histograms stream them forwards at every
-depth. Memory: the binned matrix once (1 byte per value, also what training
-predicts from), one working copy ordered by position, partitioned in place,
-and a scratch row per worker thread. One level costs a handful of kernel calls,
-whatever the number of nodes: gather gradients in row order, build the
+The grower owns the training set's binned matrix (one copy, in groups of 8
+features, :func:`group_features`) and keeps it *ordered by position*: a
+permutation ``rows`` says which training row sits at each position. Every
+split partitions its node's segment in place, moving the rows' bins and their
+gradients and hessians with them (as in LightGBM and pygbm, but with the data,
+not only row indices), so each node owns a contiguous segment and histograms
+stream it forwards at every depth. The next tree starts from the order the
+last one left: no copy is restored, and no second matrix is kept. Memory: the
+binned matrix once (1 byte per value), the gradients and hessians by position
+(16 bytes per row), the permutation and a scratch row per worker thread. One
+level costs a handful of kernel calls, whatever the number of nodes: build the
 histograms of the smaller children, subtract for their siblings, find the
 best splits, partition.
 
@@ -22,6 +24,9 @@ Two policies:
 
 Leaf value: the Newton step ``-G / (H + lambda)`` (Chen & Guestrin 2016,
 eq. 5); with ``hess = 1`` this is the gradient step ``-G / (n + lambda)``.
+
+Determinism: every histogram is summed in position order by one task, and
+positions depend only on the trees grown so far, never on the thread count.
 """
 
 import numba
@@ -57,38 +62,32 @@ def group_features(X_binned):
 
 
 @njit(cache=True, parallel=True)
-def level_histograms(X_pos, rows, grad, hess, gh, feats, n_bins,
+def level_histograms(X_pos, gh, feats, n_bins,
                      build_start, build_end, build_slot, sib_slot, parent_slot, parent_hist, hist,
                      node_g, node_h, reg_lambda, min_child_weight, find_splits,
                      noise_sd, noise_key, node_ids, n_features,
                      out_score, out_gain, out_bin, out_missing_left, out_left_g, out_left_h):
-    """One level in one call: ordered gradients, histograms, sibling subtraction, best splits.
+    """One level in one call: histograms, sibling subtraction, best splits.
 
-    ``X_pos`` holds the bins in :func:`group_features` layout *by position*:
-    ``X_pos[g, i]`` are the codes of row ``rows[i]`` (see :func:`partition_grouped`,
-    which keeps it so), so every node reads its segment forwards. First the gradients
-    and hessians of the rows to build from are gathered once into ``gh``
-    (``gh[i] = (grad[rows[i]], hess[rows[i]])``, row order), so the histogram
-    tasks read them sequentially. Task ``(k, group)`` then builds
-    ``hist[build_slot[k], j]`` for the features ``feats[j]`` of one group of
-    :data:`FEATURE_GROUP` from the rows ``rows[build_start[k]:build_end[k]]``
-    (row by row: a row's codes for the group share one cache line), derives
+    ``X_pos`` holds the bins in :func:`group_features` layout by position and
+    ``gh`` (2, n) the gradients and hessians by position (``gh[:, i]`` belong
+    to the row whose codes are ``X_pos[:, i]``; :func:`partition_segments`
+    keeps them so), so every node reads its segment forwards. Task
+    ``(k, group)`` builds ``hist[build_slot[k], j]`` for the features
+    ``feats[j]`` of one group of :data:`FEATURE_GROUP` from the positions
+    ``build_start[k]:build_end[k]`` (a position's codes for the group share
+    one cache line), derives
     the sibling ``hist[sib_slot[k], j] = parent_hist[parent_slot[k], j] -
     built`` (skipped when ``sib_slot[k] < 0``, e.g. at the root), and, when
     ``find_splits``, writes the best split of both nodes on each feature into
     ``out_*[slot, j]`` (``node_g``/``node_h`` are indexed by slot; with
     ``noise_sd > 0`` tree node ``node_ids[slot]`` draws the split noise of
     feature ``f``'s candidates from counters ``512 (node n_features + f) + 2 t + ml``). Every
-    histogram is summed in row order by one task, whatever the thread count.
+    histogram is summed in position order by one task, whatever the thread count.
     """
     n_pairs = build_start.shape[0]
     n_feats = feats.shape[0]
     n_groups = (n_feats + FEATURE_GROUP - 1) // FEATURE_GROUP
-    for k in numba.prange(n_pairs):
-        for i in range(build_start[k], build_end[k]):
-            r = rows[i]
-            gh[i, 0] = grad[r]
-            gh[i, 1] = hess[r]
     for task in numba.prange(n_pairs * n_groups):
         k = task // n_groups
         j0 = (task - k * n_groups) * FEATURE_GROUP
@@ -106,16 +105,16 @@ def level_histograms(X_pos, rows, grad, hess, gh, feats, n_bins,
             # Fast path (no column sampling): the group is one storage group, lanes 0..7.
             Xr = X_pos[g0]
             for i in range(a, b):
-                g = gh[i, 0]
-                h = gh[i, 1]
+                g = gh[0, i]
+                h = gh[1, i]
                 for lane in range(FEATURE_GROUP):
                     q = lane * (2 * N_BINS) + 2 * np.int64(Xr[i, lane])
                     hs[q] += g
                     hs[q + 1] += h
         else:
             for i in range(a, b):
-                g = gh[i, 0]
-                h = gh[i, 1]
+                g = gh[0, i]
+                h = gh[1, i]
                 for j in range(j0, j1):
                     f = feats[j]
                     q = (j - j0) * (2 * N_BINS) + 2 * np.int64(X_pos[f // FEATURE_GROUP, i, f % FEATURE_GROUP])
@@ -142,58 +141,55 @@ def level_histograms(X_pos, rows, grad, hess, gh, feats, n_bins,
 
 
 @njit(cache=True, parallel=True)
-def partition_grouped(X_pos, src64, dst64, rows, tmp, go, starts, ends, features, bin_thresholds, missing_left,
-                      out_n_left, move_data, scratch):
-    """Stable partition of each node's segment, rows *and* position-ordered bins.
-
-    ``X_pos`` (uint8, ``(G, n, 8)``) and ``src64`` (its ``uint64`` view,
-    ``(G, n)``) hold the bins by position (``X_pos[g, i]`` belongs to row
-    ``rows[i]``). Node ``k`` splits ``rows[starts[k]:ends[k]]`` on
-    ``features[k]`` (read sequentially from ``X_pos``); its left rows come first,
-    both sides keep their order, ``out_n_left[k]`` counts the left ones. When
-    ``move_data``, the 8-byte codes of each group move with their rows into
-    ``dst64``, so the children's segments are again contiguous, forward reads
-    for :func:`level_histograms`. ``dst64`` may be ``src64`` itself (in place:
-    left codes are compacted forwards, right ones wait in a row of ``scratch``,
-    ``uint64 (K, n)``, one row per parallel chunk of tasks). ``go`` (uint8,
-    ``n``) and ``tmp`` (int32, ``n``) are scratch. Pure data movement: the
-    same for any thread count and any ``K``.
-    """
-    m = starts.shape[0]
-    for k in numba.prange(m):
-        a = starts[k]
-        b = ends[k]
+def split_sides(X_pos, starts, ends, features, bin_thresholds, missing_left, go, out_n_left):
+    """``go[i] = 1`` for the positions of node ``k``'s segment ``starts[k]:ends[k]``
+    that its split ``(features[k], bin_thresholds[k], missing_left[k])`` sends
+    left, else 0; ``out_n_left[k]`` counts them."""
+    for k in numba.prange(starts.shape[0]):
         f = features[k]
         col = X_pos[f // FEATURE_GROUP]
         lane = f % FEATURE_GROUP
         t = bin_thresholds[k]
         ml = missing_left[k] != 0
         nl = 0
-        for i in range(a, b):
+        for i in range(starts[k], ends[k]):
             v = col[i, lane]
             left = ml if v == MISSING_BIN else v <= t
-            if left:
-                go[i] = 1
-                nl += 1
-            else:
-                go[i] = 0
+            go[i] = 1 if left else 0
+            nl += 1 if left else 0
         out_n_left[k] = nl
-    G = src64.shape[0] if move_data else 0
-    in_place = G > 0 and src64.ctypes.data == dst64.ctypes.data
-    n_tasks = m * (G + 1)
+
+
+@njit(cache=True, parallel=True)
+def partition_segments(X64, gh64, rows, tmp, go, starts, ends, n_left, scratch):
+    """Stable in-place partition of each segment by ``go``: rows, bins, gradients.
+
+    Segment ``k`` is ``starts[k]:ends[k]``; its positions with ``go = 1``
+    (``n_left[k]`` of them) come first, both sides keep their order. What
+    moves: the bins (``X64``, the ``uint64`` view ``(G, n)`` of the grouped
+    matrix: 8 codes per move), the gradients and hessians (``gh64``, ``(2,
+    n)``, float64 bits) and the row of each position (``rows``, through
+    ``tmp``). Left codes are compacted forwards in place, right ones wait in
+    a row of ``scratch`` (``uint64 (K, n)``, one row per parallel chunk of
+    tasks). Pure data movement: the same for any thread count and any ``K``.
+    """
+    m = starts.shape[0]
+    G = X64.shape[0]
+    n_arrays = G + 2
+    n_tasks = m * (n_arrays + 1)
     n_chunks = min(scratch.shape[0], n_tasks)
     # Chunk c takes tasks c, c + n_chunks, ... and owns scratch[c].
     for c in numba.prange(n_chunks):
         buf = scratch[c]
         for task in range(c, n_tasks, n_chunks):
-            k = task // (G + 1)
-            g = task - k * (G + 1)
+            k = task // (n_arrays + 1)
+            g = task - k * (n_arrays + 1)
             a = starts[k]
             b = ends[k]
             p = a
-            q = a + out_n_left[k]
-            # Branch-free (the side of a row is unpredictable): a row goes to p or q.
-            if g == G:
+            if g == n_arrays:
+                # Branch-free (the side of a row is unpredictable): a row goes to p or q.
+                q = a + n_left[k]
                 for i in range(a, b):
                     gi = np.int64(go[i])
                     tmp[q + (p - q) * gi] = rows[i]
@@ -201,10 +197,10 @@ def partition_grouped(X_pos, src64, dst64, rows, tmp, go, starts, ends, features
                     q += 1 - gi
                 for i in range(a, b):
                     rows[i] = tmp[i]
-            elif in_place:
+            else:
+                s = X64[g] if g < G else gh64[g - G]
                 # p <= i: writing s[p] never clobbers a code still to be read;
                 # a right code written there is overwritten later.
-                s = src64[g]
                 r = 0
                 for i in range(a, b):
                     v = s[i]
@@ -215,38 +211,66 @@ def partition_grouped(X_pos, src64, dst64, rows, tmp, go, starts, ends, features
                     r += 1 - gi
                 for i in range(r):
                     s[p + i] = buf[i]
-            else:
-                s = src64[g]
-                d = dst64[g]
-                for i in range(a, b):
-                    gi = np.int64(go[i])
-                    d[q + (p - q) * gi] = s[i]
-                    p += gi
-                    q += 1 - gi
+
+
+@njit(cache=True, parallel=True)
+def gather_gradients(rows, grad, hess, gh):
+    """``gh[:, i] = (grad[rows[i]], hess[rows[i]])``: the gradients by position."""
+    for i in numba.prange(rows.shape[0]):
+        r = rows[i]
+        gh[0, i] = grad[r]
+        gh[1, i] = hess[r]
+
+
+@njit(cache=True, parallel=True)
+def sampled_sides(rows, sampled, go):
+    """``go[i] = sampled[rows[i]]``; returns how many positions are sampled."""
+    n = rows.shape[0]
+    for i in numba.prange(n):
+        go[i] = 1 if sampled[rows[i]] else 0
+    total = 0
+    for i in range(n):
+        total += go[i]
+    return total
+
+
+@njit(cache=True, parallel=True)
+def scatter_leaf_values(rows, seg_start, seg_end, seg_value, out):
+    """``out[rows[i]] += seg_value[k]`` for the positions ``i`` of segment ``k``."""
+    for k in numba.prange(seg_start.shape[0]):
+        v = seg_value[k]
+        for i in range(seg_start[k], seg_end[k]):
+            out[rows[i]] += v
 
 
 @njit(cache=True)
-def sum_segment(rows, grad, hess):
-    """Sequential sums (fixed order) of the root's gradients and hessians."""
+def sum_segment(gh, end):
+    """Sequential sums (position order) of the root's gradients and hessians."""
     g = 0.0
     h = 0.0
-    for i in range(rows.shape[0]):
-        g += grad[rows[i]]
-        h += hess[rows[i]]
+    for i in range(end):
+        g += gh[0, i]
+        h += gh[1, i]
     return g, h
 
 
 class TreeGrower:
-    """Reusable buffers plus :meth:`grow`; one per training run.
+    """The binned training matrix, by position, plus :meth:`grow`; one per training run.
 
     Parameters
     ----------
-    X_grouped : uint8 ndarray, the bins in :func:`group_features` layout
-        (kept as given: training predicts from it)
+    X_grouped : uint8 ndarray, the bins in :func:`group_features` layout. The
+        grower takes it over and reorders it in place (``X_grouped[:, i]``
+        belongs to row ``rows[i]``); read it only through :attr:`rows`.
     n_bins : int64 ndarray (n_features,), non-missing bins per feature
     edges, edges_ptr : bin edges (see :func:`.binning.fit_bin_edges`)
     max_depth, min_child_weight, reg_lambda, min_split_gain, grow_policy
         See :class:`rankkit._backends.numba.NumbaBackend`.
+
+    Attributes
+    ----------
+    X : the binned matrix by position (the array passed in)
+    rows : int32 ndarray, the training row at each position
     """
 
     def __init__(self, X_grouped, n_bins, edges, edges_ptr, *, max_depth, min_child_weight,
@@ -260,14 +284,15 @@ class TreeGrower:
         self.min_split_gain = float(min_split_gain)
         self.grow_policy = grow_policy
         n = X_grouped.shape[1]
-        self.X_grouped = X_grouped
+        self.X = X_grouped
+        self.rows = np.arange(n, dtype=np.int32)
         self._tmp = np.empty(n, dtype=np.int32)
-        self._gh = np.empty((n, 2))
+        self._gh = np.empty((2, n))
         self._go = np.empty(n, dtype=np.uint8)
-        # Position-ordered bins, partitioned in place (see partition_grouped).
-        self._pos = np.empty_like(X_grouped)
         self._scratch = np.empty((0, n), dtype=np.uint64)
         self._hist = [np.empty((0, 0, N_BINS, 2)), np.empty((0, 0, N_BINS, 2))]
+        self.n_sampled = n
+        self._leaf_start = self._leaf_end = self._leaf_ids = np.zeros(0, dtype=np.int64)
 
     def _buffer(self, which, n_slots, n_feats):
         buf = self._hist[which]
@@ -280,28 +305,47 @@ class TreeGrower:
         a, b = self.edges_ptr[f], self.edges_ptr[f + 1]
         return self.edges[a + t] if t < b - a else np.inf
 
-    def _level(self, X_pos, grad, hess, rows, feats, build_start, build_end, build_slot, sib_slot,
+    def _level(self, feats, build_start, build_end, build_slot, sib_slot,
                parent_slot, parent_hist, hist, n_slots, node_g, node_h, node_ids, find_splits, noise):
         nf = feats.shape[0]
         outs = (np.full((n_slots, nf), -np.inf), np.full((n_slots, nf), -np.inf), np.zeros((n_slots, nf), np.uint8),
                 np.zeros((n_slots, nf), np.uint8), np.zeros((n_slots, nf)), np.zeros((n_slots, nf)))
-        level_histograms(X_pos, rows, grad, hess, self._gh, feats, self.n_bins, build_start, build_end,
+        level_histograms(self.X, self._gh, feats, self.n_bins, build_start, build_end,
                          build_slot, sib_slot, parent_slot, parent_hist, hist, node_g, node_h,
                          self.reg_lambda, self.min_child_weight, find_splits, *noise, node_ids,
                          self.n_bins.shape[0], *outs)
         return outs
 
-    def grow(self, grad, hess, rows, feats, noise_sd=0.0, noise_key=0):
+    def _partition(self, starts, ends, n_left):
+        n_chunks = min(numba.get_num_threads(), 8)  # memory-bound: more chunks do not help
+        if self._scratch.shape[0] < n_chunks:
+            self._scratch = np.empty((n_chunks, self.X.shape[1]), dtype=np.uint64)
+        partition_segments(self.X.view(np.uint64)[:, :, 0], self._gh.view(np.uint64), self.rows, self._tmp,
+                           self._go, starts, ends, n_left, self._scratch)
+
+    def _begin(self, grad, hess, sampled):
+        """Gradients by position; the sampled rows (all if ``sampled`` is None) to the front."""
+        gather_gradients(self.rows, grad, hess, self._gh)
+        n = self.rows.shape[0]
+        if sampled is None:
+            self.n_sampled = n
+            return
+        n_left = np.array([sampled_sides(self.rows, sampled, self._go)], dtype=np.int64)
+        self._partition(np.zeros(1, dtype=np.int64), np.array([n], dtype=np.int64), n_left)
+        self.n_sampled = int(n_left[0])
+
+    def grow(self, grad, hess, feats, noise_sd=0.0, noise_key=0, sampled=None):
         """Grow one tree.
 
         Parameters
         ----------
-        grad, hess : float64 ndarrays (n_samples,)
-        rows : int32 ndarray, increasing row indices used (subsample); reordered in place
+        grad, hess : float64 ndarrays (n_samples,), by training row
         feats : int64 ndarray, sorted features allowed (column subsample)
         noise_sd, noise_key : random split strength of this tree (see
             :mod:`.splitting`): the standard deviation of the noise added to
             each candidate's score (0: none) and the key of its draws
+        sampled : bool ndarray (n_samples,) or None, the rows that grow the
+            tree (row subsample; at least one); None: all rows
 
         Returns
         -------
@@ -310,35 +354,26 @@ class TreeGrower:
         lam = self.reg_lambda
         n_feats = feats.shape[0]
         oblivious = self.grow_policy == "oblivious"
+        self._begin(grad, hess, sampled)
         nodes = empty_nodes(2 ** (self.max_depth + 1) - 1)
         n_nodes = 1
-        G, H = sum_segment(rows, grad, hess)
-        # Level state: tree node id, row segment, histogram slot, sums (indexed by slot for the kernels).
+        G, H = sum_segment(self._gh, self.n_sampled)
+        # Level state: tree node id, position segment, histogram slot, sums (indexed by slot for the kernels).
         ids = np.array([0], dtype=np.int64)
         starts = np.array([0], dtype=np.int64)
-        ends = np.array([rows.shape[0]], dtype=np.int64)
+        ends = np.array([self.n_sampled], dtype=np.int64)
         gs = np.array([G])
         hs = np.array([H])
         slots = np.array([0], dtype=np.int64)
         cur = self._buffer(0, 1, n_feats)
-        n_all = self.X_grouped.shape[1]
-        # At most 8 chunks of partition tasks (it is bound by memory bandwidth), one scratch row each.
-        n_chunks = min(numba.get_num_threads(), 8)
-        if self._scratch.shape[0] < n_chunks:
-            self._scratch = np.empty((n_chunks, n_all), dtype=np.uint64)
-        if rows.shape[0] == n_all:  # increasing and all rows: positions are rows
-            pos = self.X_grouped  # read only; the first partition writes into self._pos
-        else:
-            pos = self._pos
-            src, dst = self.X_grouped.view(np.uint64)[:, :, 0], pos.view(np.uint64)[:, :, 0]
-            for g in range(pos.shape[0]):
-                dst[g, : rows.shape[0]] = src[g, rows]
         noise = (float(noise_sd), np.uint64(noise_key))
-        outs = self._level(pos, grad, hess, rows, feats, starts, ends, slots, np.array([-1], dtype=np.int64),
+        outs = self._level(feats, starts, ends, slots, np.array([-1], dtype=np.int64),
                            slots, cur, cur, 1, gs, hs, ids, not oblivious, noise)
         which = 0
+        leaves = []  # (node ids, starts, ends) of the nodes closed as leaves
 
         def close(ids_, gs_, hs_, starts_, ends_):
+            leaves.append((ids_, starts_, ends_))
             for k in range(ids_.shape[0]):
                 nd = ids_[k]
                 nodes["count"][nd] = ends_[k] - starts_[k]
@@ -349,40 +384,12 @@ class TreeGrower:
         for depth in range(self.max_depth):
             m = ids.shape[0]
             if oblivious:
-                og = np.empty((n_feats, N_BINS, 2))
-                find_oblivious_split(cur, feats, self.n_bins, slots, gs, hs, lam, self.min_child_weight, og)
-                score = og
-                if noise_sd > 0.0:
-                    score = np.empty_like(og)
-                    oblivious_scores(og, feats, gs, hs, lam, *noise, 512 * depth * self.n_bins.shape[0], score)
-                flat = int(np.argmax(score))  # first maximum: lowest feature, then bin, then missing-right
-                best = og.ravel()[flat]
-                if not (np.isfinite(best) and best > self.min_split_gain):
-                    break
-                j, t, ml = np.unravel_index(flat, og.shape)
-                split_mask = np.ones(m, dtype=bool)
-                sf = np.full(m, feats[j], dtype=np.int64)
-                sb = np.full(m, t, dtype=np.uint8)
-                sml = np.full(m, ml, dtype=np.uint8)
-                # Each node's left sums, read from its histogram.
-                lg = np.empty(m)
-                lh = np.empty(m)
-                for k in range(m):
-                    h = cur[slots[k], j]
-                    lg[k] = h[: t + 1, 0].sum() + ml * h[MISSING_BIN, 0]
-                    lh[k] = h[: t + 1, 1].sum() + ml * h[MISSING_BIN, 1]
-                sgain = np.full(m, best / m)
+                split = self._oblivious_split(cur, feats, slots, gs, hs, m, depth, noise)
             else:
-                score, gain, bins, mls, lgs, lhs = (o[slots] for o in outs)
-                jbest = np.argmax(score, axis=1)  # first maximum: lowest feature
-                r = np.arange(m)
-                sgain = gain[r, jbest]
-                split_mask = np.isfinite(sgain) & (sgain > self.min_split_gain)
-                sf = feats[jbest]
-                sb = bins[r, jbest]
-                sml = mls[r, jbest]
-                lg = lgs[r, jbest]
-                lh = lhs[r, jbest]
+                split = self._depthwise_splits(outs, slots, feats, m)
+            if split is None:
+                break
+            split_mask, sf, sb, sml, lg, lh, sgain = split
             if not split_mask.all():
                 keep = ~split_mask
                 close(ids[keep], gs[keep], hs[keep], starts[keep], ends[keep])
@@ -393,12 +400,8 @@ class TreeGrower:
                 sf, sb, sml, lg, lh, sgain = (a[split_mask] for a in (sf, sb, sml, lg, lh, sgain))
             m = ids.shape[0]
             n_left = np.empty(m, dtype=np.int64)
-            move = depth + 1 < self.max_depth
-            partition_grouped(pos, pos.view(np.uint64)[:, :, 0], self._pos.view(np.uint64)[:, :, 0], rows,
-                              self._tmp, self._go, starts, ends, sf, sb, sml, n_left, move, self._scratch)
-            if move:
-                pos = self._pos
-            child_ids = np.arange(n_nodes, n_nodes + 2 * m, dtype=np.int64)
+            split_sides(self.X, starts, ends, sf, sb, sml, self._go, n_left)
+            self._partition(starts, ends, n_left)
             for k in range(m):
                 nd = ids[k]
                 f = int(sf[k])
@@ -412,6 +415,7 @@ class TreeGrower:
                 nodes["left"][nd] = n_nodes + 2 * k
                 nodes["right"][nd] = n_nodes + 2 * k + 1
                 nodes["depth"][n_nodes + 2 * k: n_nodes + 2 * k + 2] = depth + 1
+            child_ids = np.arange(n_nodes, n_nodes + 2 * m, dtype=np.int64)
             n_nodes += 2 * m
             mid = starts + n_left
             c_starts = np.empty(2 * m, dtype=np.int64)
@@ -432,10 +436,50 @@ class TreeGrower:
             left_smaller = n_left <= (ends[1::2] - starts[1::2])
             built = np.where(left_smaller, 0, 1) + 2 * np.arange(m)
             sib = np.where(left_smaller, 1, 0) + 2 * np.arange(m)
-            outs = self._level(pos, grad, hess, rows, feats, starts[built], ends[built], built, sib,
+            outs = self._level(feats, starts[built], ends[built], built, sib,
                                parent_slots, cur, nxt, 2 * m, gs, hs, ids, not oblivious, noise)
             cur = nxt
             which = 1 - which
         if ids.shape[0]:
             close(ids, gs, hs, starts, ends)
+        self._leaf_ids, self._leaf_start, self._leaf_end = (np.concatenate(a) for a in zip(*leaves))
         return nodes[:n_nodes].copy()
+
+    def _oblivious_split(self, cur, feats, slots, gs, hs, m, depth, noise):
+        """The level's shared split, or None when no candidate gains more than ``min_split_gain``."""
+        lam = self.reg_lambda
+        og = np.empty((feats.shape[0], N_BINS, 2))
+        find_oblivious_split(cur, feats, self.n_bins, slots, gs, hs, lam, self.min_child_weight, og)
+        score = og
+        if noise[0] > 0.0:
+            score = np.empty_like(og)
+            oblivious_scores(og, feats, gs, hs, lam, *noise, 512 * depth * self.n_bins.shape[0], score)
+        flat = int(np.argmax(score))  # first maximum: lowest feature, then bin, then missing-right
+        best = og.ravel()[flat]
+        if not (np.isfinite(best) and best > self.min_split_gain):
+            return None
+        j, t, ml = np.unravel_index(flat, og.shape)
+        # Each node's left sums, read from its histogram.
+        lg = np.empty(m)
+        lh = np.empty(m)
+        for k in range(m):
+            h = cur[slots[k], j]
+            lg[k] = h[: t + 1, 0].sum() + ml * h[MISSING_BIN, 0]
+            lh[k] = h[: t + 1, 1].sum() + ml * h[MISSING_BIN, 1]
+        return (np.ones(m, dtype=bool), np.full(m, feats[j], dtype=np.int64), np.full(m, t, dtype=np.uint8),
+                np.full(m, ml, dtype=np.uint8), lg, lh, np.full(m, best / m))
+
+    def _depthwise_splits(self, outs, slots, feats, m):
+        """Each node's best split; the mask says which nodes split at all."""
+        score, gain, bins, mls, lgs, lhs = (o[slots] for o in outs)
+        jbest = np.argmax(score, axis=1)  # first maximum: lowest feature
+        r = np.arange(m)
+        sgain = gain[r, jbest]
+        split_mask = np.isfinite(sgain) & (sgain > self.min_split_gain)
+        return split_mask, feats[jbest], bins[r, jbest], mls[r, jbest], lgs[r, jbest], lhs[r, jbest], sgain
+
+    def add_leaf_values(self, nodes, out):
+        """``out[row] += value of its leaf`` for the sampled rows of the last tree grown
+        (``nodes`` as returned, leaf values possibly rescaled): no tree walk."""
+        scatter_leaf_values(self.rows, self._leaf_start, self._leaf_end,
+                            np.ascontiguousarray(nodes["value"][self._leaf_ids]), out)

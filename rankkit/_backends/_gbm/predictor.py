@@ -2,8 +2,8 @@
 
 ``predict_raw`` walks raw float features (NaN follows ``missing_left``);
 ``add_tree_binned`` walks uint8 bins (grouped by 8 features) and is what
-training uses to update the raw scores of the training and eval sets after
-each tree. The two agree
+training uses to update the raw scores of the eval sets after each tree
+(``add_tree_positions`` the training rows a subsample left out). The two agree
 because ``bin <= bin_threshold  <=>  x <= threshold`` (see :mod:`.binning`).
 """
 
@@ -33,6 +33,25 @@ def add_tree_binned(nodes, X_grouped, mult, out):
                 go_left = v <= nd.bin_threshold
             node = nd.left if go_left else nd.right
         out[i] += mult * nodes[node].value
+
+
+@njit(cache=True, parallel=True)
+def add_tree_positions(nodes, X_pos, rows, start, mult, out):
+    """``out[rows[i]] += mult * value(leaf of position i)`` for the positions
+    ``i >= start`` of a matrix kept by position (:class:`.grower.TreeGrower`:
+    ``X_pos[:, i]`` holds the bins of row ``rows[i]``)."""
+    for i in numba.prange(start, X_pos.shape[1]):
+        node = 0
+        while nodes[node].left >= 0:
+            nd = nodes[node]
+            f = nd.feature
+            v = X_pos[f >> 3, i, f & 7]
+            if v == MISSING_BIN:
+                go_left = nd.missing_left != 0
+            else:
+                go_left = v <= nd.bin_threshold
+            node = nd.left if go_left else nd.right
+        out[rows[i]] += mult * nodes[node].value
 
 
 #: Rows walked together through each tree: the tree stays in L1 cache.
@@ -113,5 +132,92 @@ def predict_raw(feature, sign, cut, children, value, tree_ptr, tree_depth, n_tre
                     nd[k] = off + children[2 * node + second]
             for k in range(m):
                 acc[k] += value[nd[k]]
+        for k in range(m):
+            out[row0 + a + k] = acc[k] * scale
+
+
+#: Deepest tree :func:`oblivious_tables` turns into a table (2^depth leaves).
+MAX_TABLE_DEPTH = 16
+
+
+def oblivious_tables(trees):
+    """The arguments of :func:`predict_oblivious` when every tree is oblivious, else None.
+
+    A tree is oblivious when all internal nodes of a level share one split
+    (CatBoost's symmetric trees, what ``grow_policy="oblivious"`` grows; a
+    leaf above the last level is its own child). Then a row's leaf is an
+    index built bit by bit, one comparison per level, and its value a table
+    lookup: no chain of dependent loads. Returns ``(feature, sign, cut,
+    level_ptr, table, table_ptr)``: tree ``t`` has levels
+    ``level_ptr[t]:level_ptr[t + 1]``, each sending ``x`` to the bit ``sign
+    x[feature] > cut`` (the missing-value rule folded in as in
+    :func:`flat_trees`), and its leaf values at ``table[table_ptr[t] + index]``
+    with ``index = sum_l bit_l 2^(depth - 1 - l)``.
+    """
+    feature, sign, cut, children, value, tree_ptr, tree_depth = flat_trees(trees)
+    level_ptr = np.zeros(len(trees) + 1, dtype=np.int64)
+    table_ptr = np.zeros(len(trees) + 1, dtype=np.int64)
+    lf, ls, lc, tables = [], [], [], []
+    for t, nodes in enumerate(trees):
+        d = int(tree_depth[t])
+        if d > MAX_TABLE_DEPTH:
+            return None
+        off = tree_ptr[t]
+        internal = nodes["left"] >= 0
+        for level in range(d):
+            here = internal & (nodes["depth"] == level)
+            split = {(int(f), float(c), int(m)) for f, c, m in
+                     zip(nodes["feature"][here], nodes["threshold"][here], nodes["missing_left"][here])}
+            if len(split) != 1:
+                return None
+            k = off + np.flatnonzero(here)[0]
+            lf.append(feature[k])
+            ls.append(sign[k])
+            lc.append(cut[k])
+        node = np.zeros(2 ** d, dtype=np.int64)  # every bit pattern walks down from the root
+        index = np.arange(2 ** d)
+        for level in range(d):
+            bit = (index >> (d - 1 - level)) & 1
+            node = children[2 * (off + node) + bit]
+        tables.append(value[off + node])
+        level_ptr[t + 1] = level_ptr[t] + d
+        table_ptr[t + 1] = table_ptr[t] + 2 ** d
+    as_array = lambda v, dt: np.ascontiguousarray(np.asarray(v, dtype=dt))  # noqa: E731
+    return (as_array(lf, np.int64), as_array(ls, np.float64), as_array(lc, np.float64), level_ptr,
+            as_array(np.concatenate(tables) if tables else [], np.float64), table_ptr)
+
+
+@njit(cache=True, parallel=True)
+def predict_oblivious(feature, sign, cut, level_ptr, table, table_ptr, n_trees, X, scale, out, row0):
+    """:func:`predict_raw` for oblivious trees (:func:`oblivious_tables`).
+
+    A chunk of :data:`ROW_CHUNK` rows is first copied feature-major, so that
+    per tree every row computes its leaf index from contiguous values, one
+    comparison per level (independent of each other, no branch: SIMD), then
+    adds one table entry. Each row sums its trees in order, as
+    :func:`predict_raw` does, so the two agree bit for bit.
+    """
+    n, n_features = X.shape
+    n_chunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
+    for c in numba.prange(n_chunks):
+        a = c * ROW_CHUNK
+        m = min(n, a + ROW_CHUNK) - a
+        xt = np.zeros((n_features, ROW_CHUNK))
+        for k in range(m):
+            for f in range(n_features):
+                xt[f, k] = X[a + k, f]
+        index = np.empty(ROW_CHUNK, dtype=np.int64)
+        acc = np.zeros(ROW_CHUNK)
+        for t in range(n_trees):
+            index[:] = 0
+            for level in range(level_ptr[t], level_ptr[t + 1]):
+                col = xt[feature[level]]
+                s = sign[level]
+                u = cut[level]
+                for k in range(ROW_CHUNK):
+                    index[k] = 2 * index[k] + np.int64(s * col[k] > u)
+            base = table_ptr[t]
+            for k in range(m):
+                acc[k] += table[base + index[k]]
         for k in range(m):
             out[row0 + a + k] = acc[k] * scale
