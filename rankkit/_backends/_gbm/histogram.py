@@ -7,14 +7,13 @@ values), in float64.
 Determinism: the grower (:func:`.grower.level_histograms`, the fused
 production kernel; :func:`build_one` is its one-feature form) runs one
 ``prange`` task per (node, group of 8 features) and each task adds its rows
-in their stored order, so no partial
+in position order, so no partial
 sums are ever combined and results are bit-identical for any thread count.
 
 Sibling subtraction (Ke et al. 2017, LightGBM; XGBoost ``hist``): only the
 child with fewer rows is built from rows; the other is ``parent - built``.
-Rows of a node are kept in increasing order (stable partition), so the
-gather ``grad[rows[i]]`` walks memory forwards; the grower's bins are kept in
-position order, so they are read sequentially.
+The grower keeps the bins, gradients and hessians in position order (each
+node a contiguous segment), so they are read sequentially.
 """
 
 from numba import njit
