@@ -138,8 +138,10 @@ def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, m
         best, best_score = None, -math.inf
         parent = sum(_score(float(np.sum(grad[r])), float(np.sum(hess[r])), lam) for r in nodes)
         for f in feats:
+            # Without a missing value at this level only "missing right" is a candidate.
+            sides = (0, 1) if any(np.any(Xb[r, f] == MISSING) for r in nodes) else (0,)
             for t in range(n_bins[f]):
-                for ml in (0, 1):
+                for ml in sides:
                     total, usable = 0.0, False
                     for r in nodes:
                         col = Xb[r, f]

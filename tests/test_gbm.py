@@ -241,7 +241,10 @@ def test_random_split_strength_matches_reference(policy):
     for seed in range(6):
         rng = np.random.default_rng(50 + seed)
         n, F = int(rng.integers(20, 70)), 4
-        X = tied_data(rng, n, F)
+        # Seeds 4 and 5 without missing values: only "missing right" candidates.
+        X = tied_data(rng, n, F, missing=0.15 if seed < 4 else 0.0)
+        if seed >= 4:
+            X[:, 2] = rng.integers(0, 5, n)
         grad, hess = dyadic(rng, n), (np.ones(n) if seed % 2 else rng.integers(1, 4, n) / 2.0)
         kw = dict(max_depth=3, reg_lambda=float(rng.choice([0.0, 1.0])), min_child_weight=float(rng.choice([0.0, 1.0])))
         noise = dict(noise_sd=1.5, noise_key=int(rng.integers(2**63)))
@@ -256,6 +259,8 @@ def test_random_split_strength_matches_reference(policy):
             splits, leaves = ref.ref_grow_oblivious(*args, **ref_kw)
             assert leaves_in_order(nodes) == leaves
             assert [tuple(int(nodes[k][0]) for k in ("feature", "bin_threshold", "missing_left"))] == splits[:1]
+            if seed >= 4:
+                assert not nodes["missing_left"].any()
         changed += nodes.tobytes() != plain.tobytes()
     assert changed >= 2
 

@@ -107,7 +107,10 @@ def find_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h,
     splitting on ``(feats[j], t)`` with missing values left iff ``ml``; a node
     whose children would violate ``min_child_weight`` contributes 0 (it is
     still split, as in CatBoost's symmetric trees). Candidates that no node
-    can use are ``-inf``.
+    can use are ``-inf``, and so are those with ``ml = 1`` when no node of the
+    level has a missing value of the feature (missing values seen later go
+    right, as without split noise, where the two candidates tie and the
+    first wins).
     """
     n_nodes = node_slot.shape[0]
     n_feats = feats.shape[0]
@@ -117,6 +120,13 @@ def find_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h,
         for t in range(o.shape[0]):
             o[t, 0] = -np.inf
             o[t, 1] = -np.inf
+        # Without a missing value at this level both sides of the missing rule
+        # split alike: only "missing right" is scored (half the work).
+        n_sides = 1
+        for k in range(n_nodes):
+            h = hist[node_slot[k], j]
+            if h[MISSING_BIN, 0] != 0.0 or h[MISSING_BIN, 1] != 0.0:
+                n_sides = 2
         for k in range(n_nodes):
             h = hist[node_slot[k], j]
             G = node_g[k]
@@ -129,7 +139,7 @@ def find_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h,
             for t in range(nb):
                 cg += h[t, 0]
                 ch += h[t, 1]
-                for ml in range(2):
+                for ml in range(n_sides):
                     lg = cg + mg * ml
                     lh = ch + mh * ml
                     rg = G - lg
