@@ -66,8 +66,9 @@ BOOSTING_PARAMS = {
         "``backend_.name``; ``backend_params`` go to that engine."),
     "backend_params": Param(
         None, [dict, None], "dict or None",
-        "Engine-specific parameters, overriding the mapped common ones; a key the engine does not know is an "
-        "error naming it (``rankkit._backends._engine_params``).", True),
+        "Engine-specific parameters (``docs/backends.md``); a key the engine does not know, or one that sets "
+        "what a ranker parameter sets (``eta``, ``max_depth``, ``num_threads``, ...), is an error naming it "
+        "(``rankkit._backends._engine_params``).", True),
     "langevin": Param(
         False, ["boolean"], "bool",
         "SGLB gradient noise ``sqrt(2 / (learning_rate * diffusion_temperature)) N(0, 1)`` "

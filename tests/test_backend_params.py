@@ -147,3 +147,26 @@ def test_valid_parameters_pass(data, backend, params):
 def test_backend_params_must_be_a_dict(data):
     with pytest.raises((TypeError, ValueError), match="backend_params"):
         _fit(data, "numba", [("grow_policy", "oblivious")])
+
+
+# What a ranker parameter sets, on each engine by every name the engine knows it.
+RANKER_SET = [
+    ("xgboost", "max_depth", "max_depth"), ("xgboost", "eta", "learning_rate"),
+    ("xgboost", "learning_rate", "learning_rate"), ("xgboost", "lambda", "reg_lambda"),
+    ("xgboost", "nthread", "n_jobs"), ("xgboost", "seed", "random_state"), ("xgboost", "subsample", "subsample"),
+    ("lightgbm", "max_depth", "max_depth"), ("lightgbm", "eta", "learning_rate"),
+    ("lightgbm", "shrinkage_rate", "learning_rate"), ("lightgbm", "reg_lambda", "reg_lambda"),
+    ("lightgbm", "lambda_l2", "reg_lambda"), ("lightgbm", "num_threads", "n_jobs"),
+    ("lightgbm", "bagging_fraction", "subsample"), ("lightgbm", "colsample_bytree", "colsample_bytree"),
+    ("lightgbm", "min_sum_hessian_in_leaf", "min_child_weight"), ("lightgbm", "max_bin", "max_bin"),
+]
+
+
+@pytest.mark.parametrize("backend, key, ranker_param", RANKER_SET)
+def test_backend_params_may_not_set_a_ranker_parameter(data, backend, key, ranker_param):
+    """One parameter, one place: the error names the ranker parameter to set instead."""
+    if not installed(backend):
+        pytest.skip(f"{backend} not installed")
+    with pytest.raises(ValueError, match=rf"'{key}': it sets what the ranker's {ranker_param} sets: "
+                                         rf"pass {ranker_param}=1 to the ranker instead"):
+        _fit(data, backend, {key: 1})

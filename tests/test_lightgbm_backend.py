@@ -222,35 +222,33 @@ def test_same_seed_same_model_any_thread_count(data):
 # -- parameters ----------------------------------------------------------------------------------
 def test_common_params_map_to_lightgbm_names():
     p = _backend(n_jobs=2, subsample=0.5, colsample_bytree=0.7, reg_lambda=3.0, max_bin=32, max_depth=5,
-                 min_child_weight=0.01, backend_params={"max_depth": 2, "min_child_samples": 20})._params()
+                 min_child_weight=0.01, backend_params={"num_leaves": 7, "min_child_samples": 20})._params()
     assert p["lambda_l2"] == 3.0 and p["bagging_fraction"] == 0.5 and p["bagging_freq"] == 1
     assert p["feature_fraction"] == 0.7 and p["num_threads"] == 2 and p["max_bin"] == 32
-    assert p["seed"] == 0 and p["learning_rate"] == 0.3 and p["num_leaves"] == 32
+    assert p["seed"] == 0 and p["learning_rate"] == 0.3 and p["max_depth"] == 5
     assert p["min_sum_hessian_in_leaf"] == 0.01
     # backend_params override, under LightGBM's main names (min_child_samples is an alias).
-    assert p["max_depth"] == 2 and p["min_data_in_leaf"] == 20 and "min_child_samples" not in p
+    assert p["num_leaves"] == 7 and p["min_data_in_leaf"] == 20 and "min_child_samples" not in p
     assert p["objective"] == "none" and p["deterministic"] and p["force_col_wise"]
     p = _backend(subsample=1.0, max_depth=30, backend_params={"force_row_wise": True})._params()
     assert p["bagging_freq"] == 0 and p["num_leaves"] == 131072
     assert p["force_row_wise"] and "force_col_wise" not in p
 
 
-@pytest.mark.parametrize("backend_params", [{}, {"bagging_fraction": 0.01}, {"subsample": 0.01}])
-def test_tiny_subsample_keeps_one_row(backend_params):
+def test_tiny_subsample_keeps_one_row():
     """LightGBM bags int(bagging_fraction * n) rows and cannot train on none;
     the backend keeps one, as the numba engine does."""
     X = np.random.default_rng(0).normal(size=(12, 3))
     y = X[:, 0]
-    settings = {"subsample": 0.01} if not backend_params else {"subsample": 0.5}
-    b = _backend(n_estimators=3, backend_params=backend_params, **settings)
+    b = _backend(n_estimators=3, subsample=0.01)
     b.fit(X, lambda raw, t: (raw - y, np.ones_like(raw)))
     assert b.params_["bagging_freq"] == 1 and int(b.params_["bagging_fraction"] * 12) == 1
     assert np.all(np.isfinite(b.predict(X)))
 
 
 def test_alias_given_twice():
-    with pytest.raises(ValueError, match="'lambda_l2' twice"):
-        _backend(backend_params={"lambda_l2": 1.0, "reg_lambda": 2.0})._params()
+    with pytest.raises(ValueError, match="'min_data_in_leaf' twice"):
+        _backend(backend_params={"min_data_in_leaf": 1, "min_child_samples": 2})._params()
 
 
 def test_linear_tree_with_shrinkage_is_refused(data):

@@ -127,9 +127,9 @@ def test_langevin_noise_changes_gradients(data):
 
 def test_common_params_map_to_xgboost_names():
     b = _backend(n_jobs=2, subsample=0.5, colsample_bytree=0.7, reg_lambda=3.0, max_bin=32,
-                 backend_params={"max_depth": 2, "grow_policy": "lossguide"})
+                 backend_params={"max_leaves": 5, "grow_policy": "lossguide"})
     p = b._params()
     assert p["lambda"] == 3.0 and p["subsample"] == 0.5 and p["colsample_bytree"] == 0.7
     assert p["nthread"] == 2 and p["max_bin"] == 32 and p["seed"] == 0 and p["eta"] == 0.3
-    assert p["max_depth"] == 2 and p["grow_policy"] == "lossguide"  # backend_params override
+    assert p["max_leaves"] == 5 and p["grow_policy"] == "lossguide"  # backend_params add XGBoost's own
     assert p["base_score"] == 0.0 and p["tree_method"] == "hist"

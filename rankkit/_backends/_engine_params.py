@@ -26,7 +26,21 @@ from __future__ import annotations
 
 import difflib
 
-__all__ = ["check_backend_params"]
+__all__ = ["check_backend_params", "ranker_parameter_reasons"]
+
+
+def ranker_parameter_reasons(params, sets):
+    """``{key: reason}`` for the keys of ``params`` that set what a ranker
+    parameter sets (``sets``: engine name or alias -> ranker parameter).
+
+    One parameter, one place: ``backend_params={"max_depth": 1}`` beside the
+    ranker's ``max_depth=6`` would grow trees that ``get_params()`` does not
+    describe, and a grid over ``max_depth`` would do nothing.
+    """
+    return {
+        key: f"it sets what the ranker's {sets[key]} sets: pass {sets[key]}={params[key]!r} to the ranker instead"
+        for key in params if key in sets
+    }
 
 
 def check_backend_params(backend_cls, params):

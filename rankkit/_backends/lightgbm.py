@@ -35,6 +35,7 @@ import numpy as np
 from .._sglb import fold_scales, shrink_factor
 from .._threads import bounded
 from ._base import Backend, check_gradients, check_iteration_range
+from ._engine_params import ranker_parameter_reasons
 
 __all__ = ["LightGBMBackend"]
 
@@ -82,6 +83,14 @@ def _resolve_aliases(params):
     return out
 
 
+#: LightGBM's main names of what the ranker's own parameters set (their aliases too).
+_RANKER_PARAMETERS = {
+    "learning_rate": "learning_rate", "max_depth": "max_depth", "min_sum_hessian_in_leaf": "min_child_weight",
+    "lambda_l2": "reg_lambda", "bagging_fraction": "subsample", "feature_fraction": "colsample_bytree",
+    "max_bin": "max_bin", "seed": "random_state", "num_threads": "n_jobs",
+}
+
+
 class LightGBMBackend(Backend):
     """Trees grown by LightGBM (Ke et al. 2017) from rankkit gradients (``backend="lightgbm"``).
 
@@ -99,8 +108,10 @@ class LightGBMBackend(Backend):
     ``force_col_wise=True`` makes the trees the same for any ``n_jobs``.
 
     ``backend_params`` take any LightGBM parameter or alias (aliases are
-    resolved to LightGBM's main names, then override the mapped values),
-    except those the ranker sets itself: the objective and its ranking
+    resolved to LightGBM's main names), except those the ranker sets itself:
+    the mapped parameters above (an error names the ranker parameter to set
+    instead; ``num_leaves``, ``min_data_in_leaf`` and ``bagging_freq`` may be
+    set), the objective and its ranking
     parameters (``lambdarank_*``, ``label_gain``), the number of iterations,
     eval metrics (``metric``, ``eval_at``), boosting types other than
     ``"gbdt"``, ``bagging_by_query`` (the backend does not see queries) and
@@ -153,6 +164,8 @@ class LightGBMBackend(Backend):
             (_group("bagging_by_query"),
              "the backend sees rows, not queries; use subsample for row bagging"),
         ]
+        sets = {alias: ranker for main, ranker in _RANKER_PARAMETERS.items() for alias in _group(main)}
+        reasons.update(ranker_parameter_reasons(params, sets))
         for key, value in params.items():
             for group, why in refused:
                 if key in group:

@@ -40,6 +40,7 @@ import xgboost
 from .._sglb import fold_scales, shrink_factor
 from .._threads import bounded
 from ._base import Backend, check_gradients, check_iteration_range, iter_row_blocks
+from ._engine_params import ranker_parameter_reasons
 
 __all__ = ["XGBoostBackend"]
 
@@ -126,13 +127,24 @@ def _data_matrix(X, params, nthread, *, feature_names=None, feature_types=None, 
                            enable_categorical=categorical)
 
 
+#: XGBoost's names (and aliases) of what the ranker's own parameters set.
+_RANKER_PARAMETERS = {
+    "eta": "learning_rate", "learning_rate": "learning_rate", "max_depth": "max_depth",
+    "min_child_weight": "min_child_weight", "lambda": "reg_lambda", "reg_lambda": "reg_lambda",
+    "subsample": "subsample", "colsample_bytree": "colsample_bytree", "max_bin": "max_bin",
+    "seed": "random_state", "random_state": "random_state", "nthread": "n_jobs", "n_jobs": "n_jobs",
+}
+
+
 class XGBoostBackend(Backend):
     """Trees grown by XGBoost (``tree_method="hist"``) from rankkit gradients.
 
     Common parameters map to XGBoost's names: ``learning_rate -> eta``,
-    ``reg_lambda -> lambda``, ``n_jobs -> nthread``, ``random_state -> seed``;
-    ``backend_params`` override any of them (e.g. ``{"grow_policy":
-    "lossguide", "max_leaves": 31}``).
+    ``reg_lambda -> lambda``, ``n_jobs -> nthread``, ``random_state -> seed``.
+    ``backend_params`` add XGBoost's other parameters (e.g. ``{"grow_policy":
+    "lossguide", "max_leaves": 31}``); one that sets what a ranker parameter
+    sets (``eta``, ``max_depth``, ``lambda``, ``nthread``, ...) is an error
+    naming the ranker parameter.
 
     Attributes (after :meth:`fit`)
     ------------------------------
@@ -171,6 +183,7 @@ class XGBoostBackend(Backend):
             "num_boost_round": "use the ranker's n_estimators",
         }
         out = {k: reasons[k] for k in params if k in reasons}
+        out.update(ranker_parameter_reasons(params, _RANKER_PARAMETERS))
         if params.get("booster") not in (None, "gbtree"):
             out["booster"] = (
                 f"backend='xgboost' grows gbtree models only (SGLB folds shrinkage into their "
