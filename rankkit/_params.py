@@ -52,7 +52,10 @@ BOOSTING_PARAMS = {
         1.0, [Interval(Real, 0, 1, closed="right")], "float", "Share of features sampled for each tree.", True),
     "max_bin": Param(256, [Interval(Integral, 2, None, closed="left")], "int", "Histogram bins per feature.", True),
     "n_jobs": Param(
-        None, [Integral, None], "int or None", "Engine threads (None: the engine's default; -1: all cores).", True),
+        None, [Interval(Integral, None, -1, closed="right"), Interval(Integral, 1, None, closed="left"), None],
+        "int or None",
+        "Threads of the engine and of rankkit's kernels, with scikit-learn's meaning on every backend: -1 "
+        "every core, -2 all but one; None: each pool's default.", True),
     "random_state": Param(
         None, ["random_state"], "int, RandomState or None",
         "Seeds everything random (objective sampling, SGLB noise, subsampling, the numba engine's split "

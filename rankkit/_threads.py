@@ -103,17 +103,35 @@ def start_numba_threads():
         pass
 
 
-def kernel_threads(n_jobs):
-    """Threads for rankkit's numba kernels under ``n_jobs``; None leaves numba's setting.
+def resolve_n_jobs(n_jobs):
+    """``n_jobs`` as a thread count, with scikit-learn's meaning on every backend.
 
-    ``n_jobs <= 0`` means all the threads numba has (``NUMBA_NUM_THREADS``),
-    as ``nthread=0`` / ``num_threads=0`` do for the engines; a positive value
-    is capped at that number.
+    ``None`` stays ``None`` (each pool keeps its default); a positive value is
+    itself; ``-1`` means every core, ``-2`` all but one, and so on
+    (``cpu_count + 1 + n_jobs``, at least 1; cores as joblib counts them, CPU
+    affinity and container limits included). 0 is refused by the rankers'
+    parameter validation.
     """
     if n_jobs is None:
         return None
-    limit = numba.config.NUMBA_NUM_THREADS
-    return limit if n_jobs <= 0 else min(int(n_jobs), limit)
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ValueError("n_jobs=0 is not a thread count: use a positive count, -1 for every core, "
+                         "or None for the engine's default.")
+    if n_jobs > 0:
+        return n_jobs
+    import joblib
+
+    return max(1, joblib.cpu_count() + 1 + n_jobs)
+
+
+def kernel_threads(n_jobs):
+    """Threads for rankkit's numba kernels under ``n_jobs``; None leaves numba's setting.
+
+    :func:`resolve_n_jobs`, capped at the threads numba has (``NUMBA_NUM_THREADS``).
+    """
+    n = resolve_n_jobs(n_jobs)
+    return None if n is None else min(n, numba.config.NUMBA_NUM_THREADS)
 
 
 @contextlib.contextmanager

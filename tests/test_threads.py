@@ -26,6 +26,7 @@ from rankkit._threads import (
     kernel_threads,
     limit_threads,
     openmp_wait_policy,
+    resolve_n_jobs,
 )
 from rankkit.datasets import make_ranking
 from rankkit.objectives import QueryRMSE
@@ -109,12 +110,37 @@ def test_n_jobs_none_leaves_numbas_setting_alone():
         numba.set_num_threads(before)
 
 
-def test_kernel_threads():
+def test_n_jobs_has_scikit_learns_meaning():
+    import joblib
+
+    cores = joblib.cpu_count()
+    assert resolve_n_jobs(None) is None
+    assert resolve_n_jobs(3) == 3
+    assert resolve_n_jobs(-1) == cores
+    assert resolve_n_jobs(-2) == max(1, cores - 1)
+    assert resolve_n_jobs(-10 * cores) == 1
+    with pytest.raises(ValueError, match="n_jobs=0"):
+        resolve_n_jobs(0)
     limit = numba.config.NUMBA_NUM_THREADS
     assert kernel_threads(None) is None
     assert kernel_threads(1) == 1
-    assert kernel_threads(0) == kernel_threads(-1) == limit
+    assert kernel_threads(-1) == min(cores, limit)
     assert kernel_threads(10 * limit) == limit
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_every_backend_resolves_n_jobs_alike(backend):
+    """-2 is all cores but one on every engine (it was every core on XGBoost and
+    LightGBM); 0 is refused by every ranker, naming the parameter."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y, qid = make_ranking(n_queries=10, n_features=3, max_docs=8, random_state=0)
+    model = Ranker(QueryRMSE(), n_estimators=2, backend=backend, n_jobs=-2).fit(X, y, qid=qid)
+    engine = {"xgboost": "nthread", "lightgbm": "num_threads"}.get(backend)
+    if engine is not None:
+        assert model.backend_.params_[engine] == resolve_n_jobs(-2)
+    with pytest.raises(InvalidParameterError, match="'n_jobs' parameter"):
+        Ranker(QueryRMSE(), backend=backend, n_jobs=0).fit(X, y, qid=qid)
 
 
 def test_limit_threads_is_per_thread():
@@ -146,8 +172,11 @@ _THREADS_THAT_RAN = """
         return out
 
     def share_outside_main(step):
+        # Repeated for 0.3 s at least: schedstat counts CPU time in scheduler ticks.
         before = cpu_ns_per_thread()
-        step()
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 0.3:
+            step()
         after = cpu_ns_per_thread()
         used = {tid: ns - before.get(tid, 0) for tid, ns in after.items()}
         main = used.pop(str(os.getpid()))
@@ -162,7 +191,7 @@ _THREADS_THAT_RAN = """
     for n_jobs in (1, 2):
         model = rankkit.YetiRanker(**kw, n_jobs=n_jobs)
         fit = share_outside_main(lambda: model.fit(X, y, qid=qid))
-        predict = share_outside_main(lambda: [model.predict(X) for _ in range(5)])
+        predict = share_outside_main(lambda: model.predict(X))
         score = share_outside_main(lambda: model.score(X, y, qid=qid))
         print(fit, predict, score)
 """

@@ -33,7 +33,7 @@ import lightgbm
 import numpy as np
 
 from .._sglb import fold_scales, shrink_factor
-from .._threads import bounded
+from .._threads import bounded, resolve_n_jobs
 from ._base import Backend, check_gradients, check_iteration_range
 from ._engine_params import ranker_parameter_reasons
 
@@ -212,7 +212,7 @@ class LightGBMBackend(Backend):
         if self.random_state is not None:
             params["seed"] = int(self.random_state) % (2**31)
         if self.n_jobs is not None:
-            params["num_threads"] = 0 if self.n_jobs < 0 else int(self.n_jobs)
+            params["num_threads"] = resolve_n_jobs(self.n_jobs)
         user = _resolve_aliases(backend_params)
         if user.get("force_row_wise"):
             params.pop("force_col_wise")

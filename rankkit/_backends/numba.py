@@ -163,7 +163,6 @@ class NumbaBackend(Backend):
         "max_depth": [Interval(Integral, 1, 30, closed="both")],
         # Bins are uint8 codes and one code is reserved for missing values.
         "max_bin": [Interval(Integral, 2, 256, closed="both")],
-        "n_jobs": [Interval(Integral, None, -1, closed="right"), Interval(Integral, 1, None, closed="left"), None],
     }
 
     params_help = f"{sorted(BACKEND_PARAMS)} (see NumbaBackend's docstring)"

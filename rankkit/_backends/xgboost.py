@@ -38,7 +38,7 @@ import numpy as np
 import xgboost
 
 from .._sglb import fold_scales, shrink_factor
-from .._threads import bounded
+from .._threads import bounded, resolve_n_jobs
 from ._base import Backend, check_gradients, check_iteration_range, iter_row_blocks
 from ._engine_params import ranker_parameter_reasons
 
@@ -215,15 +215,14 @@ class XGBoostBackend(Backend):
         if self.random_state is not None:
             params["seed"] = int(self.random_state) % (2**31)
         if self.n_jobs is not None:
-            params["nthread"] = 0 if self.n_jobs < 0 else int(self.n_jobs)
+            params["nthread"] = resolve_n_jobs(self.n_jobs)
         params.update(backend_params)
         return params
 
     @property
     def _nthread(self):
-        if self.n_jobs is None or self.n_jobs < 0:
-            return -1
-        return int(self.n_jobs)
+        n = resolve_n_jobs(self.n_jobs)
+        return -1 if n is None else n
 
     def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
             categorical_features=()):
