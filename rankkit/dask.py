@@ -71,8 +71,10 @@ floating-point rounding, not bit for bit.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+import logging
 import sys
 import threading
 import uuid
@@ -201,6 +203,26 @@ def _assemble_frames(x, *columns, present, partition_info=None, **settings):
     y, qid, w = (next(given) if p else None for p in present)
     number = 0 if partition_info is None else int(partition_info["number"])
     return _assemble(x, y, qid, w, number, **settings)
+
+
+def _shuffle_log_level(level):
+    """Set the level of the scheduler's shuffle logger; returns the previous one (run on the scheduler)."""
+    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
+    previous = logger.level
+    logger.setLevel(level)
+    return previous
+
+
+@contextlib.contextmanager
+def _quiet_shuffle_log(client):
+    """Without distributed's two WARNING lines per shuffle ("initialized by
+    task", "deactivated due to stimulus"): routine events of laying out the
+    rows by query, not problems. The scheduler's logger is restored after."""
+    previous = client.run_on_scheduler(_shuffle_log_level, logging.ERROR)
+    try:
+        yield
+    finally:
+        client.run_on_scheduler(_shuffle_log_level, previous)
 
 
 def _lay_out_partition(frame, partition_info=None):
@@ -650,8 +672,10 @@ class _DaskRanker:
                                     meta=meta, verify_meta=False)
         frame = frame.shuffle(on=_KEY, npartitions=frame.npartitions)
         frame = frame.map_partitions(_lay_out_partition, meta=_lay_out_partition(meta))
-        frame = client.persist(frame)
-        summaries = client.compute([dask.delayed(_partition_summary)(p) for p in frame.to_delayed()], sync=True)
+        with _quiet_shuffle_log(client):
+            frame = client.persist(frame)
+            summaries = client.compute([dask.delayed(_partition_summary)(p) for p in frame.to_delayed()],
+                                       sync=True)
         keys = [s[0] for s in summaries]
         if sum(k.size for k in keys) == 0:
             raise ValueError(f"{where} has no rows.")
