@@ -60,6 +60,34 @@ def data():
     }
 
 
+def test_fit_logs_no_shuffle_warnings(data):
+    """distributed logs two WARNING lines per p2p shuffle on the scheduler
+    (here in this process); laying out the rows by query is routine, so
+    rankkit silences them, and restores the scheduler's logger after."""
+    import logging
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
+    logger.addHandler(handler)
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      silence_logs=False) as cluster, \
+                distributed.Client(cluster) as c:  # the default client: dask shuffles peer to peer
+            before = logger.level
+            DaskLambdaMARTRanker(n_estimators=2, client=c).fit(data["X"], data["dy"])
+            assert logger.level == before
+            # The control: the same shuffle outside rankkit does log them here.
+            c.compute(data["X"].shuffle(on="qid"), sync=True)
+    finally:
+        logger.removeHandler(handler)
+    levels = [r.levelno for r in records]
+    assert levels and set(levels) == {logging.WARNING}, "the control shuffle logged nothing: the test proves nothing"
+    fit_records = [r for r in records if "initialized" in r.getMessage()]
+    assert len(fit_records) == 1  # the control's only
+
+
 def held_out_ndcg(model, data):
     return ndcg_score(data["y_test"], model.predict(data["test"]), qid=data["test"]["qid"], k=10)
 
