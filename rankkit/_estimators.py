@@ -74,6 +74,11 @@ from ._sglb import SGLB, add_gaussian_noise, auto_diffusion_temperature, langevi
 from ._threads import limit_threads
 from ._validation import check_sample_weight
 
+#: The metric of ``score``, ``scoring=None`` and early stopping for every ranker
+#: without ``eval_metric``: one metric, so rankers compare on the same footing.
+DEFAULT_METRIC = "ndcg@10"
+
+
 def _iteration_seed(seed_base, t):
     """Seed of iteration ``t``: a pure function of the fit's seed, so the same
     ``random_state`` gives the same model whatever the thread count."""
@@ -455,14 +460,15 @@ class BaseRanker(BaseEstimator):
 
     def _eval_metrics(self, objective):
         """``(metrics, settings)`` of ``score``, eval sets and early stopping:
-        the names of ``eval_metric`` (a name or a list) or the objective's own
-        metric, with the objective's metric settings; the first is the main one."""
-        given = self.eval_metric if self.eval_metric is not None else objective._default_eval_metric()
+        the names of ``eval_metric`` (a name or a list), or :data:`DEFAULT_METRIC`
+        for every ranker, with the objective's metric settings (gain, ...);
+        the first is the main one."""
+        given = self.eval_metric if self.eval_metric is not None else DEFAULT_METRIC
         names = [given] if isinstance(given, str) else list(given)
         if not names:
             raise ValueError(
                 "eval_metric is empty: pass a metric name such as 'ndcg@10', a list of them "
-                "(the first drives early stopping and score), or None for the objective's own metric."
+                f"(the first drives early stopping and score), or None for {DEFAULT_METRIC!r}."
             )
         metrics = []
         for metric in names:
@@ -761,10 +767,11 @@ class BaseRanker(BaseEstimator):
     def score(self, X, y, *, qid=None, sample_weight=None):
         """Mean per-query ranking metric of the predictions.
 
-        The metric is the first ``eval_metric`` or the ranker's own
-        (``ndcg@10`` for rankers without one), with the objective's metric
-        settings and worst-case tie handling: tied documents are ordered
-        worst label first, so ties never inflate the score.
+        The metric is the first ``eval_metric``, by default ``ndcg@10`` for
+        every ranker (so ``scoring=None`` compares rankers on one metric),
+        with the objective's metric settings (gain, ...) and worst-case tie
+        handling: tied documents are ordered worst label first, so ties never
+        inflate the score.
 
         Parameters
         ----------

@@ -90,7 +90,8 @@ BOOSTING_PARAMS = {
     "eval_metric": Param(
         None, [str, list, tuple, None], "str, list of str or None",
         "Metric(s) recorded on every eval set, e.g. ``\"ndcg@10\"`` or ``[\"ndcg@10\", \"mrr\"]`` "
-        "(default: the objective's own); the first one is ``score``'s and drives early stopping."),
+        "(default: ``\"ndcg@10\"`` for every ranker, whatever it optimises); the first one is ``score``'s "
+        "and drives early stopping."),
     "early_stopping_rounds": Param(
         None, [Interval(Integral, 1, None, closed="left"), None], "int or None",
         "Stop when the first eval metric on the last eval set (the training data excluded) has not "

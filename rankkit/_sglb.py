@@ -292,9 +292,6 @@ class SGLB(RankingObjective):
     def _check_labels(self, y):
         return self.objective._check_labels(y)
 
-    def _default_eval_metric(self):
-        return self.objective._default_eval_metric()
-
     def _eval_metric_settings(self):
         return self.objective._eval_metric_settings()
 

@@ -873,7 +873,7 @@ class _DaskRanker:
     def score(self, X, y, *, qid=None, sample_weight=None):
         """Mean per-query ranking metric over all queries, computed on the
         cluster, as :meth:`rankkit.LambdaMARTRanker.score`: the first
-        ``eval_metric`` or the ranker's own, worst-case ties, and with
+        ``eval_metric`` (``ndcg@10`` by default), worst-case ties, and with
         ``sample_weight`` (partitioned like ``X``) weighted by query.
 
         Returns

@@ -364,18 +364,36 @@ def test_eval_set_from_dataframe_and_eval_metric(data, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
-def test_score_and_early_stopping_use_the_objectives_metric(data, backend):
-    """YetiLoss for ExpDCG with decay 0.5 is scored, and stopped, on ExpDCG with
-    decay 0.5: the objective's metric settings are the metric's."""
+def test_score_and_early_stopping_use_ndcg10_unless_eval_metric_says_otherwise(data, backend):
+    """Every ranker scores, and stops, on NDCG@10 by default, whatever it
+    optimises; eval_metric="expdcg" on YetiLoss for ExpDCG with decay 0.5
+    scores on ExpDCG with decay 0.5: the objective's metric settings are the
+    metric's."""
     from rankkit.metrics import expdcg_score
 
     X, y, qid, Xt, yt, qt = data
-    model = _ranker("yetiloss", backend, metric="expdcg", decay=0.5).fit(X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt])
+    fit = dict(eval_set=[(Xt, yt)], eval_qid=[qt])
+    model = _ranker("yetiloss", backend, metric="expdcg", decay=0.5).fit(X, y, qid=qid, **fit)
+    pred = model.predict(Xt)
+    want = _mean_ndcg10(yt, pred, qt)
+    assert model.score(Xt, yt, qid=qt) == pytest.approx(want, rel=1e-12)
+    assert list(model.evals_result_["validation_0"]) == ["ndcg@10"]
+    model = _ranker("yetiloss", backend, metric="expdcg", decay=0.5, eval_metric="expdcg").fit(X, y, qid=qid, **fit)
     pred = model.predict(Xt)
     want = expdcg_score(yt, pred, qid=qt, decay=0.5)
     assert model.score(Xt, yt, qid=qt) == pytest.approx(want, rel=1e-12)
     assert model.evals_result_["validation_0"]["expdcg"][-1] == pytest.approx(want, rel=1e-12)
     assert abs(want - expdcg_score(yt, pred, qid=qt, decay=0.85)) > 0.1  # the decay matters here
+
+
+@pytest.mark.parametrize("name, params", [("lambdamart", {"metric": "ndcg"}), ("stochasticrank", {"metric": "ndcg"}),
+                                          ("yetiloss", {}), ("xendcg", {}), ("queryrmse", {})])
+def test_every_ranker_scores_ndcg10_by_default(data, name, params):
+    """One default metric, whatever the ranker optimises (full NDCG, MRR, ...):
+    GridSearchCV(scoring=None) over rankers compares like with like."""
+    X, y, qid, Xt, yt, qt = data
+    model = _ranker(name, **params).fit(X, y, qid=qid)
+    assert model.score(Xt, yt, qid=qt) == pytest.approx(_mean_ndcg10(yt, model.predict(Xt), qt), rel=1e-12)
 
 
 @pytest.mark.parametrize("name", ["yetiloss", "lambdamart", "stochasticrank"])

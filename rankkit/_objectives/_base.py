@@ -236,11 +236,6 @@ class RankingObjective:
         )
         self._resolve()
 
-    def _default_eval_metric(self):
-        """Metric of a ranker's ``score`` and early stopping when it has no
-        ``eval_metric``: the objective's own metric, else NDCG@10."""
-        return "ndcg@10"
-
     def _eval_metric_settings(self):
         """The objective's parameters that set up its metric (``gain``,
         ``decay``, ...), for evaluating that metric with the same settings."""
@@ -497,10 +492,6 @@ class MetricObjective(RankingObjective):
         if uses_exp_gain(metric_id, exp_gain):
             check_exp_gain(y, name="y")
         return y
-
-    def _default_eval_metric(self):
-        name, k = parse_metric(self.metric, self.k)
-        return name if k is None else f"{name}@{k}"
 
 
 def _row_weights(w, group_ptr, n_rows):

@@ -261,8 +261,6 @@ class YetiRank(MetricObjective):
         super()._check_err_options()
         return CLASSIC, NO_CUTOFF, True
 
-    def _default_eval_metric(self):
-        return "ndcg@10" if self._is_classic() else super()._default_eval_metric()
 
     def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys):
         mode, k, exp_gain = self._metric()
