@@ -166,11 +166,11 @@ def read_run(path):
     """
     frame = _read(path, RUN_COLUMNS, "run")
     frame["rank"] = pd.to_numeric(frame["rank"], errors="raise").astype(np.int64)
-    frame["score"] = pd.to_numeric(frame["score"], errors="coerce").astype(np.float64)
+    text = frame["score"]
+    frame["score"] = pd.to_numeric(text, errors="coerce").astype(np.float64)
     if not np.all(np.isfinite(frame["score"])):
         row = int(np.flatnonzero(~np.isfinite(frame["score"]))[0])
-        raise ValueError(f"{path}: line {row + 1} has the score {frame['score'][row]!r}; scores must be "
-                         "finite numbers.")
+        raise ValueError(f"{path}: line {row + 1} has the score {text[row]}; scores must be finite numbers.")
     _check_unique(frame, path)
     return frame
 
@@ -246,6 +246,7 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
             "counts unranked relevant documents in recall, R-precision, MAP and the ideal DCG; rank every "
             "judged document (write_run on predictions for all rows)."
         )
-    y = merged["relevance"].fillna(0).to_numpy(np.float64)
+    # trec_eval: a negative grade is "in the pool, not judged", non-relevant like no grade at all.
+    y = merged["relevance"].fillna(0).clip(lower=0).to_numpy(np.float64)
     return (y, merged["score"].to_numpy(np.float64), merged["qid"].to_numpy(str),
             merged["docno"].to_numpy(str))
