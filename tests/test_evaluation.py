@@ -154,7 +154,7 @@ def test_evaluate_fitted_rankers_and_dataframe_with_query_column(data):
     frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])]).assign(qid=qid)
     model = LambdaMARTRanker(n_estimators=3, max_depth=2).fit(frame, y)
     res = evaluate({"lm": model, "f0": X[:, 0]}, frame, y, metrics="ndcg@5")
-    want = ndcg_score(y, model.predict(X), qid=qid, k=5, per_query=True)
+    want = ndcg_score(y, model.predict(frame), qid=qid, k=5, per_query=True)
     np.testing.assert_allclose(res[res.ranker == "lm"]["value"], want, rtol=1e-12)
 
 
