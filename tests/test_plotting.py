@@ -79,7 +79,7 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch):
 
 
 def test_public_names():
-    assert rankkit.plotting.__all__ == ["plot_metric", "plot_importance", "plot_query_comparison"]
+    assert rankkit.plotting.__all__ == ["plot_metric", "plot_importance", "plot_query_comparison", "plot_comparison"]
     for name in rankkit.plotting.__all__:
         assert callable(getattr(rankkit.plotting, name))
 
