@@ -378,15 +378,15 @@ class Comparison:
         self.confidence = confidence
         self.n_resamples = n_resamples
 
-    def caption(self):
+    def caption(self, *, wtl=True):
         """What the table's numbers and marks mean, in one paragraph."""
         n = sorted(set(self.table["n_queries"]))
         corrected = "" if self.correction is None else f", {self.correction.capitalize()}-corrected over the table"
         return (
             f"Mean over {'/'.join(map(str, n))} queries with a {self.confidence:.0%} percentile bootstrap "
             f"interval ({self.n_resamples} resamples of the queries). * marks a significant difference from "
-            f"{self.baseline} ({_TEST_NAMES[self.test]}, two-sided{corrected}, p <= {self.alpha:g}); "
-            "W/T/L: queries won, tied, lost against the baseline."
+            f"{self.baseline} ({_TEST_NAMES[self.test]}, two-sided{corrected}, p <= {self.alpha:g})"
+            + ("; W/T/L: queries won, tied, lost against the baseline." if wtl else ".")
         )
 
     def _cells(self, digits, mark):
@@ -424,7 +424,7 @@ class Comparison:
         header, body = self._grid(digits, "*", wtl)
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["--:"] * (len(header) - 1)) + "|"]
         lines += ["| " + " | ".join(line) + " |" for line in body]
-        return "\n".join(lines) + "\n\n" + self.caption() + "\n"
+        return "\n".join(lines) + "\n\n" + self.caption(wtl=wtl) + "\n"
 
     def to_latex(self, *, digits=3, wtl=False, label="tab:rankers"):
         """The table as a LaTeX ``table`` with ``booktabs`` rules, the caption included."""
@@ -437,7 +437,7 @@ class Comparison:
         lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
                  r"\toprule", " & ".join(tex(h) for h in header) + r" \\", r"\midrule"]
         lines += [" & ".join(tex(c) if "$" not in c else c for c in line) + r" \\" for line in body]
-        lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + tex(self.caption()) + "}",
+        lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + tex(self.caption(wtl=wtl)) + "}",
                   r"\label{" + label + "}", r"\end{table}"]
         return "\n".join(lines) + "\n"
 
