@@ -6,8 +6,9 @@ query is a test query exactly once and every ranker is judged on the same
 queries. compare() then gives the mean of every metric with a 95% bootstrap
 interval over queries, a paired randomisation test of every ranker against
 LambdaMART with Holm's correction over the whole table, and the queries won,
-tied and lost. The table is printed in Markdown and in LaTeX, and the
-per-query values go to a TREC run file that trec_eval reads as it is.
+tied and lost. The table is printed in Markdown and in LaTeX; last, one
+ranker's scores are written as a TREC run (with its qrels) that trec_eval
+reads as it is.
 
 Pass a LETOR fold (e.g. ``../shared/data/MQ2008/Fold1/train.txt.gz``) as the
 first argument to compare on real queries instead of synthetic ones.
