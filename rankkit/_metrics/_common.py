@@ -378,7 +378,7 @@ def err_scale(y, err_mapping, err_max_label, *, name="y"):
     if err_mapping is None:
         if y_max is not None and y_max > 1.0:
             raise ValueError(
-                f"ERR with err_mapping=None needs {name} to be stop probabilities in [0, 1], but "
+                f"ERR and PFound with err_mapping=None need {name} to be stop probabilities in [0, 1], but "
                 f"the largest label is {y_max:g}; pass err_mapping='chapelle' to map graded labels "
                 "with (2^r - 1) / 2^r_max."
             )
