@@ -133,23 +133,26 @@ def adjust(p_values, correction):
     raise ValueError(f"correction must be one of {list(CORRECTIONS)}, got {correction!r}.")
 
 
-def bootstrap_means(values, *, n_resamples=10_000, random_state=0, batch=1000):
+def bootstrap_means(values, *, n_resamples=10_000, random_state=0):
     """Bootstrap means over queries: ``(n_resamples, n_columns)``.
 
     ``values`` is ``(n_queries, n_columns)`` (one column per ranker or per
     difference). Every resample draws ``n_queries`` queries with replacement
     and the same draw serves every column, so differences between columns
-    are paired. A resample is a multinomial count vector: the mean is one
-    matrix product, with no index array of ``n_resamples * n_queries``.
+    are paired. A resample's draws are counted per query (``bincount``) and
+    the means are one matrix product: no ``(resamples, queries, columns)``
+    array, and batches keep the draws to about two million at a time.
     """
     values = np.asarray(values, dtype=np.float64)
     n = values.shape[0]
     rng = np.random.default_rng(random_state)
     out = np.empty((n_resamples, values.shape[1]))
-    p = np.full(n, 1.0 / n)
+    batch = max(1, 2_000_000 // max(n, 1))
     for start in range(0, n_resamples, batch):
         size = min(batch, n_resamples - start)
-        counts = rng.multinomial(n, p, size=size).astype(np.float64)
+        draws = rng.integers(0, n, size=(size, n))
+        flat = (np.arange(size)[:, None] * n + draws).ravel()
+        counts = np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.float64)
         out[start:start + size] = counts @ values / n
     return out
 
