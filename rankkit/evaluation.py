@@ -3,6 +3,8 @@
 * :func:`evaluate` -- every metric of every ranker on every query, as a long
   DataFrame ``(query, ranker, metric, value)``; rankers are fitted models or
   score arrays.
+* :func:`evaluate_runs` -- the same for TREC runs (files read with
+  :mod:`rankkit.trec`) against their qrels, with trec_eval's tie order.
 * :func:`cross_evaluate` -- the same with each ranker fitted on the training
   part of every :class:`~rankkit.model_selection.QueryKFold` fold: every
   query is a test query exactly once.
@@ -32,7 +34,7 @@ from rankkit._metrics._api import METRICS, doc_id_key, evaluate_sorted
 from rankkit._metrics._common import parse_metric
 from rankkit._validation import check_labels, check_scores
 
-__all__ = ["evaluate", "cross_evaluate", "compare", "Comparison"]
+__all__ = ["evaluate", "evaluate_runs", "cross_evaluate", "compare", "Comparison"]
 
 COLUMNS = ["query", "ranker", "metric", "value"]
 
@@ -174,6 +176,48 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
             frames.append(pd.DataFrame({"query": query_ids[keep], "ranker": ranker, "metric": metric,
                                         "value": values[keep]}))
     return pd.concat(frames, ignore_index=True)
+
+
+def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error", **metric_params):
+    """Per-query values of TREC runs against their qrels, with trec_eval's tie order.
+
+    Every run is aligned with the qrels by :func:`rankkit.trec.align` (which
+    states the conventions and the errors) and evaluated with
+    ``ties="trec"``; runs may rank different documents, as long as they rank
+    every relevant judged one.
+
+    Parameters
+    ----------
+    runs : dict
+        ``{name: run}``, each a DataFrame from :func:`rankkit.trec.read_run`.
+    qrels : DataFrame
+        From :func:`rankkit.trec.read_qrels`.
+    metrics : str or list of str, default=("ndcg@10",)
+        As in :func:`evaluate`.
+    missing_queries : {"error", "drop"}, default="error"
+        As in :func:`rankkit.trec.align`.
+    **metric_params
+        As in :func:`evaluate`. For trec_eval's numbers pass
+        ``gain="linear", empty=0.0``.
+
+    Returns
+    -------
+    DataFrame
+        The columns of :func:`evaluate`, the query ids as in the files.
+    """
+    from rankkit.trec import align
+
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError("runs must be a non-empty dict {name: run DataFrame from rankkit.trec.read_run}.")
+    frames = []
+    for name, run in runs.items():
+        y, score, qid, doc_ids = align(run, qrels, missing_queries=missing_queries)
+        frames.append(evaluate({name: score}, None, y, qid=qid, metrics=metrics, ties="trec", doc_ids=doc_ids,
+                               **metric_params))
+    result = pd.concat(frames, ignore_index=True)
+    # Grouped by metric then ranker, as evaluate's.
+    order = {m: i for i, m in enumerate(dict.fromkeys(result["metric"]))}
+    return result.sort_values("metric", key=lambda col: col.map(order), kind="stable").reset_index(drop=True)
 
 
 def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties="worst", doc_ids=None,

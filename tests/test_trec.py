@@ -208,3 +208,36 @@ def test_qrels_frame_is_what_pandas_users_expect(tmp_path):
     frame = read_qrels(tmp_path / "q")
     pd.testing.assert_frame_equal(frame, pd.DataFrame({"qid": ["x", "x"], "iteration": ["0", "0"],
                                                        "docno": ["a", "b"], "relevance": [0, 2]}))
+
+
+def test_evaluate_runs_equals_pytrec_eval_and_compares(shared_data, tmp_path):
+    """Two runs of the same queries from files: per-query values as trec_eval's, then a comparison."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from rankkit.evaluation import compare, evaluate_runs
+
+    _, y, score, qid = _runs(shared_data)[0]
+    other = _runs(shared_data)[2][2]
+    write_qrels(tmp_path / "qrels", y, qid=qid)
+    write_run(tmp_path / "a", score, qid=qid, tag="a")
+    write_run(tmp_path / "b", other, qid=qid, tag="b")
+    qrels = read_qrels(tmp_path / "qrels")
+    runs = {"a": read_run(tmp_path / "a"), "b": read_run(tmp_path / "b")}
+    res = evaluate_runs(runs, qrels, metrics=["map", "precision@5"],
+                        empty=0.0)
+    qrels_dict = {}
+    for row in qrels.itertuples():
+        qrels_dict.setdefault(row.qid, {})[row.docno] = int(row.relevance)
+    for name, run in runs.items():
+        run_dict = {}
+        for row in run.itertuples():
+            run_dict.setdefault(row.qid, {})[row.docno] = row.score
+        want = pytrec_eval.RelevanceEvaluator(qrels_dict, {"map", "P_5"}).evaluate(run_dict)
+        for metric, measure in (("map", "map"), ("precision@5", "P_5")):
+            part = res[(res.ranker == name) & (res.metric == metric)]
+            got = dict(zip(part["query"], part["value"]))
+            assert got.keys() == want.keys()
+            assert all(abs(got[q] - want[q][measure]) <= 1e-9 for q in got)
+    table = compare(res, n_resamples=500).table
+    assert len(table) == 4 and table["n_queries"].eq(len(qrels_dict)).all()
+    with pytest.raises(TypeError, match="non-empty dict"):
+        evaluate_runs([runs["a"]], qrels)
