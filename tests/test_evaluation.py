@@ -176,6 +176,8 @@ def test_evaluate_bad_input(data):
         evaluate(scores, None, y, qid=qid, metrics="ndgc@10")
     with pytest.raises(TypeError, match=r"unknown metric parameter\(s\) \['gian'\]"):
         evaluate(scores, None, y, qid=qid, gian="linear")
+    # A parameter of another metric is not a typo: one setting serves any table.
+    assert len(evaluate(scores, None, y, qid=qid, metrics="map", gain="linear")) > 0
     with pytest.raises(ValueError, match="the scores of ranker 'bad' contains NaN"):
         evaluate({"bad": np.full(len(y), np.nan)}, None, y, qid=qid)
     with pytest.raises(ValueError, match="ranker 'short' has 3 scores"):
