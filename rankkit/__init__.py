@@ -2,7 +2,8 @@
 
 The rankers live here; metrics, objectives, splitters and data loaders live in
 ``rankkit.metrics``, ``rankkit.objectives``, ``rankkit.model_selection`` and
-``rankkit.datasets``.
+``rankkit.datasets``; comparisons of rankers and TREC files in
+``rankkit.evaluation`` and ``rankkit.trec``.
 """
 
 from ._threads import openmp_wait_policy, start_numba_threads

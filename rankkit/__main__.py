@@ -7,8 +7,12 @@ validates). Every ranker is trained with the same trees, depth and learning
 rate, records NDCG@10 on the validation queries every iteration (the
 learning curves of ``--plot``), and is judged once on the test queries:
 NDCG@10, MRR, MAP and ERR@10 (worst-order ties; a query without a relevant
-document scores 1.0; ERR with Chapelle's mapping) and the fit time. A line
-is printed when each ranker starts and ends. The fit time excludes numba's
+document scores 1.0; ERR with Chapelle's mapping) and the fit time. A second
+table (:func:`rankkit.evaluation.compare`) gives every mean a 95% bootstrap
+interval over the test queries and marks with ``*`` the rankers that differ
+significantly from the best one on NDCG@10 (paired t-tests, Holm-corrected
+over the table), with the queries each wins, ties and loses against it. A
+line is printed when each ranker starts and ends. The fit time excludes numba's
 one-time compilation of rankkit's kernels (a 2-tree fit on a few queries
 runs first; the compiled kernels are cached for later runs).
 
@@ -149,6 +153,23 @@ def _test_metrics(y, pred, qid):
             err_score(y, pred, qid=qid, k=10, err_mapping="chapelle"))
 
 
+def _print_comparison(results, random_scores, y, qid):
+    """Intervals and paired tests against the best ranker on NDCG@10 (the same
+    metric settings as the first table, so the means are equal)."""
+    from rankkit.evaluation import compare, evaluate
+
+    scores = {r["short"]: r["pred"] for r in results}
+    scores["random scores"] = random_scores
+    best = max(results, key=lambda r: r["metrics"][0])["short"]
+    per_query = evaluate(scores, None, y, qid=qid, metrics=["ndcg@10", "mrr", "map", "err@10"])
+    comparison = compare(per_query, baseline=best, test="t", correction="holm")
+    print("\nConfidence intervals and significance against the best ranker on NDCG@10:\n")
+    print(comparison.to_markdown(wtl=False), end="")
+    ndcg = comparison.table[(comparison.table["metric"] == "ndcg@10") & (comparison.table["ranker"] != best)]
+    counts = ", ".join(f"{r.ranker} {r.wins}/{r.ties}/{r.losses}" for r in ndcg.itertuples())
+    print(f"NDCG@10 queries won/tied/lost against {best}: {counts}")
+
+
 def _save_figure(path, results, test):
     """Learning curves of the rankkit rankers, and the best two query by query."""
     from matplotlib.figure import Figure
@@ -234,6 +255,9 @@ def main(argv=None):
     rand = np.random.default_rng(args.random_state).normal(size=y_te.shape[0])
     ndcg, mrr, map_, err = _test_metrics(y_te, rand, q_te)
     print(f"{'random scores':<{width}}  {ndcg:7.4f}  {mrr:6.4f}  {map_:6.4f}  {err:6.4f}  {'':>6}")
+
+    if results:
+        _print_comparison(results, rand, y_te, q_te)
 
     if args.plot is not None:
         _save_figure(args.plot, results, test)

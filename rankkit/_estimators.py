@@ -61,6 +61,7 @@ from ._categorical import apply_categories, fit_categories
 from .callback import CallbackList
 from ._groups import _is_dataframe, make_groups, missing_qid_error, qid_from_sizes, split_qid
 from ._metrics._api import evaluate_sorted
+from ._metrics._callable import CALLABLE_METRICS, callable_sum_count, metric_function, metric_name
 from ._metrics._common import parse_metric
 from ._objectives._base import RankingObjective, query_hessian_units
 from ._objectives.lambdamart import LambdaMART
@@ -265,6 +266,10 @@ def _metric_sum_count(metric, y, raw, group_ptr, settings, weight=None):
     (with ``weight``: the query-weighted sum and the sum of the query
     weights): what a part of the queries contributes to the mean over all
     of them."""
+    functions = settings.get(CALLABLE_METRICS, {})
+    if metric in functions:  # a callable eval_metric: unweighted, its own ties
+        return callable_sum_count(metric, functions[metric], y, raw, group_ptr)
+    settings = {key: value for key, value in settings.items() if key != CALLABLE_METRICS}
     values = evaluate_sorted(metric, y, raw, group_ptr, ties="worst", **settings)
     keep = ~np.isnan(values)
     if weight is None:
@@ -460,26 +465,39 @@ class BaseRanker(BaseEstimator):
 
     def _eval_metrics(self, objective):
         """``(metrics, settings)`` of ``score``, eval sets and early stopping:
-        the names of ``eval_metric`` (a name or a list), or :data:`DEFAULT_METRIC`
-        for every ranker, with the objective's metric settings (gain, ...);
-        the first is the main one."""
+        the names of ``eval_metric`` (a name, a callable or a list of them), or
+        :data:`DEFAULT_METRIC` for every ranker, with the objective's metric
+        settings (gain, ...); the first is the main one. Callables are named by
+        :func:`~rankkit._metrics._callable.metric_name` and carried in
+        ``settings`` (:data:`~rankkit._metrics._callable.CALLABLE_METRICS`)."""
         given = self.eval_metric if self.eval_metric is not None else DEFAULT_METRIC
-        names = [given] if isinstance(given, str) else list(given)
+        names = [given] if isinstance(given, str) or callable(given) else list(given)
         if not names:
             raise ValueError(
                 "eval_metric is empty: pass a metric name such as 'ndcg@10', a list of them "
                 f"(the first drives early stopping and score), or None for {DEFAULT_METRIC!r}."
             )
-        metrics = []
+        metrics, functions = [], {}
         for metric in names:
-            if not isinstance(metric, str):
-                raise TypeError(f"eval_metric entries must be metric names such as 'ndcg@10', got {metric!r}.")
-            name, k = parse_metric(metric)
-            canonical = name if k is None else f"{name}@{k}"
+            if callable(metric):
+                canonical = metric_name(metric)
+                functions[canonical] = metric_function(metric)
+            elif isinstance(metric, str):
+                name, k = parse_metric(metric)
+                canonical = name if k is None else f"{name}@{k}"
+            else:
+                raise TypeError(
+                    f"eval_metric entries must be metric names such as 'ndcg@10' or callables "
+                    f"f(y_true, y_score, qid), got {metric!r}."
+                )
             if canonical in metrics:
-                raise ValueError(f"eval_metric={self.eval_metric!r} lists {canonical!r} twice.")
+                raise ValueError(f"eval_metric={self.eval_metric!r} lists {canonical!r} twice (give "
+                                 "callables distinct __name__s).")
             metrics.append(canonical)
-        return metrics, objective._eval_metric_settings()
+        settings = objective._eval_metric_settings()
+        if functions:
+            settings[CALLABLE_METRICS] = functions
+        return metrics, settings
 
     def _engine_name(self):
         """The backend ``backend`` stands for on the data just prepared.

@@ -88,10 +88,14 @@ BOOSTING_PARAMS = {
         "constant", SGLB_CONSTRAINTS["model_shrink_mode"], '{"constant", "decreasing"}',
         "Factor ``1 - gamma * learning_rate`` or ``1 - gamma / t`` before iteration ``t >= 1``."),
     "eval_metric": Param(
-        None, [str, list, tuple, None], "str, list of str or None",
+        None, [str, list, tuple, callable, None], "str, callable, list of them or None",
         "Metric(s) recorded on every eval set, e.g. ``\"ndcg@10\"`` or ``[\"ndcg@10\", \"mrr\"]`` "
         "(default: ``\"ndcg@10\"`` for every ranker, whatever it optimises); the first one is ``score``'s "
-        "and drives early stopping."),
+        "and drives early stopping. "
+        "A callable ``f(y_true, y_score, qid) -> float`` (larger is better; rows sorted by query, "
+        "``qid`` the query numbers) or a scikit-learn scorer is recorded under its ``__name__`` "
+        "(a ranking scorer under its metric string); it is not weighted by ``sample_weight``, and a "
+        "ranker with a callable eval_metric cannot be saved (model files hold no code)."),
     "early_stopping_rounds": Param(
         None, [Interval(Integral, 1, None, closed="left"), None], "int or None",
         "Stop when the first eval metric on the last eval set (the training data excluded) has not "

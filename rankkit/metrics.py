@@ -12,6 +12,10 @@ from rankkit._metrics._api import (
     map_score,
     mrr_score,
     ndcg_score,
+    pfound_score,
+    precision_score,
+    recall_score,
+    rprecision_score,
 )
 from rankkit._metrics._scorers import SCORER_METRICS, get_ranking_scorer, make_ranking_scorer
 
@@ -22,6 +26,10 @@ __all__ = [
     "mrr_score",
     "map_score",
     "expdcg_score",
+    "precision_score",
+    "recall_score",
+    "rprecision_score",
+    "pfound_score",
     "make_ranking_scorer",
     "get_ranking_scorer",
     "SCORER_METRICS",

@@ -5,7 +5,10 @@
 - :func:`plot_importance`: the features that carry the model, by total split
   gain or by number of splits;
 - :func:`plot_query_comparison`: a ranking metric of two rankers query by
-  query, differences sorted, with the win/tie/loss count.
+  query, differences sorted, with the win/tie/loss count;
+- :func:`plot_comparison`: the means of several rankers with their
+  confidence intervals and the significant differences from a baseline
+  (:func:`rankkit.evaluation.compare`).
 
 matplotlib is optional: it is imported when a function is called, not when
 this module is imported. Every function draws into ``ax`` (a new figure when
@@ -23,7 +26,7 @@ from rankkit._metrics._api import METRICS
 from rankkit._metrics._common import parse_metric
 from rankkit._validation import check_labels, check_same_length, check_scores
 
-__all__ = ["plot_metric", "plot_importance", "plot_query_comparison"]
+__all__ = ["plot_metric", "plot_importance", "plot_query_comparison", "plot_comparison"]
 
 
 def _new_axes(ax, figsize):
@@ -358,7 +361,7 @@ def _metric_defaults(name, metric_params):
         "y_true", "y_score", "qid", "k", "per_query",
     }
     params = {"ties": "worst"}
-    if name == "err":
+    if name in ("err", "pfound"):
         params["err_mapping"] = "chapelle"
     if "empty" in accepted:
         params["empty"] = "exclude"
@@ -504,5 +507,65 @@ def plot_query_comparison(
     ax.set_ylabel(f"{metric}({label_b}) - {metric}({label_a})")
     ax.set_xlim(-0.5, diff.shape[0] - 0.5)
     ax.grid(grid, axis="y")
+    ax.set_axisbelow(True)
+    return ax
+
+
+# -- several rankers with confidence intervals ------------------------------------------------------
+def plot_comparison(comparison, metric=None, *, ax=None, title=None, figsize=None, grid=True):
+    """Plot the means of a :func:`~rankkit.evaluation.compare` table with their intervals.
+
+    One row per ranker, top to bottom in the table's order: a dot at the
+    mean and a bar over its bootstrap confidence interval. Rankers whose
+    difference from the baseline is significant (after the table's
+    correction) are drawn filled and marked ``*``; the others hollow; a dotted
+    line marks the baseline's mean. Overlapping intervals of the means do not
+    mean "no significant difference": the paired test looks at the
+    differences query by query, which vary far less than the means do.
+
+    Parameters
+    ----------
+    comparison : rankkit.evaluation.Comparison
+        The result of :func:`~rankkit.evaluation.compare`.
+    metric : str or None, default=None
+        Metric to draw; None is the table's first.
+    ax : matplotlib.axes.Axes or None, default=None
+        Axes to draw into; None creates a figure of size ``figsize``.
+    title : str or None, default=None
+        None gives the metric, the interval's level and the test.
+    figsize : (float, float) or None
+    grid : bool, default=True
+
+    Returns
+    -------
+    ax : matplotlib.axes.Axes
+    """
+    table = getattr(comparison, "table", None)
+    if table is None:
+        raise TypeError(f"comparison must be the result of rankkit.evaluation.compare, got {comparison!r}.")
+    metrics = list(dict.fromkeys(table["metric"]))
+    metric = metrics[0] if metric is None else metric
+    if metric not in metrics:
+        raise ValueError(f"metric {metric!r} is not in the comparison; it has {metrics}.")
+    rows = table[table["metric"] == metric].reset_index(drop=True)
+    ax = _new_axes(ax, figsize or (6.4, 1.2 + 0.45 * len(rows)))
+    y = np.arange(len(rows))[::-1]
+    for yi, row in zip(y, rows.itertuples(index=False)):
+        filled = bool(row.significant)
+        color = "black" if row.ranker == comparison.baseline else ("tab:blue" if filled else "0.45")
+        ax.errorbar(row.mean, yi, xerr=[[row.mean - row.ci_low], [row.ci_high - row.mean]], fmt="o",
+                    color=color, markerfacecolor=color if filled or row.ranker == comparison.baseline else "white",
+                    capsize=3)
+    base = rows.loc[rows["ranker"] == comparison.baseline, "mean"]
+    if len(base):
+        ax.axvline(float(base.iloc[0]), color="black", linestyle=":", linewidth=1.0)
+    labels = [r.ranker + (" (baseline)" if r.ranker == comparison.baseline else (" *" if r.significant else ""))
+              for r in rows.itertuples(index=False)]
+    ax.set_yticks(y, labels)
+    ax.set_xlabel(f"mean {metric} with {comparison.confidence:.0%} bootstrap interval")
+    if title is None:
+        title = f"{metric}: * differs from {comparison.baseline} ({comparison.test} test, p <= {comparison.alpha:g})"
+    ax.set_title(title)
+    ax.grid(grid, axis="x")
     ax.set_axisbelow(True)
     return ax

@@ -45,6 +45,14 @@ def value_of_order(metric, labels, *, k=None, gain_type="exp", empty=1.0, thresh
             total += not_stopped * p / (i + 1)
             not_stopped *= 1 - p
         return total
+    if metric == "pfound":
+        # Yandex / CatBoost: PLook_1 = 1, PLook_i = PLook_{i-1} (1 - R_{i-1}) decay.
+        total, look = 0.0, 1.0
+        for r in top:
+            p = err_prob(r, err_scale)
+            total += look * p
+            look *= (1 - p) * decay
+        return total
     relevant = [r > threshold for r in labels]
     n_rel = sum(relevant)
     if n_rel == 0:
@@ -61,6 +69,14 @@ def value_of_order(metric, labels, *, k=None, gain_type="exp", empty=1.0, thresh
                 hits += 1
                 total += hits / (i + 1)
         return total / min(n_rel, kk)
+    if metric == "precision":
+        # trec_eval: P@k divides by k even past the end of the list.
+        return sum(relevant[:kk]) / (n if k is None else k)
+    if metric == "recall":
+        return sum(relevant[:kk]) / n_rel
+    if metric == "rprecision":
+        cut = min(n_rel, kk)
+        return sum(relevant[:cut]) / cut
     raise ValueError(metric)
 
 
@@ -72,9 +88,16 @@ def tie_blocks(labels, scores):
     return [by_score[s] for s in sorted(by_score, reverse=True)]
 
 
-def order_for_policy(labels, scores, ties):
-    """Document indices ranked by score desc with the tie policy applied."""
+def order_for_policy(labels, scores, ties, doc_ids=None):
+    """Document indices ranked by score desc with the tie policy applied.
+
+    ``trec``: equal scores by document id descending, compared as strings
+    (trec_eval's ``strcmp`` on ``docno``).
+    """
     idx = range(len(labels))
+    if ties == "trec":
+        by_id = sorted(idx, key=lambda i: str(doc_ids[i]), reverse=True)
+        return sorted(by_id, key=lambda i: -scores[i])
     if ties == "worst":
         return sorted(idx, key=lambda i: (-scores[i], labels[i], i))
     if ties == "best":
@@ -97,14 +120,14 @@ def enumerate_values(metric, labels, scores, **params):
             for order in all_tie_orders(labels, scores)]
 
 
-def reference_query(metric, labels, scores, ties, **params):
+def reference_query(metric, labels, scores, ties, doc_ids=None, **params):
     """Reference value of one query: explicit order, or the enumerated mean."""
     if ties == "average":
         values = enumerate_values(metric, labels, scores, **params)
         if values[0] is None:
             return None
         return sum(values) / len(values)
-    order = order_for_policy(labels, scores, ties)
+    order = order_for_policy(labels, scores, ties, doc_ids)
     return value_of_order(metric, [labels[i] for i in order], **params)
 
 

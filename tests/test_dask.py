@@ -425,3 +425,26 @@ def test_in_memory_data_and_other_backends_are_refused(client, data):
         DaskLambdaMARTRanker(client=client).fit(data["local"], data["y"])
     with pytest.raises(ValueError, match="backend must be 'xgboost'"):
         DaskLambdaMARTRanker(backend="numba", client=client).fit(data["X"], data["dy"])
+
+
+def test_callable_eval_metric_is_the_exact_global_mean(client, data):
+    """A callable runs on every worker's queries; the query-weighted average
+    of the workers' values is the mean over all queries (for a metric that
+    is a mean over queries), so it records what the named metric records."""
+    from rankkit.metrics import make_ranking_scorer
+
+    def ndcg5(y_true, y_score, qid):  # a local function: pickled by value to the workers
+        return ndcg_score(y_true, y_score, qid=qid, k=5)
+
+    X_eval = dd.from_pandas(data["test"], npartitions=3, sort=False)
+    y_eval = dd.from_pandas(pd.Series(data["y_test"]), npartitions=3, sort=False)
+    model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 12}, early_stopping_rounds=3, client=client,
+                                 eval_metric=[ndcg5, "ndcg@5", make_ranking_scorer("map")])
+    model.fit(data["X"], data["dy"], eval_set=[(X_eval, y_eval)])
+    history = model.evals_result_["validation_0"]
+    assert list(history) == ["ndcg5", "ndcg@5", "map"]
+    np.testing.assert_allclose(history["ndcg5"], history["ndcg@5"], rtol=0, atol=1e-12)
+    assert model.best_iteration_ == int(np.argmax(history["ndcg5"]))
+    local = model.to_local()
+    assert model.score(X_eval, y_eval) == pytest.approx(
+        ndcg_score(data["y_test"], local.predict(data["test"]), qid=data["test"]["qid"], k=5), abs=1e-12)

@@ -32,6 +32,13 @@ EXPECTED_OUTPUT = {
         r"StochasticRank NDCG@3 +\d+/10 ",
         r"LambdaMART NDCG@3 +0/10 +(0\.903 ){9}0\.903 ",
     ],
+    "compare_rankers.py": [
+        r"\| LambdaMART \(baseline\) \| 0\.\d{4} \[0\.\d{4}, 0\.\d{4}\] \|",
+        r"\| YetiRank \| 0\.\d{4} \[0\.\d{4}, 0\.\d{4}\]\*? \| \d+/\d+/\d+ \|",
+        r"Holm-corrected over the table",
+        r"\\begin\{table\}",
+        r"wrote a run of \d+ lines; its first line: \S+ Q0 D\d+ 1 \S+ LambdaMART",
+    ],
     "early_stopping.py": [
         r"stopped at iteration \d+ by early stopping, best iteration \d+, best validation_1-ndcg@10 0\.\d{5}",
         r"iteration_range=\(0, best_iteration_ \+ 1\)\): True",

@@ -51,6 +51,13 @@ def test_progress_table_and_figure(tmp_path, capsys):
     assert f"test {len(np.unique(q_te))} ({len(y_te)})" in out
     rand = np.random.default_rng(0).normal(size=len(y_te))
     assert rows["random scores"][0] == pytest.approx(ndcg_score(y_te, rand, qid=q_te, k=10), abs=5e-5)
+    # The second table: the same means with intervals, significance against the best on NDCG@10.
+    best = "LambdaMART" if rows["LambdaMART NDCG@10"][0] >= rows["QueryRMSE"][0] else "QueryRMSE"
+    assert f"| {best} (baseline) |" in out and f"significant difference from {best}" in out
+    line = next(x for x in out.splitlines() if x.startswith("| random scores |"))
+    mean, low, high = map(float, re.match(r"\| random scores \| ([\d.]+) \[([\d.]+), ([\d.]+)\]", line).groups())
+    assert mean == pytest.approx(rows["random scores"][0], abs=5e-5) and low <= mean <= high
+    assert "Holm-corrected" in out and "NDCG@10 queries won/tied/lost against" in out
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"figure written to {figure}" in out
 

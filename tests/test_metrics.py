@@ -19,13 +19,18 @@ from rankkit.metrics import (
     map_score,
     mrr_score,
     ndcg_score,
+    pfound_score,
+    precision_score,
+    recall_score,
+    rprecision_score,
 )
 from tests import _reference_metrics as ref
 
 # The registries parametrise the tests: every tie policy and every metric.
 TIES = list(TIES_REGISTRY)
 NAMES = list(METRICS)
-NORMALISED = ["ndcg", "err", "mrr", "map"]
+NORMALISED = ["ndcg", "err", "mrr", "map", "precision", "recall", "rprecision", "pfound"]
+CASCADE = ("err", "pfound")
 
 # Metric parameter sets exercised for each metric (public keyword names).
 PARAMS = {
@@ -35,6 +40,10 @@ PARAMS = {
     "mrr": [{}, {"relevance_threshold": 1.0, "empty": 0.0}, {"empty": "exclude"}],
     "map": [{}, {"relevance_threshold": 1.0, "empty": "exclude"}, {"empty": 0.0}],
     "expdcg": [{}, {"decay": 0.5}],
+    "precision": [{}, {"relevance_threshold": 1.0, "empty": 0.0}, {"empty": "exclude"}],
+    "recall": [{}, {"relevance_threshold": 1.0, "empty": "exclude"}, {"empty": 0.0}],
+    "rprecision": [{}, {"relevance_threshold": 1.0, "empty": 0.0}, {"empty": "exclude"}],
+    "pfound": [{"err_mapping": "chapelle"}, {"err_mapping": None, "decay": 0.6}],
 }
 
 
@@ -53,14 +62,14 @@ def ref_params(name, params, y):
         out["threshold"] = params["relevance_threshold"]
     if "decay" in params:
         out["decay"] = params["decay"]
-    if name == "err" and params.get("err_mapping") == "chapelle":
+    if name in CASCADE and params.get("err_mapping") == "chapelle":
         out["err_scale"] = 2.0 ** max(y)
     return out
 
 
 def labels_for(name, params, y):
     """ERR without mapping needs probabilities: rescale graded labels to [0, 1]."""
-    if name == "err" and params.get("err_mapping") is None:
+    if name in CASCADE and params.get("err_mapping") is None:
         return y / 3.0
     return y
 
@@ -185,7 +194,7 @@ def test_average_huge_tied_block_is_finite_and_bounded():
     s = np.zeros(n)
     qid = np.zeros(n)
     for name in NAMES:
-        params = {"err_mapping": "chapelle"} if name == "err" else {}
+        params = _kw(name)
         vals = {t: METRICS[name](y, s, qid=qid, k=10, ties=t, **params) for t in ("worst", "average", "best")}
         assert np.isfinite(vals["average"])
         assert vals["worst"] - 1e-12 <= vals["average"] <= vals["best"] + 1e-12
@@ -253,8 +262,7 @@ def test_thread_count_does_not_change_results():
         for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
             numba.set_num_threads(threads)
             results.append([
-                METRICS[n](y, s, qid=qid, ties=t, k=5, per_query=True,
-                           **({"err_mapping": "chapelle"} if n == "err" else {}))
+                METRICS[n](y, s, qid=qid, ties=t, k=5, per_query=True, **_kw(n))
                 for n in NAMES for t in TIES
             ])
     finally:
@@ -291,7 +299,7 @@ def ranking_data(draw):
 
 
 def _kw(name):
-    return {"err_mapping": "chapelle"} if name == "err" else {}
+    return {"err_mapping": "chapelle"} if name in CASCADE else {}
 
 
 @settings(max_examples=40, deadline=None)
@@ -506,3 +514,120 @@ def test_public_names():
     for name, fn in METRICS.items():
         assert getattr(public, f"{name}_score") is fn
     assert public.make_ranking_scorer("ndcg@10") is not None
+
+
+# ------------------------------------------------------ trec ties, new metrics
+
+def _doc_ids(rng, qid):
+    """Per-query distinct string ids of varying length ("10" sorts before "9")."""
+    ids = np.empty(len(qid), dtype=object)
+    for q in np.unique(qid):
+        m = np.flatnonzero(qid == q)
+        ids[m] = [str(v) for v in rng.choice(200, size=len(m), replace=False)]
+    return ids
+
+
+@pytest.mark.parametrize("k", [None, 1, 3, 50])
+@pytest.mark.parametrize("name", NAMES)
+def test_trec_ties_match_reference(name, k):
+    rng = np.random.default_rng(zlib.crc32(f"trec-{name}-{k}".encode()))
+    y0, s, qid = random_queries(rng, 40, 9, n_score_values=3)
+    ids = _doc_ids(rng, qid)
+    for params in PARAMS[name]:
+        y = labels_for(name, params, y0)
+        rp = ref_params(name, params, y)
+        got = METRICS[name](y, s, qid=qid, k=k, ties="trec", doc_ids=ids, per_query=True, **params)
+        want = []
+        for q in dict.fromkeys(qid):
+            m = qid == q
+            v = ref.reference_query(name, list(y[m]), list(s[m]), "trec", list(ids[m]), k=k, **rp)
+            want.append(np.nan if v is None else v)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{name} {params}")
+
+
+def test_trec_ties_compare_ids_as_text_and_follow_the_rows():
+    # Three tied documents: trec_eval ranks by docno descending as strings: "9", "10", "1".
+    y = np.array([1.0, 0.0, 0.0])
+    got = precision_score(y, np.zeros(3), qid=np.zeros(3), k=1, ties="trec", doc_ids=[1, 9, 10])
+    assert got == 0.0
+    got = precision_score(y, np.zeros(3), qid=np.zeros(3), k=1, ties="trec", doc_ids=["z", "a", "b"])
+    assert got == 1.0
+    # Shuffling rows (with their ids) changes nothing; ids may repeat across queries.
+    rng = np.random.default_rng(4)
+    y, s, qid = random_queries(rng, 30, 8)
+    ids = np.array([f"d{i % 5}{i}" for i in range(len(y))])
+    perm = rng.permutation(len(y))
+    a = ndcg_score(y, s, qid=qid, ties="trec", doc_ids=ids)
+    b = ndcg_score(y[perm], s[perm], qid=qid[perm], ties="trec", doc_ids=ids[perm])
+    assert math.isclose(a, b, rel_tol=1e-13)
+
+
+def test_trec_ties_bad_input():
+    y, s, q = np.array([1.0, 0.0]), np.array([0.5, 0.5]), np.zeros(2)
+    with pytest.raises(ValueError, match="ties='trec'.*pass doc_ids="):
+        ndcg_score(y, s, qid=q, ties="trec")
+    with pytest.raises(ValueError, match="doc_ids is used only with ties='trec'"):
+        ndcg_score(y, s, qid=q, doc_ids=["a", "b"])
+    with pytest.raises(ValueError, match="doc_ids: document 'a' appears 2 times in one query"):
+        map_score(y, s, qid=q, ties="trec", doc_ids=["a", "a"])
+    with pytest.raises(ValueError, match="doc_ids must hold one document id per row"):
+        map_score(y, s, qid=q, ties="trec", doc_ids=["a"])
+    # The same id in two queries is fine.
+    assert map_score(y, s, qid=[0, 1], ties="trec", doc_ids=["a", "a"], empty=0.0) == 0.5
+
+
+def test_precision_recall_rprecision_by_hand():
+    y = [2, 0, 1, 0, 0]
+    s = [5.0, 4.0, 3.0, 2.0, 1.0]
+    q = [0] * 5
+    assert precision_score(y, s, qid=q, k=2) == 0.5
+    assert precision_score(y, s, qid=q, k=10) == 0.2  # trec_eval: divided by k
+    assert precision_score(y, s, qid=q) == 0.4  # the whole list: 2 of 5
+    assert recall_score(y, s, qid=q, k=2) == 0.5
+    assert recall_score(y, s, qid=q, k=3) == 1.0
+    assert rprecision_score(y, s, qid=q) == 0.5  # R = 2: one relevant in the top 2
+    assert rprecision_score(y, s, qid=q, k=1) == 1.0  # precision at min(R, k) = 1
+    assert precision_score(y, s, qid=q, k=2, relevance_threshold=1.0) == 0.5
+
+
+def test_pfound_by_hand():
+    # R = (0.5, 0.25, 1): 0.5 + 0.5 * 0.85 * 0.25 + 0.5 * 0.75 * 0.85^2 * 1.
+    want = 0.5 + 0.5 * 0.85 * 0.25 + 0.5 * 0.75 * 0.85**2
+    assert math.isclose(pfound_score([0.5, 0.25, 1.0], [3, 2, 1], qid=[0, 0, 0]), want, rel_tol=1e-15)
+    assert math.isclose(pfound_score([0.5, 0.25, 1.0], [3, 2, 1], qid=[0, 0, 0], k=2),
+                        0.5 + 0.5 * 0.85 * 0.25, rel_tol=1e-15)
+    with pytest.raises(ValueError, match="err_mapping='chapelle'"):
+        pfound_score([2, 0], [1, 0], qid=[0, 0])
+
+
+@pytest.mark.parametrize("cb_metric,kwargs", [
+    ("PFound", {}), ("PFound:top=3", {"k": 3}), ("PFound:decay=0.5", {"decay": 0.5}),
+    ("PFound:top=5;decay=0.9", {"k": 5, "decay": 0.9}),
+])
+def test_pfound_equals_catboost(cb_metric, kwargs):
+    eval_metric = pytest.importorskip("catboost.utils").eval_metric
+    rng = np.random.default_rng(8)
+    y, s, qid = random_queries(rng, 60, 15, n_score_values=4)
+    y = y / 4.0  # quarters: exact in CatBoost's float32 labels
+    want = eval_metric(y, s, cb_metric, group_id=qid)[0]
+    got = pfound_score(y, s, qid=qid, ties="worst", **kwargs)
+    assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_pfound_equals_catboost_on_mq2008(shared_data):
+    from sklearn.datasets import load_svmlight_file
+
+    eval_metric = pytest.importorskip("catboost.utils").eval_metric
+    X, y, qid = load_svmlight_file(str(shared_data / "MQ2008" / "Fold1" / "test.txt.gz"), query_id=True)
+    s = X[:, 0].toarray().ravel()
+    y = y / 2.0  # labels 0, 1, 2 as probabilities 0, 0.5, 1
+    for cb, kw in (("PFound", {}), ("PFound:top=10", {"k": 10})):
+        assert math.isclose(pfound_score(y, s, qid=qid, **kw), eval_metric(y, s, cb, group_id=qid)[0],
+                            rel_tol=1e-9)
+
+
+def test_evaluation_metrics_are_not_offered_to_objectives():
+    from rankkit.objectives import LambdaMART
+
+    with pytest.raises(ValueError, match="does not optimise metric='precision@5'"):
+        LambdaMART(metric="precision@5")._metric()

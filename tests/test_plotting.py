@@ -79,7 +79,7 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch):
 
 
 def test_public_names():
-    assert rankkit.plotting.__all__ == ["plot_metric", "plot_importance", "plot_query_comparison"]
+    assert rankkit.plotting.__all__ == ["plot_metric", "plot_importance", "plot_query_comparison", "plot_comparison"]
     for name in rankkit.plotting.__all__:
         assert callable(getattr(rankkit.plotting, name))
 
@@ -387,3 +387,34 @@ def test_query_comparison_draws_into_given_axes(two_rankings):
     fig, (left, right) = plt.subplots(1, 2)
     assert plot_query_comparison(y, a, b, qid=qid, ax=left) is left
     assert len(right.patches) == 0 and len(left.patches) > 0
+
+
+def test_plot_comparison_draws_every_ranker_with_its_interval():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from rankkit.datasets import make_ranking
+    from rankkit.evaluation import compare, evaluate
+    from rankkit.plotting import plot_comparison
+
+    X, y, qid = make_ranking(80, random_state=0)
+    rng = np.random.default_rng(0)
+    scores = {"f0": X[:, 0], "noise": rng.normal(size=len(y)), "f0 too": X[:, 0] + 1e-3 * rng.normal(size=len(y))}
+    comp = compare(evaluate(scores, None, y, qid=qid, metrics=["ndcg@10", "map"]), n_resamples=500)
+    ax = Figure().subplots()
+    assert plot_comparison(comp, "map", ax=ax) is ax
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    table = comp.table[comp.table.metric == "map"]
+    noise = table[table.ranker == "noise"].iloc[0]
+    assert labels == ["f0 (baseline)", "noise *" if noise.significant else "noise",
+                            "f0 too *" if table[table.ranker == "f0 too"].iloc[0].significant else "f0 too"]
+    assert ax.get_yticks()[0] == max(ax.get_yticks())  # table order, top to bottom
+    assert noise.significant  # random scores are worse than the informative feature
+    # The error bars span the intervals.
+    segments = [c for c in ax.collections]
+    spans = sorted(tuple(np.round(seg[0][:, 0], 12)) for col in segments for seg in [col.get_segments()])
+    want = sorted((round(r.ci_low, 12), round(r.ci_high, 12)) for r in table.itertuples())
+    assert spans == want
+    with pytest.raises(ValueError, match="metric 'err' is not in the comparison"):
+        plot_comparison(comp, "err", ax=ax)

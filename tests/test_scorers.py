@@ -302,3 +302,20 @@ def test_rankkit_ranker_with_query_column_and_routing():
     with sklearn.config_context(enable_metadata_routing=True):
         routed = cross_val_score(ranker, X, y, cv=cv, scoring=scorer, params={"qid": qid})
     assert np.allclose(routed, manual, rtol=1e-12)
+
+
+def test_scorers_of_the_evaluation_metrics_and_trec_ties_refused():
+    from sklearn.dummy import DummyRegressor
+
+    from rankkit.metrics import make_ranking_scorer, precision_score
+
+    frame = pd.DataFrame({"qid": [0, 0, 0, 1, 1], "x": [0.0, 1.0, 2.0, 0.0, 3.0]})
+    y = np.array([0, 1, 2, 1, 0])
+    est = DummyRegressor().fit(frame[["x"]], y)
+    pred = est.predict(frame)
+    assert make_ranking_scorer("precision@2")(est, frame, y) == precision_score(y, pred, qid=frame.qid, k=2)
+    assert 0.0 <= make_ranking_scorer("pfound")(est, frame, y) <= 1.0
+    with pytest.raises(ValueError, match="ties='trec' needs document ids"):
+        make_ranking_scorer("ndcg", ties="trec")
+    with pytest.raises(TypeError, match="unknown parameter.*doc_ids"):
+        make_ranking_scorer("ndcg", doc_ids=[1])

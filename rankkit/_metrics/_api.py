@@ -22,6 +22,7 @@ from rankkit._metrics._common import (
     GAINS,
     METRIC_IDS,
     TIES,
+    TREC,
     check_exp_gain,
     err_scale,
     parse_metric,
@@ -32,9 +33,44 @@ from rankkit._validation import check_k, check_labels, check_same_length, check_
 
 
 def _check_ties(ties):
-    if not isinstance(ties, str) or ties not in TIES:
-        raise ValueError(f"ties must be one of {sorted(TIES)}, got {ties!r}.")
-    return TIES[ties]
+    if not isinstance(ties, str) or (ties not in TIES and ties != TREC):
+        raise ValueError(f"ties must be one of {sorted([*TIES, TREC])}, got {ties!r}.")
+    # trec: the best mode on the document-id key (larger id first).
+    return TIES["best"] if ties == TREC else TIES[ties]
+
+
+def doc_id_key(doc_ids, groups, *, name="doc_ids"):
+    """Query-sorted float64 key ranking ``doc_ids`` as trec_eval's ``strcmp`` does.
+
+    Ids are compared as strings (trec_eval reads ``docno`` as text, so
+    ``"10" < "9"``); NumPy orders ``str`` by code point, which is the byte
+    order of their UTF-8 encoding, i.e. ``strcmp``'s. A document id repeated
+    within a query is an error, as it is in trec_eval.
+    """
+    ids = np.asarray(doc_ids)
+    if ids.ndim != 1 or ids.shape[0] != groups.n_samples:
+        raise ValueError(
+            f"{name} must hold one document id per row: got shape {ids.shape} for {groups.n_samples} rows."
+        )
+    if ids.dtype.kind == "f" and not np.all(np.isfinite(ids)):
+        raise ValueError(f"{name} contains NaN; every row needs a document id.")
+    if ids.dtype.kind == "O" and any(v is None for v in ids):
+        raise ValueError(f"{name} contains None; every row needs a document id.")
+    text = ids.astype(str)
+    uniques, key = np.unique(text, return_inverse=True)
+    key = groups.sort(key.astype(np.int64))
+    # Duplicates within a query: equal keys among a query's rows.
+    pair = groups.sorted_codes() * np.int64(uniques.shape[0]) + key
+    values, first, counts = np.unique(pair, return_index=True, return_counts=True)
+    if values.shape[0] < pair.shape[0]:
+        dup = int(np.flatnonzero(counts > 1)[0])
+        row = int(first[dup])
+        raise ValueError(
+            f"{name}: document {str(uniques[key[row]])!r} appears {counts[dup]} times in one query "
+            f"(query number {int(groups.sorted_codes()[row])} in order of appearance); a ranking "
+            "lists each document once (trec_eval refuses duplicates too). Drop the duplicate rows."
+        )
+    return key.astype(np.float64)
 
 
 def _check_gain(gain):
@@ -97,6 +133,7 @@ def evaluate_sorted(
     err_mapping=None,
     err_max_label=None,
     decay=DEFAULT_DECAY,
+    doc_key=None,
 ):
     """Per-query metric values on query-sorted, validated arrays.
 
@@ -112,6 +149,9 @@ def evaluate_sorted(
     k, ties, gain, empty, relevance_threshold, err_mapping, err_max_label, decay
         As in the public functions (e.g. :func:`ndcg_score`). Parameters that
         the metric does not use are ignored.
+    doc_key : ndarray of float64 or None
+        With ``ties="trec"``: the query-sorted rank of every document id
+        (:func:`doc_id_key`); required then, unused otherwise.
 
     Returns
     -------
@@ -135,7 +175,14 @@ def evaluate_sorted(
     if group_ptr.ndim != 1 or group_ptr.shape[0] < 1 or group_ptr[0] != 0 or group_ptr[-1] != y.shape[0]:
         raise ValueError("group_ptr must start at 0 and end at the number of rows.")
     n = y.shape[0]
-    err_scale = _err_scale(y, err_mapping, err_max_label) if metric_id == METRIC_IDS["err"] else 0.0
+    if ties == TREC:
+        if doc_key is None:
+            raise ValueError("ties='trec' breaks ties by document id: pass doc_ids= (one id per row).")
+        tie_key = np.ascontiguousarray(doc_key, dtype=np.float64)
+    else:
+        tie_key = y
+    cascade = metric_id in (METRIC_IDS["err"], METRIC_IDS["pfound"])
+    err_scale = _err_scale(y, err_mapping, err_max_label) if cascade else 0.0
     if uses_exp_gain(metric_id, exp_gain) and n:
         check_exp_gain(y, int(np.diff(group_ptr).max()), name="y_true")
     out = np.empty(group_ptr.shape[0] - 1, dtype=np.float64)
@@ -149,6 +196,7 @@ def evaluate_sorted(
         group_ptr,
         0 if k is None else k,
         tie_id,
+        tie_key,
         exp_gain,
         empty_value,
         threshold,
@@ -162,8 +210,13 @@ def evaluate_sorted(
     return out
 
 
-def _score(name, y_true, y_score, qid, k, ties, per_query, **params):
+def _score(name, y_true, y_score, qid, k, ties, per_query, doc_ids=None, **params):
     """Validate, group by query, evaluate, then average or return per query."""
+    if doc_ids is not None and ties != TREC:
+        raise ValueError(
+            f"doc_ids is used only with ties='trec' (ties broken by document id), got ties={ties!r}; "
+            "pass ties='trec' or drop doc_ids."
+        )
     if qid is None:
         raise ValueError(
             "qid is required: pass one query id per row (qid=...). Ranking metrics are "
@@ -173,8 +226,16 @@ def _score(name, y_true, y_score, qid, k, ties, per_query, **params):
     s = check_scores(y_score, name="y_score")
     check_same_length(y_true=y, y_score=s)
     groups = make_groups(qid, y.shape[0])
+    doc_key = None
+    if ties == TREC:
+        if doc_ids is None:
+            raise ValueError(
+                "ties='trec' breaks ties by document id, as trec_eval does: pass doc_ids= "
+                "(one id per row), or choose another tie policy."
+            )
+        doc_key = doc_id_key(doc_ids, groups)
     values = evaluate_sorted(
-        name, groups.sort(y), groups.sort(s), groups.group_ptr, k=k, ties=ties, **params
+        name, groups.sort(y), groups.sort(s), groups.group_ptr, k=k, ties=ties, doc_key=doc_key, **params
     )
     if per_query:
         return values
@@ -202,11 +263,13 @@ _PARAMETER_DOCS = {
     Query id of every row (required). Rows need not be sorted by query.""",
     "k": """k : int or None, default=None
     Cut-off: only the top ``k`` positions count; ``None`` is the whole list.""",
-    "ties": """ties : {"worst", "average", "best", "input"}, default="worst"
+    "ties": """ties : {"worst", "average", "best", "input", "trec"}, default="worst"
     Order of documents with equal scores: less relevant first (``worst``,
     as CatBoost's metrics), the exact expectation over uniformly random
     orders of every tied block (``average``), more relevant first
-    (``best``), or input row order (``input``).""",
+    (``best``), input row order (``input``), or document id descending as
+    compared by trec_eval (``trec``, needs ``doc_ids``), so that the values
+    equal trec_eval's.""",
     "per_query": """per_query : bool, default=False
     Return one value per query (in order of first appearance of the
     query id) instead of the mean.""",
@@ -219,14 +282,20 @@ _PARAMETER_DOCS = {
     drops it from the mean (``nan`` with ``per_query=True``; if every
     query is excluded the mean is ``nan`` with a warning).""",
     "relevance_threshold": """relevance_threshold : float, default=0.0
-    A document is relevant iff its label exceeds this.""",
+    A document is relevant iff its label exceeds this (0.0 is trec_eval's
+    ``rel >= 1`` for integer labels).""",
+    "doc_ids": """doc_ids : array-like of shape (n_samples,) or None, default=None
+    Document id of every row, for ``ties="trec"`` only. Compared as text,
+    as trec_eval compares ``docno`` (``"10"`` comes before ``"9"``); an id
+    repeated within a query is an error.""",
     "err_mapping": """err_mapping : {None, "chapelle"}, default=None
-    ``None``: labels are stop probabilities and must lie in [0, 1].
+    ``None``: labels are relevance probabilities and must lie in [0, 1].
     ``"chapelle"``: graded labels map to ``R = (2^r - 1) / 2^{r_max}``.""",
     "err_max_label": """err_max_label : float or None, default=None
     ``r_max`` of the Chapelle mapping; ``None`` uses ``max(y_true)``.""",
     "decay": f"""decay : float in (0, 1], default={DEFAULT_DECAY}
-    Per-position decay ``b``.""",
+    Per-position decay ``b`` (PFound: the probability of looking on
+    after a non-stopping document, CatBoost's ``decay``).""",
 }
 
 _RETURNS_DOC = """Returns
@@ -244,7 +313,9 @@ def _document(func):
 
 
 @_document
-def ndcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, gain="exp", empty=1.0):
+def ndcg_score(
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, gain="exp", empty=1.0, doc_ids=None
+):
     """Normalised discounted cumulative gain, NDCG@k (Järvelin & Kekäläinen, 2002).
 
     ``NDCG@k = DCG@k / IDCG@k`` with
@@ -259,11 +330,11 @@ def ndcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, g
     >>> ndcg_score([2, 0, 1], [0.3, 0.2, 0.1], qid=[1, 1, 1])  # doctest: +ELLIPSIS
     0.96...
     """
-    return _score("ndcg", y_true, y_score, qid, k, ties, per_query, gain=gain, empty=empty)
+    return _score("ndcg", y_true, y_score, qid, k, ties, per_query, doc_ids, gain=gain, empty=empty)
 
 
 @_document
-def dcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, gain="exp"):
+def dcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, gain="exp", doc_ids=None):
     """Discounted cumulative gain, DCG@k (Järvelin & Kekäläinen, 2002).
 
     ``DCG@k = sum_{i <= k} G(r_{s_i}) / log2(i + 1)``; not normalised.
@@ -276,12 +347,13 @@ def dcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, ga
     >>> dcg_score([1, 0], [0.1, 0.2], qid=[0, 0], gain="linear")  # doctest: +ELLIPSIS
     0.63...
     """
-    return _score("dcg", y_true, y_score, qid, k, ties, per_query, gain=gain)
+    return _score("dcg", y_true, y_score, qid, k, ties, per_query, doc_ids, gain=gain)
 
 
 @_document
 def err_score(
-    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, err_mapping=None, err_max_label=None
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, err_mapping=None, err_max_label=None,
+    doc_ids=None,
 ):
     """Expected reciprocal rank, ERR@k (Chapelle et al., CIKM 2009).
 
@@ -307,13 +379,15 @@ def err_score(
     0.75
     """
     return _score(
-        "err", y_true, y_score, qid, k, ties, per_query, err_mapping=err_mapping, err_max_label=err_max_label
+        "err", y_true, y_score, qid, k, ties, per_query, doc_ids, err_mapping=err_mapping,
+        err_max_label=err_max_label,
     )
 
 
 @_document
 def mrr_score(
-    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0,
+    doc_ids=None,
 ):
     """Mean reciprocal rank, MRR@k (Voorhees, TREC-8 QA track, 1999).
 
@@ -329,13 +403,15 @@ def mrr_score(
     0.5
     """
     return _score(
-        "mrr", y_true, y_score, qid, k, ties, per_query, empty=empty, relevance_threshold=relevance_threshold
+        "mrr", y_true, y_score, qid, k, ties, per_query, doc_ids, empty=empty,
+        relevance_threshold=relevance_threshold,
     )
 
 
 @_document
 def map_score(
-    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0,
+    doc_ids=None,
 ):
     """Mean average precision, MAP@k (Baeza-Yates & Ribeiro-Neto, 1999).
 
@@ -354,12 +430,15 @@ def map_score(
     0.83...
     """
     return _score(
-        "map", y_true, y_score, qid, k, ties, per_query, empty=empty, relevance_threshold=relevance_threshold
+        "map", y_true, y_score, qid, k, ties, per_query, doc_ids, empty=empty,
+        relevance_threshold=relevance_threshold,
     )
 
 
 @_document
-def expdcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False, decay=DEFAULT_DECAY):
+def expdcg_score(
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, decay=DEFAULT_DECAY, doc_ids=None
+):
     """Exponentially discounted gain, the metric YetiRank optimises (Gulin et al., 2011).
 
     ``ExpDCG@k = sum_{i <= k} decay^{i - 1} r_{s_i}``; not normalised.
@@ -372,7 +451,121 @@ def expdcg_score(y_true, y_score, *, qid, k=None, ties="worst", per_query=False,
     >>> expdcg_score([1, 2], [2.0, 1.0], qid=[0, 0], decay=0.5)
     2.0
     """
-    return _score("expdcg", y_true, y_score, qid, k, ties, per_query, decay=decay)
+    return _score("expdcg", y_true, y_score, qid, k, ties, per_query, doc_ids, decay=decay)
+
+
+@_document
+def precision_score(
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0,
+    doc_ids=None,
+):
+    """Precision at k, P@k (trec_eval's ``P_k``).
+
+    ``P@k = |{i <= k : s_i relevant}| / k``: relevant documents (label >
+    ``relevance_threshold``) among the top ``k``, divided by ``k`` even when
+    the query has fewer than ``k`` documents (trec_eval's convention: the
+    missing positions count as non-relevant). Without ``k``, the fraction of
+    the query's documents that are relevant (trec_eval's ``set_P``). A query
+    without relevant document gets ``empty`` like the other binary metrics
+    (trec_eval gives it 0: pass ``empty=0.0``).
+
+    {parameters}
+
+    Examples
+    --------
+    >>> from rankkit.metrics import precision_score
+    >>> precision_score([1, 0, 1], [3.0, 2.0, 1.0], qid=[0, 0, 0], k=2)
+    0.5
+    >>> precision_score([1, 0, 1], [3.0, 2.0, 1.0], qid=[0, 0, 0], k=5)  # divides by k
+    0.4
+    """
+    return _score(
+        "precision", y_true, y_score, qid, k, ties, per_query, doc_ids, empty=empty,
+        relevance_threshold=relevance_threshold,
+    )
+
+
+@_document
+def recall_score(
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0,
+    doc_ids=None,
+):
+    """Recall at k, R@k (trec_eval's ``recall_k``).
+
+    ``R@k = |{i <= k : s_i relevant}| / R`` with ``R`` the number of relevant
+    documents (label > ``relevance_threshold``) of the query; 0/0 without
+    relevant document, which gets ``empty``.
+
+    {parameters}
+
+    Examples
+    --------
+    >>> from rankkit.metrics import recall_score
+    >>> recall_score([1, 0, 1], [3.0, 2.0, 1.0], qid=[0, 0, 0], k=2)
+    0.5
+    """
+    return _score(
+        "recall", y_true, y_score, qid, k, ties, per_query, doc_ids, empty=empty,
+        relevance_threshold=relevance_threshold,
+    )
+
+
+@_document
+def rprecision_score(
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, empty=1.0, relevance_threshold=0.0,
+    doc_ids=None,
+):
+    """R-precision (trec_eval's ``Rprec``): precision at rank ``R``.
+
+    ``Rprec = |{i <= R : s_i relevant}| / R`` with ``R`` the number of
+    relevant documents (label > ``relevance_threshold``) of the query; it is
+    also the recall at ``R``. A cut-off ``k`` evaluates the precision at
+    ``min(R, k)``, so that a perfect ranking still scores 1 (the
+    denominator convention of :func:`map_score`); trec_eval has no cut-off
+    version. 0/0 without relevant document, which gets ``empty``.
+
+    {parameters}
+
+    Examples
+    --------
+    >>> from rankkit.metrics import rprecision_score
+    >>> rprecision_score([1, 0, 1], [3.0, 2.0, 1.0], qid=[0, 0, 0])
+    0.5
+    """
+    return _score(
+        "rprecision", y_true, y_score, qid, k, ties, per_query, doc_ids, empty=empty,
+        relevance_threshold=relevance_threshold,
+    )
+
+
+@_document
+def pfound_score(
+    y_true, y_score, *, qid, k=None, ties="worst", per_query=False, decay=DEFAULT_DECAY, err_mapping=None,
+    err_max_label=None, doc_ids=None,
+):
+    """PFound@k, Yandex's cascade metric (Segalovich, 2010; CatBoost's ``PFound``).
+
+    ``PFound@k = sum_{i <= k} PLook_i R_{s_i}`` with ``PLook_1 = 1`` and
+    ``PLook_i = PLook_{i-1} (1 - R_{s_{i-1}}) decay``: the probability that a
+    user who stops at a relevant document with probability ``R`` and leaves
+    with probability ``1 - decay`` after each document finds what they
+    sought. ``R`` is the label (a probability in [0, 1]) or, with
+    ``err_mapping="chapelle"``, ``(2^r - 1) / 2^{r_max}`` as for ERR. Not
+    normalised, like CatBoost's: a query whose labels are all 0 scores a
+    genuine 0, so there is no ``empty`` parameter.
+
+    {parameters}
+
+    Examples
+    --------
+    >>> from rankkit.metrics import pfound_score
+    >>> pfound_score([0.5, 1.0], [2.0, 1.0], qid=[0, 0], decay=0.5)
+    0.75
+    """
+    return _score(
+        "pfound", y_true, y_score, qid, k, ties, per_query, doc_ids, decay=decay, err_mapping=err_mapping,
+        err_max_label=err_max_label,
+    )
 
 
 METRICS = {
@@ -382,6 +575,10 @@ METRICS = {
     "mrr": mrr_score,
     "map": map_score,
     "expdcg": expdcg_score,
+    "precision": precision_score,
+    "recall": recall_score,
+    "rprecision": rprecision_score,
+    "pfound": pfound_score,
 }
 
 

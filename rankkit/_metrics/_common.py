@@ -35,12 +35,29 @@ from rankkit._validation import Interval
 
 # Metric ids passed to kernels (plain ints: no Python objects cross kernels).
 NDCG, DCG, ERR, MRR, MAP, EXPDCG = 0, 1, 2, 3, 4, 5
-METRIC_IDS = {"ndcg": NDCG, "dcg": DCG, "err": ERR, "mrr": MRR, "map": MAP, "expdcg": EXPDCG}
+PRECISION, RECALL, RPRECISION, PFOUND = 6, 7, 8, 9
+METRIC_IDS = {
+    "ndcg": NDCG, "dcg": DCG, "err": ERR, "mrr": MRR, "map": MAP, "expdcg": EXPDCG,
+    "precision": PRECISION, "recall": RECALL, "rprecision": RPRECISION, "pfound": PFOUND,
+}
+#: Metrics that the metric objectives (LambdaMART, YetiLoss) can optimise:
+#: those with an O(1) swap difference in :mod:`rankkit._objectives._swap`.
+#: The others are evaluation metrics only.
+SWAP_METRICS = ("ndcg", "dcg", "err", "mrr", "map", "expdcg")
+#: Metrics whose value is 0/0 for a query without relevant document, and so
+#: take the ``empty`` rule (ERR, PFound, DCG and ExpDCG are 0 there, genuinely).
+#: Precision is not 0/0, but it follows the rule too so that one ``empty``
+#: setting gives one set of queries for every binary metric of a table.
+EMPTY_RULE_METRICS = ("ndcg", "mrr", "map", "precision", "recall", "rprecision")
 
 # Tie policies (sort modes); IDEAL is the extra mode "label descending", the
 # ideal order of NDCG.
 WORST, AVERAGE, BEST, INPUT, IDEAL = 0, 1, 2, 3, 4
 TIES = {"worst": WORST, "average": AVERAGE, "best": BEST, "input": INPUT}
+#: ``ties="trec"``: trec_eval's order, score descending then document id
+#: descending (``strcmp``). The kernels run it as the ``best`` mode on a tie
+#: key that ranks the document ids, so it needs no sort mode of its own.
+TREC = "trec"
 
 #: ``err_scale`` of labels that are stop probabilities already (no mapping).
 NO_ERR_MAPPING = 0.0
@@ -159,14 +176,16 @@ def is_relevant(r, threshold):
 @njit(cache=True, inline="always")
 def doc_value(metric, r, exp_gain, threshold, err_scale):
     """What a document of label ``r`` contributes to ``metric``: ``G(r)``
-    (DCG, NDCG), its stop probability (ERR), ``1[r > threshold]`` (MRR,
-    MAP) or ``r`` itself (ExpDCG and any other id)."""
+    (DCG, NDCG), its stop probability (ERR, PFound), ``1[r > threshold]``
+    (MRR, MAP, precision, recall, R-precision) or ``r`` itself (ExpDCG)."""
     if metric == NDCG or metric == DCG:
         return gain(r, exp_gain)
     if metric == ERR:
         return err_probability(r, err_scale)
-    if metric == MRR or metric == MAP:
+    if metric == MRR or metric == MAP or metric == PRECISION or metric == RECALL or metric == RPRECISION:
         return 1.0 if is_relevant(r, threshold) else 0.0
+    if metric == PFOUND:
+        return err_probability(r, err_scale)
     return r
 
 
@@ -359,7 +378,7 @@ def err_scale(y, err_mapping, err_max_label, *, name="y"):
     if err_mapping is None:
         if y_max is not None and y_max > 1.0:
             raise ValueError(
-                f"ERR with err_mapping=None needs {name} to be stop probabilities in [0, 1], but "
+                f"ERR and PFound with err_mapping=None need {name} to be stop probabilities in [0, 1], but "
                 f"the largest label is {y_max:g}; pass err_mapping='chapelle' to map graded labels "
                 "with (2^r - 1) / 2^r_max."
             )

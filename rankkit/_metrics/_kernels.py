@@ -24,6 +24,8 @@ probabilities, relevance, the sort and the ideal DCG come from
 :mod:`rankkit._metrics._common`, which the objectives share.
 """
 
+import math
+
 from numba import njit, prange
 
 from rankkit._metrics._common import (
@@ -34,6 +36,10 @@ from rankkit._metrics._common import (
     MAP,
     MRR,
     NDCG,
+    PFOUND,
+    PRECISION,
+    RECALL,
+    RPRECISION,
     SMALL_K,
     WORST,
     discount,
@@ -51,7 +57,8 @@ def _ordered_value(metric, y, idx, lo, hi, kk, exp_gain, threshold, err_scale, d
     """Metric of the explicit order ``idx[lo:hi]`` (unnormalised for NDCG).
 
     ``kk`` is the cut-off already clipped to the query length. For MAP the
-    sum of precisions is returned; the caller divides.
+    sum of precisions is returned, for precision, recall and R-precision the
+    number of relevant documents in the top ``kk``; the caller divides.
     """
     acc = 0.0
     if metric == DCG or metric == NDCG:
@@ -78,12 +85,32 @@ def _ordered_value(metric, y, idx, lo, hi, kk, exp_gain, threshold, err_scale, d
             if is_relevant(y[idx[lo + p]], threshold):
                 c += 1
                 acc += c / (p + 1.0)
+    elif metric == PRECISION or metric == RECALL or metric == RPRECISION:
+        for p in range(kk):
+            if is_relevant(y[idx[lo + p]], threshold):
+                acc += 1.0
+    elif metric == PFOUND:
+        look = 1.0
+        for p in range(kk):
+            r = err_probability(y[idx[lo + p]], err_scale)
+            acc += look * r
+            look *= (1.0 - r) * decay
     return acc
 
 
+@njit(cache=True, inline="always")
+def _cascade_weight(metric, p, decay):
+    """Position weight of the cascade metrics at 0-based position ``p``:
+    ``1 / (p + 1)`` for ERR, ``decay^p`` for PFound (whose look probability
+    is the ERR-style product of ``1 - R`` times ``decay`` per position)."""
+    if metric == PFOUND:
+        return math.pow(decay, p)
+    return 1.0 / (p + 1.0)
+
+
 @njit(cache=True)
-def _err_block(y, idx, lo, a, t, kk, err_scale, m):
-    """Expected ERR contribution of one tied block, before the prefix factor.
+def _err_block(metric, y, idx, lo, a, t, kk, err_scale, decay, m):
+    """Expected ERR (or PFound) contribution of one tied block, before the prefix factor.
 
     The block holds ``t`` documents (``idx[lo + a : lo + a + t]``, labels
     ascending) at positions ``a .. a + t - 1``. Under a uniformly random order,
@@ -91,7 +118,10 @@ def _err_block(y, idx, lo, a, t, kk, err_scale, m):
     preceded by a uniformly random ``j``-subset ``S`` of the other documents,
     so its expected contribution is
 
-    ``R_u / t * sum_{j: a + j < k} E[prod_{v in S} (1 - R_v)] / (a + j + 1)``.
+    ``R_u / t * sum_{j: a + j < k} E[prod_{v in S} (1 - R_v)] w(a + j)``
+
+    with ``w(p) = 1 / (p + 1)`` for ERR and ``decay^p`` for PFound
+    (:func:`_cascade_weight`).
 
     ``E[prod_{v in S}(1 - R_v)]`` over ``j``-subsets is the normalised
     elementary symmetric polynomial ``e_j / C(t - 1, j)`` of the other
@@ -126,7 +156,7 @@ def _err_block(y, idx, lo, a, t, kk, err_scale, m):
             for j in range(t):
                 if a + j >= kk:
                     break
-                inner += m[j] / (a + j + 1.0)
+                inner += m[j] * _cascade_weight(metric, a + j, decay)
             inner /= t
         total += ru * inner
     return total
@@ -139,7 +169,8 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
     ``idx[lo:hi]`` is sorted by score descending. Blocks ``[a, a + t)`` of
     equal scores are handled in closed form:
 
-    * DCG/NDCG/ExpDCG (linear in the per-position weights): every document of
+    * DCG/NDCG/ExpDCG and the relevant counts of precision, recall and
+      R-precision (linear in the per-position weights): every document of
       the block gets the block's mean weight over positions ``a .. a + t - 1``,
       positions ``>= k`` weighing 0 (McSherry & Najork, 2008).
     * MRR: in the first block holding ``m >= 1`` relevant documents, the
@@ -150,8 +181,9 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
       ``J`` with ``E[B | J = j] = j (m - 1)/(t - 1)`` relevant block-mates
       before it and ``c`` relevant documents in earlier blocks, has expected
       precision ``(1/t) sum_{j: a + j < k} (c + 1 + j (m - 1)/(t - 1)) / (a + j + 1)``.
-    * ERR: the prefix product over earlier blocks is order-free; inside the
-      block see :func:`_err_block`.
+    * ERR, PFound: the prefix product over earlier blocks is order-free
+      (PFound's ``decay`` depends on the position only); inside the block see
+      :func:`_err_block`.
 
     For MAP the expected sum of precisions is returned; the caller divides.
     """
@@ -166,7 +198,7 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
         while b < n and score[idx[lo + b]] == s0:
             b += 1
         t = b - a
-        if a >= kk and metric != ERR:
+        if a >= kk:
             break
         if metric == DCG or metric == NDCG or metric == EXPDCG:
             wsum = 0.0
@@ -183,6 +215,12 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
                 else:
                     gsum += gain(r, exp_gain)
             acc += gsum * wsum / t
+        elif metric == PRECISION or metric == RECALL or metric == RPRECISION:
+            hits = 0.0
+            for p in range(a, b):
+                if is_relevant(y[idx[lo + p]], threshold):
+                    hits += 1.0
+            acc += hits * (min(b, kk) - a) / t
         elif metric == MRR or metric == MAP:
             mrel = 0
             for p in range(a, b):
@@ -206,10 +244,10 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
                     inner += (c + 1.0 + before) / (a + j + 1.0)
                 acc += mrel * inner / t
                 c += mrel
-        else:  # ERR
-            if a >= kk or not_stopped == 0.0:
+        else:  # ERR, PFound
+            if not_stopped == 0.0:
                 break
-            acc += not_stopped * _err_block(y, idx, lo, a, t, kk, err_scale, m)
+            acc += not_stopped * _err_block(metric, y, idx, lo, a, t, kk, err_scale, decay, m)
             for p in range(a, b):
                 not_stopped *= 1.0 - err_probability(y[idx[lo + p]], err_scale)
         a = b
@@ -224,6 +262,7 @@ def evaluate_kernel(
     group_ptr,
     k,
     ties,
+    tie_key,
     exp_gain,
     empty,
     threshold,
@@ -248,17 +287,21 @@ def evaluate_kernel(
         Cut-off; ``<= 0`` means the whole list.
     ties : int
         Tie policy id from ``rankkit._metrics._common.TIES``.
+    tie_key : ndarray of float64
+        What the ``worst`` and ``best`` policies compare among equal scores:
+        the labels ``y``, or for ``ties="trec"`` the rank of every document
+        id (with ``best``: larger id first, trec_eval's rule).
     exp_gain : bool
         DCG gain ``2^r - 1`` (True) or ``r`` (False).
     empty : float
-        Value of an NDCG/MRR/MAP query without relevant document (``nan``
-        excludes it).
+        Value of a query without relevant document for the metrics of
+        ``EMPTY_RULE_METRICS`` (``nan`` excludes it).
     threshold : float
-        MRR/MAP relevance threshold (relevant iff label > threshold).
+        Relevance threshold of the binary metrics (relevant iff label > threshold).
     err_scale : float
-        ``<= 0``: ERR labels are probabilities; else Chapelle's ``2^{r_max}``.
+        ``<= 0``: ERR/PFound labels are probabilities; else Chapelle's ``2^{r_max}``.
     decay : float
-        ExpDCG decay.
+        ExpDCG and PFound decay.
     idx, buf : ndarray of int64, m : ndarray of float64
         Scratch, length ``n_samples`` each; query ``q`` uses only its slice.
     out : ndarray of float64
@@ -271,20 +314,24 @@ def evaluate_kernel(
         n = hi - lo
         kk = n if (k <= 0 or k > n) else k
         n_relevant = 0
-        if metric == MRR or metric == MAP:
+        if metric == MRR or metric == MAP or metric == PRECISION or metric == RECALL or metric == RPRECISION:
             for i in range(lo, hi):
                 if is_relevant(y[i], threshold):
                     n_relevant += 1
             if n_relevant == 0:
                 out[q] = empty
                 continue
+        if metric == RPRECISION:
+            # R-precision@k: precision at min(R, k), so a perfect ranking scores 1.
+            kk = min(kk, n_relevant)
         mode = WORST if ties == AVERAGE else ties
+        key = y if ties == AVERAGE else tie_key
         if ties != AVERAGE and kk <= SMALL_K and kk < n:
-            top_k(idx, lo, hi, kk, score, y, mode)
+            top_k(idx, lo, hi, kk, score, key, mode)
         else:
             for i in range(lo, hi):
                 idx[i] = i
-            stable_sort(idx, buf, lo, hi, score, y, mode)
+            stable_sort(idx, buf, lo, hi, score, key, mode)
         if ties == AVERAGE:
             value = _average_value(
                 metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay, m[lo:hi]
@@ -294,6 +341,14 @@ def evaluate_kernel(
         if metric == MAP:
             # AP@k = sum of precisions at relevant positions <= k / min(R, k).
             value /= min(n_relevant, kk)
+        elif metric == PRECISION:
+            # trec_eval's P@k: the positions past the end of a short list
+            # count as non-relevant, so divide by k, not by the list length.
+            value /= k if k > 0 else n
+        elif metric == RECALL:
+            value /= n_relevant
+        elif metric == RPRECISION:
+            value /= kk
         elif metric == NDCG:
             ideal = ideal_dcg(y, lo, hi, kk, exp_gain, idx, buf, m)
             value = empty if ideal <= 0.0 else value / ideal

@@ -34,7 +34,8 @@ __all__ = ["make_ranking_scorer", "get_ranking_scorer", "SCORER_METRICS"]
 SCORER_METRICS = tuple(METRIC_IDS)
 
 # Parameters of the metric functions that a scorer sets itself.
-_RESERVED = {"y_true", "y_score", "qid", "k", "per_query"}
+# doc_ids: a scorer sees X and y only, so it cannot break ties by document id.
+_RESERVED = {"y_true", "y_score", "qid", "k", "per_query", "doc_ids"}
 
 
 def _metric_functions():
@@ -104,7 +105,7 @@ def make_ranking_scorer(metric, *, qid_col="qid", **metric_kwargs):
     pessimistic convention of CatBoost's metrics: a model that cannot tell
     documents apart gets no credit for the order it happens to output.
 
-    ``"err"`` defaults to ``err_mapping="chapelle"``, because graded labels
+    ``"err"`` and ``"pfound"`` default to ``err_mapping="chapelle"``, because graded labels
     (0..4) are far more common than probability labels; then the stop
     probability is ``(2^r - 1) / 2^{r_max}`` with ``r_max`` the largest label
     of the scored rows unless ``err_max_label`` is given. Pass
@@ -114,8 +115,9 @@ def make_ranking_scorer(metric, *, qid_col="qid", **metric_kwargs):
     Parameters
     ----------
     metric : str
-        ``"ndcg"``, ``"dcg"``, ``"err"``, ``"mrr"``, ``"map"`` or
-        ``"expdcg"``, optionally with a cut-off: ``"ndcg@10"``.
+        A name of ``SCORER_METRICS`` (``"ndcg"``, ``"dcg"``, ``"err"``,
+        ``"mrr"``, ``"map"``, ``"expdcg"``, ``"precision"``, ``"recall"``,
+        ``"rprecision"``, ``"pfound"``), optionally with a cut-off: ``"ndcg@10"``.
     qid_col : str or None, default="qid"
         Query column of a DataFrame ``X``, read when ``qid`` is not routed.
     **metric_kwargs
@@ -156,7 +158,12 @@ def make_ranking_scorer(metric, *, qid_col="qid", **metric_kwargs):
         )
     if qid_col is not None and not isinstance(qid_col, str):
         raise TypeError(f"qid_col must be a column name (str) or None, got {qid_col!r}.")
-    if name == "err":
+    if metric_kwargs.get("ties") == "trec":
+        raise ValueError(
+            f"make_ranking_scorer({metric!r}): ties='trec' needs document ids, which a scorer does not "
+            "receive; use ties='worst' or 'average' here, and rankkit.evaluation for trec_eval numbers."
+        )
+    if name in ("err", "pfound"):
         metric_kwargs.setdefault("err_mapping", "chapelle")
     metric_kwargs.setdefault("ties", "worst")
     # Fail now on bad values (ties="bogus", k=0, ...), not inside a CV loop.
@@ -170,7 +177,8 @@ def get_ranking_scorer(scoring):
     """Resolve a scorer name such as ``"ndcg@10"``; a scorer object passes through.
 
     Valid names are ``SCORER_METRICS`` (``ndcg``, ``dcg``, ``err``, ``mrr``,
-    ``map``, ``expdcg``), each optionally with ``@k``; the scorer has the
+    ``map``, ``expdcg``, ``precision``, ``recall``, ``rprecision``,
+    ``pfound``), each optionally with ``@k``; the scorer has the
     defaults of :func:`make_ranking_scorer`.
 
     Examples

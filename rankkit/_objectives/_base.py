@@ -67,6 +67,7 @@ from .._metrics._common import (
     METRIC_IDS,
     METRIC_PARAMETER_CONSTRAINTS,
     NO_ERR_MAPPING,
+    SWAP_METRICS,
     check_exp_gain,
     err_scale,
     parse_metric,
@@ -450,7 +451,7 @@ class MetricObjective(RankingObjective):
     _parameter_constraints: dict = dict(METRIC_PARAMETER_CONSTRAINTS)
 
     #: Names of the metrics this objective optimises.
-    _metric_names = tuple(METRIC_IDS)
+    _metric_names = SWAP_METRICS
 
     def _check_err_options(self):
         if self.err_max_label is not None and self.err_mapping is None:

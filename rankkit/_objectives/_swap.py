@@ -61,11 +61,12 @@ import math
 
 from numba import njit
 
-from .._metrics._common import DCG, ERR, EXPDCG, MAP, MRR, NDCG, doc_values, inverse_normaliser
+from .._metrics._common import DCG, ERR, EXPDCG, MAP, METRIC_IDS, MRR, NDCG, doc_values, inverse_normaliser
 
 #: Internal metric id used only by tests: every pair's difference is 1, which
-#: turns LambdaMART into RankNet (Burges et al. 2005).
-PAIRWISE = 6
+#: turns LambdaMART into RankNet (Burges et al. 2005). Past every metric id, so
+#: that no metric's per-document values (:func:`doc_values`) are taken for it.
+PAIRWISE = max(METRIC_IDS.values()) + 1
 
 #: ``k`` value used by kernels for "no cut-off".
 NO_CUTOFF = 2**62

@@ -1,0 +1,85 @@
+"""Callable eval metrics: functions ``f(y_true, y_score, qid)`` and scikit-learn scorers.
+
+``eval_metric`` entries that are not metric names are resolved here once per
+fit into ``{name: function}``; the rankers carry that dict in their metric
+settings under :data:`CALLABLE_METRICS`, so every place that evaluates a
+metric by name (progress lines, ``evals_result_``, early stopping, ``score``,
+the Dask workers) handles a callable through :func:`callable_sum_count`
+without knowing about it.
+
+A callable sees the rows of one eval set sorted by query, with ``qid`` the
+query numbers ``0, 1, ...``; larger must be better (scikit-learn's scorers
+already negate losses). On Dask every worker calls it on its own queries and
+the values are averaged weighted by the number of queries, which is the
+exact mean for any metric that is a mean over queries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.metrics._scorer import _BaseScorer
+
+from rankkit._metrics._scorers import _RankingScorer
+
+#: Key of the ``{name: function}`` dict in the rankers' metric settings.
+CALLABLE_METRICS = "callable_metrics"
+
+
+class _Scores(RegressorMixin, BaseEstimator):
+    """A stand-in estimator whose predictions are given scores, for scorers."""
+
+    def __init__(self, scores=None):
+        self.scores = scores
+
+    def fit(self, X, y=None):  # pragma: no cover - never fitted, only asked to predict
+        return self
+
+    def predict(self, X):
+        return self.scores
+
+
+def metric_name(metric):
+    """The name a callable metric is recorded under in ``evals_result_``."""
+    if isinstance(metric, _RankingScorer):
+        return metric._metric if metric._k is None else f"{metric._metric}@{metric._k}"
+    if isinstance(metric, _BaseScorer):
+        # A loss scorer returns the negated loss: name it so (scikit-learn's "neg_" names).
+        prefix = "neg_" if metric._sign < 0 else ""
+        return prefix + getattr(metric._score_func, "__name__", type(metric).__name__)
+    return getattr(metric, "__name__", type(metric).__name__)
+
+
+def metric_function(metric):
+    """``f(y_true, y_score, qid) -> float`` of a callable ``eval_metric`` entry."""
+    if isinstance(metric, _RankingScorer):
+        from rankkit._metrics._api import METRICS
+
+        def ranking_scorer(y_true, y_score, qid):
+            return METRICS[metric._metric](y_true, y_score, qid=qid, k=metric._k, **metric._kwargs)
+
+        return ranking_scorer
+    if isinstance(metric, _BaseScorer):
+        # Any other scorer scores an estimator on X: one that predicts the scores.
+        def scorer(y_true, y_score, qid):
+            return metric(_Scores(y_score), np.zeros((y_score.shape[0], 1)), y_true)
+
+        return scorer
+    return metric
+
+
+def callable_sum_count(name, function, y, raw, group_ptr):
+    """``(value * n_queries, n_queries)``: what a part of the queries adds to
+    the mean over all of them (see the module docstring)."""
+    n_queries = group_ptr.shape[0] - 1
+    qid = np.repeat(np.arange(n_queries), np.diff(group_ptr))
+    value = function(y, raw, qid)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"eval_metric {name!r} returned {value!r}; it must return one number.") from None
+    if not np.isfinite(value):
+        raise ValueError(
+            f"eval_metric {name!r} returned {value}; it must return a finite number (larger is better)."
+        )
+    return value * n_queries, n_queries

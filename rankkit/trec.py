@@ -1,0 +1,252 @@
+"""TREC run and qrels files: a model's output into ``trec_eval`` and back.
+
+A *run* lists, for every query, the ranked documents of one system, one line
+each::
+
+    qid Q0 docno rank score tag
+
+a *qrels* file the judged documents of every query::
+
+    qid 0 docno relevance
+
+(whitespace-separated; ``Q0`` and ``0`` are unused columns). ``trec_eval``
+ranks a run by ``score`` descending, ties by ``docno`` descending as strings,
+and ignores the ``rank`` column; :func:`write_run` writes ranks in that same
+order and scores with 17 significant digits, so the file reads back to the
+exact float64 scores and ``trec_eval`` sees the ties rankkit sees.
+
+:func:`align` turns a run and qrels into per-row arrays for the metrics of
+:mod:`rankkit.metrics` with ``ties="trec"``, under trec_eval's conventions:
+a retrieved document absent from the qrels is non-relevant. Two choices
+differ from trec_eval's silent defaults and are errors instead, because each
+changes the numbers without a trace: queries in one file but not the other
+(trec_eval skips run queries without judgments and, without ``-c``, drops
+judged queries the run misses; ``missing_queries="drop"`` does the same
+explicitly), and relevant judged documents the run does not rank (they count
+in trec_eval's recall, R-precision, MAP and ideal DCG, while rankkit's
+metrics are defined on the ranked list; rank every judged document, as
+:func:`write_run` does from predictions on all rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rankkit._groups import make_groups
+from rankkit._metrics._api import doc_id_key
+from rankkit._validation import check_labels, check_same_length, check_scores
+
+__all__ = ["write_run", "write_qrels", "read_run", "read_qrels", "align"]
+
+RUN_COLUMNS = ["qid", "Q0", "docno", "rank", "score", "tag"]
+QRELS_COLUMNS = ["qid", "iteration", "docno", "relevance"]
+
+
+def _text_ids(values, n, name):
+    """Ids as strings without whitespace (a TREC file is whitespace-separated)."""
+    text = np.asarray(values).astype(str)
+    if text.ndim != 1 or text.shape[0] != n:
+        raise ValueError(f"{name} must hold one id per row: got shape {text.shape} for {n} rows.")
+    bad = [t for t in text[:100_000] if t == "" or any(c.isspace() for c in t)]
+    if bad:
+        raise ValueError(f"{name} has the id {bad[0]!r}: TREC files are whitespace-separated, so ids "
+                         "must be non-empty and contain no spaces.")
+    return text
+
+
+def _default_doc_ids(n):
+    """``D0, D1, ...``: one id per row of the input, so a run and its qrels agree."""
+    return np.array([f"D{i}" for i in range(n)])
+
+
+def trec_order(y_score, qid, doc_ids):
+    """Row indices by query (first appearance), then score descending, then
+    document id descending as ``strcmp`` compares them: trec_eval's order."""
+    groups = make_groups(qid, len(y_score))
+    key = doc_id_key(doc_ids, groups)
+    codes = groups.sorted_codes()
+    rows = groups.sort(np.arange(len(y_score)))
+    order = np.lexsort((-key, -groups.sort(y_score), codes))
+    return rows[order], codes[order]
+
+
+def write_run(path, y_score, *, qid, doc_ids=None, tag="rankkit", depth=None):
+    """Write predictions as a TREC run file (``qid Q0 docno rank score tag``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        File to write.
+    y_score : array-like of shape (n_samples,)
+        Predicted scores (finite); larger means ranked higher.
+    qid : array-like of shape (n_samples,)
+        Query id of every row.
+    doc_ids : array-like of shape (n_samples,) or None, default=None
+        Document id (``docno``) of every row; ``None`` writes ``D<row>``, the
+        ids :func:`write_qrels` writes for the same rows.
+    tag : str, default="rankkit"
+        The run's name (last column).
+    depth : int or None, default=None
+        Keep only the top ``depth`` documents of each query (TREC runs are
+        often cut at 1000); ``None`` writes every document.
+
+    Returns
+    -------
+    int
+        Number of lines written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from rankkit.trec import read_run, write_run
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.txt")
+    >>> write_run(path, [0.2, 0.9, 0.5], qid=[7, 7, 7], doc_ids=["a", "b", "c"])
+    3
+    >>> read_run(path)["docno"].tolist()
+    ['b', 'c', 'a']
+    """
+    score = check_scores(y_score, name="y_score")
+    n = score.shape[0]
+    ids = _default_doc_ids(n) if doc_ids is None else _text_ids(doc_ids, n, "doc_ids")
+    qtext = _text_ids(qid, n, "qid")
+    check_same_length(y_score=score, qid=qtext, doc_ids=ids)
+    if " " in tag or not tag:
+        raise ValueError(f"tag must be a non-empty word without spaces, got {tag!r}.")
+    rows, codes = trec_order(score, qtext, ids)
+    starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
+    rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n])) + 1
+    keep = slice(None) if depth is None else rank <= int(depth)
+    frame = pd.DataFrame({"qid": qtext[rows], "Q0": "Q0", "docno": ids[rows], "rank": rank,
+                          "score": [repr(float(v)) for v in score[rows]], "tag": tag})[keep]
+    frame.to_csv(path, sep=" ", header=False, index=False)
+    return len(frame)
+
+
+def write_qrels(path, y_true, *, qid, doc_ids=None):
+    """Write labels as a TREC qrels file (``qid 0 docno relevance``).
+
+    ``relevance`` must be integers, as trec_eval reads them. ``doc_ids=None``
+    writes ``D<row>``, the ids :func:`write_run` writes for the same rows.
+
+    Returns
+    -------
+    int
+        Number of lines written.
+    """
+    y = check_labels(y_true, name="y_true")
+    n = y.shape[0]
+    if np.any(y != np.round(y)):
+        raise ValueError("y_true must hold integer relevance grades for a qrels file (trec_eval reads integers).")
+    ids = _default_doc_ids(n) if doc_ids is None else _text_ids(doc_ids, n, "doc_ids")
+    qtext = _text_ids(qid, n, "qid")
+    frame = pd.DataFrame({"qid": qtext, "iteration": "0", "docno": ids, "relevance": y.astype(np.int64)})
+    frame.to_csv(path, sep=" ", header=False, index=False)
+    return n
+
+
+def _read(path, columns, what):
+    frame = pd.read_csv(path, sep=r"\s+", header=None, dtype=str, engine="python", comment=None)
+    if frame.shape[1] != len(columns):
+        raise ValueError(
+            f"{path}: a {what} line has {len(columns)} whitespace-separated fields "
+            f"({' '.join(columns)}), this file has {frame.shape[1]}."
+        )
+    frame.columns = columns
+    return frame
+
+
+def read_run(path):
+    """Read a TREC run file into a DataFrame.
+
+    Columns ``qid``, ``Q0``, ``docno``, ``tag`` (str), ``rank`` (int) and
+    ``score`` (float64), in file order. A score that is not a finite number,
+    and a document listed twice for one query, are errors (trec_eval refuses
+    duplicates too).
+    """
+    frame = _read(path, RUN_COLUMNS, "run")
+    frame["rank"] = pd.to_numeric(frame["rank"], errors="raise").astype(np.int64)
+    text = frame["score"]
+    frame["score"] = pd.to_numeric(text, errors="coerce").astype(np.float64)
+    if not np.all(np.isfinite(frame["score"])):
+        row = int(np.flatnonzero(~np.isfinite(frame["score"]))[0])
+        raise ValueError(f"{path}: line {row + 1} has the score {text[row]}; scores must be finite numbers.")
+    _check_unique(frame, path)
+    return frame
+
+
+def read_qrels(path):
+    """Read a TREC qrels file into a DataFrame.
+
+    Columns ``qid``, ``iteration``, ``docno`` (str) and ``relevance`` (int),
+    in file order. A document judged twice for one query is an error.
+    """
+    frame = _read(path, QRELS_COLUMNS, "qrels")
+    frame["relevance"] = pd.to_numeric(frame["relevance"], errors="raise").astype(np.int64)
+    _check_unique(frame, path)
+    return frame
+
+
+def _check_unique(frame, path):
+    dup = frame.duplicated(["qid", "docno"])
+    if dup.any():
+        row = frame[dup].iloc[0]
+        raise ValueError(f"{path}: document {row['docno']!r} is listed twice for query {row['qid']!r}; "
+                         "each document may appear once per query.")
+
+
+def align(run, qrels, *, missing_queries="error", relevance_level=1):
+    """Per-row arrays of a run and its qrels, for :mod:`rankkit.metrics` with ``ties="trec"``.
+
+    Parameters
+    ----------
+    run, qrels : DataFrame
+        As returned by :func:`read_run` and :func:`read_qrels`.
+    missing_queries : {"error", "drop"}, default="error"
+        Queries in one file but not in the other: an error that names them,
+        or dropped (trec_eval's default without ``-c``: the mean is over the
+        queries of both files).
+    relevance_level : int, default=1
+        trec_eval's ``-l``: a document is relevant iff its grade is at least
+        this. It is used here only to find relevant judged documents the run
+        does not rank; pass ``relevance_threshold=relevance_level - 1`` to the
+        metrics.
+
+    Returns
+    -------
+    y_true, y_score : ndarray of float64
+        Grade (0 for a document without judgment) and score of every run line.
+    qid, doc_ids : ndarray of str
+        Query and document id of every run line; pass them as ``qid=`` and
+        ``doc_ids=`` with ``ties="trec"``.
+    """
+    if missing_queries not in ("error", "drop"):
+        raise ValueError(f"missing_queries must be 'error' or 'drop', got {missing_queries!r}.")
+    run_q, qrels_q = set(run["qid"]), set(qrels["qid"])
+    if run_q != qrels_q:
+        only_run, only_qrels = sorted(run_q - qrels_q), sorted(qrels_q - run_q)
+        if missing_queries == "error":
+            raise ValueError(
+                f"The run's queries do not match the qrels': {len(only_run)} only in the run "
+                f"{only_run[:5]}, {len(only_qrels)} only in the qrels {only_qrels[:5]}. Evaluate the "
+                "same queries, or pass missing_queries='drop' to keep those in both (trec_eval's default)."
+            )
+        both = run_q & qrels_q
+        run, qrels = run[run["qid"].isin(both)], qrels[qrels["qid"].isin(both)]
+    merged = run[["qid", "docno", "score"]].merge(
+        qrels[["qid", "docno", "relevance"]], on=["qid", "docno"], how="left", validate="one_to_one")
+    relevant = qrels[qrels["relevance"] >= relevance_level]
+    unranked = relevant.merge(run[["qid", "docno"]], on=["qid", "docno"], how="left", indicator=True)
+    unranked = unranked[unranked["_merge"] == "left_only"]
+    if len(unranked):
+        first = unranked.iloc[0]
+        raise ValueError(
+            f"The run does not rank {len(unranked)} relevant judged document(s) (e.g. {first['docno']!r} "
+            f"of query {first['qid']!r}). rankkit's metrics are defined on the ranked list, while trec_eval "
+            "counts unranked relevant documents in recall, R-precision, MAP and the ideal DCG; rank every "
+            "judged document (write_run on predictions for all rows)."
+        )
+    # trec_eval: a negative grade is "in the pool, not judged", non-relevant like no grade at all.
+    y = merged["relevance"].fillna(0).clip(lower=0).to_numpy(np.float64)
+    return (y, merged["score"].to_numpy(np.float64), merged["qid"].to_numpy(str),
+            merged["docno"].to_numpy(str))

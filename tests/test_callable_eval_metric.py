@@ -1,0 +1,71 @@
+"""eval_metric as a callable f(y_true, y_score, qid) or a scikit-learn scorer, on every in-memory backend."""
+
+import numpy as np
+import pytest
+from sklearn.metrics import get_scorer
+
+from rankkit import LambdaMARTRanker, QueryRMSERanker
+from rankkit.datasets import make_ranking
+from rankkit.metrics import make_ranking_scorer, ndcg_score, precision_score
+from tests._backends import BACKENDS_UNDER_TEST
+
+
+def my_ndcg(y_true, y_score, qid):
+    return ndcg_score(y_true, y_score, qid=qid, k=5)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, qid = make_ranking(60, random_state=0)
+    X_val, y_val, q_val = make_ranking(30, random_state=1)
+    return X, y, qid, X_val, y_val, q_val
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_callables_record_what_the_named_metrics_record(backend, data):
+    X, y, qid, X_val, y_val, q_val = data
+    metrics = ["ndcg@5", my_ndcg, make_ranking_scorer("precision@3"), get_scorer("neg_mean_squared_error")]
+    model = LambdaMARTRanker(n_estimators=8, max_depth=3, backend=backend, eval_metric=metrics)
+    model.fit(X, y, qid=qid, eval_set=[(X_val, y_val)], eval_qid=[q_val])
+    history = model.evals_result_["validation_0"]
+    assert list(history) == ["ndcg@5", "my_ndcg", "precision@3", "neg_mean_squared_error"]
+    assert history["my_ndcg"] == history["ndcg@5"]
+    pred = model.predict(X_val)
+    assert history["precision@3"][-1] == pytest.approx(precision_score(y_val, pred, qid=q_val, k=3), abs=1e-12)
+    assert history["neg_mean_squared_error"][-1] == pytest.approx(-np.mean((y_val - pred) ** 2), rel=1e-9)
+
+
+def test_a_callable_drives_early_stopping_and_score(data):
+    X, y, qid, X_val, y_val, q_val = data
+    kw = dict(n_estimators=60, max_depth=3, learning_rate=0.3, early_stopping_rounds=3, random_state=0)
+    by_name = QueryRMSERanker(eval_metric="ndcg@5", **kw).fit(X, y, qid=qid, eval_set=[(X_val, y_val)],
+                                                              eval_qid=[q_val])
+    by_callable = QueryRMSERanker(eval_metric=my_ndcg, **kw).fit(X, y, qid=qid, eval_set=[(X_val, y_val)],
+                                                                 eval_qid=[q_val])
+    assert by_callable.best_iteration_ == by_name.best_iteration_ < 59
+    assert by_callable.best_score_ == by_name.best_score_
+    assert by_callable.score(X_val, y_val, qid=q_val) == by_name.score(X_val, y_val, qid=q_val)
+
+
+def test_bad_callables_are_clear_errors(data):
+    X, y, qid, X_val, y_val, q_val = data
+    fit = dict(eval_set=[(X_val, y_val)], eval_qid=[q_val])
+    with pytest.raises(ValueError, match="eval_metric 'nan_metric' returned nan; it must return a finite number"):
+        def nan_metric(y_true, y_score, qid):
+            return float("nan")
+        QueryRMSERanker(n_estimators=2, eval_metric=nan_metric).fit(X, y, qid=qid, **fit)
+    with pytest.raises(TypeError, match="eval_metric 'pair' returned .* one number"):
+        def pair(y_true, y_score, qid):
+            return (1.0, 2.0)
+        QueryRMSERanker(n_estimators=2, eval_metric=pair).fit(X, y, qid=qid, **fit)
+    with pytest.raises(ValueError, match="lists 'my_ndcg' twice"):
+        QueryRMSERanker(n_estimators=2, eval_metric=[my_ndcg, my_ndcg]).fit(X, y, qid=qid, **fit)
+    with pytest.raises(TypeError, match="names such as 'ndcg@10' or callables"):
+        QueryRMSERanker(n_estimators=2, eval_metric=["ndcg", 3]).fit(X, y, qid=qid, **fit)
+
+
+def test_a_ranker_with_a_callable_metric_is_not_saved_silently(data, tmp_path):
+    X, y, qid, *_ = data
+    model = QueryRMSERanker(n_estimators=2, eval_metric=my_ndcg).fit(X, y, qid=qid)
+    with pytest.raises(TypeError, match="never code"):
+        model.save_model(tmp_path / "model.rkm")

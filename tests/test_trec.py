@@ -1,0 +1,243 @@
+"""TREC files and ``ties="trec"`` against trec_eval (pytrec_eval) and ir_measures on real runs."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankkit.datasets import load_svmlight
+from rankkit.metrics import (
+    map_score,
+    mrr_score,
+    ndcg_score,
+    precision_score,
+    recall_score,
+    rprecision_score,
+)
+from rankkit.trec import align, read_qrels, read_run, write_qrels, write_run
+
+# rankkit metric (keyword arguments) -> trec_eval measure, per query. trec_eval's
+# conventions: linear gain, rel >= 1 relevant, a query without relevant document scores 0.
+TREC_MEASURES = [
+    (precision_score, {"k": 5}, "P_5"),
+    (precision_score, {"k": 10}, "P_10"),
+    (precision_score, {"k": 1000}, "P_1000"),  # far past every list: divided by k
+    (recall_score, {"k": 5}, "recall_5"),
+    (recall_score, {"k": 30}, "recall_30"),
+    (rprecision_score, {}, "Rprec"),
+    (map_score, {}, "map"),
+    (mrr_score, {}, "recip_rank"),
+    (ndcg_score, {"gain": "linear"}, "ndcg"),
+    (ndcg_score, {"gain": "linear", "k": 10}, "ndcg_cut_10"),
+    (ndcg_score, {"gain": "linear", "k": 1000}, "ndcg_cut_1000"),
+]
+
+
+def _runs(shared_data):
+    """Real queries with runs full of ties: one feature, and the same feature rounded."""
+    out = []
+    for name, path in [("MQ2008", "MQ2008/Fold1/test.txt.gz"), ("ClueWeb09", "ClueWeb09-webis/Fold1/test.txt.gz"),
+                       ("Yahoo", "LightGBM-lambdarank-example/rank.test.gz")]:
+        X, y, qid = load_svmlight(shared_data / path, dense=True)
+        for column in (0, 3):
+            out.append((f"{name}-f{column}", y, X[:, column], qid))
+        out.append((f"{name}-rounded", y, np.round(X[:, 1] * 4) / 4, qid))
+    return out
+
+
+def _write(tmp_path, y, score, qid, doc_ids=None):
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    write_run(run, score, qid=qid, doc_ids=doc_ids)
+    write_qrels(qrels, y, qid=qid, doc_ids=doc_ids)
+    return run, qrels
+
+
+def test_every_metric_equals_pytrec_eval_on_real_runs(shared_data, tmp_path):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    measures = {m for _, _, m in TREC_MEASURES}
+    for name, y, score, qid in _runs(shared_data):
+        run_path, qrels_path = _write(tmp_path, y, score, qid)
+        run, qrels = read_run(run_path), read_qrels(qrels_path)
+        y_a, s_a, q_a, d_a = align(run, qrels)
+        run_dict, qrels_dict = {}, {}
+        for row in run.itertuples():
+            run_dict.setdefault(row.qid, {})[row.docno] = row.score
+        for row in qrels.itertuples():
+            qrels_dict.setdefault(row.qid, {})[row.docno] = int(row.relevance)
+        want = pytrec_eval.RelevanceEvaluator(qrels_dict, measures).evaluate(run_dict)
+        order = list(dict.fromkeys(q_a))
+        assert sorted(want) == sorted(order)  # every query, those without relevant document too
+        if name.startswith("MQ2008"):  # the empty-query rule is exercised
+            assert any(not y[qid == q].any() for q in np.unique(qid))
+        for fn, kwargs, measure in TREC_MEASURES:
+            got = fn(y_a, s_a, qid=q_a, ties="trec", doc_ids=d_a, per_query=True, empty=0.0, **kwargs)
+            ref = np.array([want[q][measure] for q in order])
+            np.testing.assert_allclose(got, ref, rtol=0, atol=1e-9, err_msg=f"{name} {measure}")
+
+
+def test_map_cut_of_trec_eval_divides_by_all_relevant(shared_data, tmp_path):
+    """trec_eval's map_cut_k divides by R; rankkit's map@k by min(R, k) (CatBoost's MAP:top=k)."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    name, y, score, qid = _runs(shared_data)[0]
+    run_path, qrels_path = _write(tmp_path, y, score, qid)
+    run, qrels = read_run(run_path), read_qrels(qrels_path)
+    y_a, s_a, q_a, d_a = align(run, qrels)
+    run_dict, qrels_dict = {}, {}
+    for row in run.itertuples():
+        run_dict.setdefault(row.qid, {})[row.docno] = row.score
+    for row in qrels.itertuples():
+        qrels_dict.setdefault(row.qid, {})[row.docno] = int(row.relevance)
+    want = pytrec_eval.RelevanceEvaluator(qrels_dict, {"map_cut"}).evaluate(run_dict)
+    got = map_score(y_a, s_a, qid=q_a, k=5, ties="trec", doc_ids=d_a, empty=0.0, per_query=True)
+    for i, q in enumerate(dict.fromkeys(q_a)):
+        n_rel = int((y_a[q_a == q] >= 1).sum())
+        scale = min(n_rel, 5) / n_rel if n_rel else 0.0
+        assert math.isclose(got[i] * scale, want[q]["map_cut_5"], abs_tol=1e-9)
+
+
+def test_ir_measures_reads_our_files_and_agrees(shared_data, tmp_path):
+    ir_measures = pytest.importorskip("ir_measures")
+    from ir_measures import AP, RR, P, R, Rprec, nDCG
+
+    cases = [(P @ 5, precision_score, {"k": 5}), (P @ 1000, precision_score, {"k": 1000}),
+             (R @ 20, recall_score, {"k": 20}), (Rprec, rprecision_score, {}), (AP, map_score, {}),
+             (RR, mrr_score, {}), (nDCG @ 10, ndcg_score, {"gain": "linear", "k": 10}),
+             (nDCG, ndcg_score, {"gain": "linear"})]
+    for name, y, score, qid in _runs(shared_data)[::3]:
+        # String ids of varying length: "doc10" sorts before "doc9" in trec_eval.
+        doc_ids = np.array([f"doc{i % 97}-{i}" for i in range(len(y))])
+        run_path, qrels_path = _write(tmp_path, y, score, qid, doc_ids)
+        qrels = list(ir_measures.read_trec_qrels(str(qrels_path)))
+        run = list(ir_measures.read_trec_run(str(run_path)))
+        per_query = {}
+        for m in ir_measures.iter_calc([c[0] for c in cases], qrels, run):
+            per_query[(str(m.measure), m.query_id)] = m.value
+        y_a, s_a, q_a, d_a = align(read_run(run_path), read_qrels(qrels_path))
+        for measure, fn, kwargs in cases:
+            got = fn(y_a, s_a, qid=q_a, ties="trec", doc_ids=d_a, per_query=True, empty=0.0, **kwargs)
+            ref = [per_query[(str(measure), q)] for q in dict.fromkeys(q_a)]
+            np.testing.assert_allclose(got, ref, rtol=0, atol=1e-9, err_msg=f"{name} {measure}")
+
+
+def test_trec_ties_differ_from_worst_on_these_runs(shared_data):
+    """The runs really have ties that matter: otherwise the tests above would not test the tie rule."""
+    name, y, score, qid = _runs(shared_data)[0]
+    doc_ids = np.array([f"D{i}" for i in range(len(y))])
+    trec = ndcg_score(y, score, qid=qid, ties="trec", doc_ids=doc_ids, gain="linear", per_query=True)
+    worst = ndcg_score(y, score, qid=qid, ties="worst", gain="linear", per_query=True)
+    best = ndcg_score(y, score, qid=qid, ties="best", gain="linear", per_query=True)
+    assert np.sum(trec != worst) > 10 and np.sum(trec != best) > 10
+
+
+# ------------------------------------------------------------------ files
+
+def test_run_round_trip_keeps_scores_and_writes_trec_order(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 50
+    qid = np.repeat(["q2", "q1", "q10"], [20, 20, 10])
+    score = np.round(rng.normal(size=n), 1)  # ties
+    score[3] = 1 / 3  # needs all 17 digits
+    ids = np.array([f"d{i}" for i in range(n)])
+    assert write_run(tmp_path / "run", score, qid=qid, doc_ids=ids, tag="mine") == n
+    run = read_run(tmp_path / "run")
+    assert run["tag"].unique().tolist() == ["mine"] and (run["Q0"] == "Q0").all()
+    back = dict(zip(run["docno"], run["score"]))
+    assert all(back[d] == s for d, s in zip(ids, score))  # exact float64
+    assert list(dict.fromkeys(run["qid"])) == ["q2", "q1", "q10"]
+    for q, part in run.groupby("qid", sort=False):
+        assert part["rank"].tolist() == list(range(1, len(part) + 1))
+        want = sorted(part["docno"], key=lambda d: (-back[d], tuple(-ord(c) for c in d)))
+        assert part["docno"].tolist() == want
+    assert write_run(tmp_path / "cut", score, qid=qid, doc_ids=ids, depth=5) == 15
+    assert write_qrels(tmp_path / "qrels", rng.integers(0, 3, n), qid=qid, doc_ids=ids) == n
+    qrels = read_qrels(tmp_path / "qrels")
+    assert qrels.columns.tolist() == ["qid", "iteration", "docno", "relevance"]
+
+
+def test_default_doc_ids_agree_between_run_and_qrels(tmp_path):
+    y, s, qid = np.array([1, 0, 2, 0]), np.array([0.1, 0.1, 0.3, 0.0]), np.array([1, 1, 2, 2])
+    write_run(tmp_path / "run", s, qid=qid)
+    write_qrels(tmp_path / "qrels", y, qid=qid)
+    y_a, s_a, q_a, d_a = align(read_run(tmp_path / "run"), read_qrels(tmp_path / "qrels"))
+    assert sorted(d_a) == ["D0", "D1", "D2", "D3"]
+    assert ndcg_score(y_a, s_a, qid=q_a, ties="trec", doc_ids=d_a) == ndcg_score(
+        y, s, qid=qid, ties="trec", doc_ids=[f"D{i}" for i in range(4)])
+
+
+def _frames(run_lines, qrels_lines, tmp_path):
+    (tmp_path / "run").write_text("\n".join(run_lines) + "\n")
+    (tmp_path / "qrels").write_text("\n".join(qrels_lines) + "\n")
+    return tmp_path / "run", tmp_path / "qrels"
+
+
+def test_bad_files_and_mismatches_are_clear_errors(tmp_path):
+    run, qrels = _frames(["1 Q0 a 1 0.5 r", "1 Q0 b 2 nan r"], ["1 0 a 1"], tmp_path)
+    with pytest.raises(ValueError, match="line 2 has the score nan"):
+        read_run(run)
+    run, qrels = _frames(["1 Q0 a 1 0.5 r", "1 Q0 a 2 0.4 r"], ["1 0 a 1"], tmp_path)
+    with pytest.raises(ValueError, match="document 'a' is listed twice for query '1'"):
+        read_run(run)
+    run, qrels = _frames(["1 Q0 a 1 0.5"], ["1 0 a 1"], tmp_path)
+    with pytest.raises(ValueError, match="6 whitespace-separated fields"):
+        read_run(run)
+    run, qrels = _frames(["1 Q0 a 1 0.5 r", "2 Q0 b 1 0.5 r"], ["1 0 a 1", "3 0 c 1"], tmp_path)
+    with pytest.raises(ValueError, match=r"1 only in the run \['2'\], 1 only in the qrels \['3'\]"):
+        align(read_run(run), read_qrels(qrels))
+    y, s, q, d = align(read_run(run), read_qrels(qrels), missing_queries="drop")
+    assert q.tolist() == ["1"] and y.tolist() == [1.0]
+    # Unjudged retrieved documents are non-relevant; unranked relevant ones are an error.
+    run, qrels = _frames(["1 Q0 a 1 0.5 r", "1 Q0 x 2 0.4 r"], ["1 0 a 1", "1 0 b 0"], tmp_path)
+    y, s, q, d = align(read_run(run), read_qrels(qrels))
+    assert y.tolist() == [1.0, 0.0]
+    run, qrels = _frames(["1 Q0 a 1 0.5 r"], ["1 0 a 1", "1 0 b 2"], tmp_path)
+    with pytest.raises(ValueError, match="does not rank 1 relevant judged document.*'b' of query '1'"):
+        align(read_run(run), read_qrels(qrels))
+    with pytest.raises(ValueError, match="integer relevance grades"):
+        write_qrels(tmp_path / "q", [0.5], qid=[1])
+    with pytest.raises(ValueError, match="no spaces"):
+        write_run(tmp_path / "r", [0.5], qid=[1], doc_ids=["a b"])
+    with pytest.raises(ValueError, match="y_score contains NaN"):
+        write_run(tmp_path / "r", [np.nan], qid=[1])
+    with pytest.raises(ValueError, match="document 'a' appears 2 times"):
+        write_run(tmp_path / "r", [0.5, 0.1], qid=[1, 1], doc_ids=["a", "a"])
+
+
+def test_qrels_frame_is_what_pandas_users_expect(tmp_path):
+    write_qrels(tmp_path / "q", [0, 2], qid=["x", "x"], doc_ids=["a", "b"])
+    frame = read_qrels(tmp_path / "q")
+    pd.testing.assert_frame_equal(frame, pd.DataFrame({"qid": ["x", "x"], "iteration": ["0", "0"],
+                                                       "docno": ["a", "b"], "relevance": [0, 2]}))
+
+
+def test_evaluate_runs_equals_pytrec_eval_and_compares(shared_data, tmp_path):
+    """Two runs of the same queries from files: per-query values as trec_eval's, then a comparison."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from rankkit.evaluation import compare, evaluate_runs
+
+    _, y, score, qid = _runs(shared_data)[0]
+    other = _runs(shared_data)[2][2]
+    write_qrels(tmp_path / "qrels", y, qid=qid)
+    write_run(tmp_path / "a", score, qid=qid, tag="a")
+    write_run(tmp_path / "b", other, qid=qid, tag="b")
+    qrels = read_qrels(tmp_path / "qrels")
+    runs = {"a": read_run(tmp_path / "a"), "b": read_run(tmp_path / "b")}
+    res = evaluate_runs(runs, qrels, metrics=["map", "precision@5"],
+                        empty=0.0)
+    qrels_dict = {}
+    for row in qrels.itertuples():
+        qrels_dict.setdefault(row.qid, {})[row.docno] = int(row.relevance)
+    for name, run in runs.items():
+        run_dict = {}
+        for row in run.itertuples():
+            run_dict.setdefault(row.qid, {})[row.docno] = row.score
+        want = pytrec_eval.RelevanceEvaluator(qrels_dict, {"map", "P_5"}).evaluate(run_dict)
+        for metric, measure in (("map", "map"), ("precision@5", "P_5")):
+            part = res[(res.ranker == name) & (res.metric == metric)]
+            got = dict(zip(part["query"], part["value"]))
+            assert got.keys() == want.keys()
+            assert all(abs(got[q] - want[q][measure]) <= 1e-9 for q in got)
+    table = compare(res, n_resamples=500).table
+    assert len(table) == 4 and table["n_queries"].eq(len(qrels_dict)).all()
+    with pytest.raises(TypeError, match="non-empty dict"):
+        evaluate_runs([runs["a"]], qrels)
