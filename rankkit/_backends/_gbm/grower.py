@@ -12,7 +12,8 @@ binned matrix once (1 byte per value), the gradients and hessians by position
 (16 bytes per row), the permutation and a scratch row per worker thread. One
 level costs a handful of kernel calls, whatever the number of nodes: build the
 histograms of the smaller children, subtract for their siblings, find the
-best splits, partition.
+best splits, partition (not after the last level: there a flag per position
+says which of its node's two leaves it reached).
 
 Two policies:
 
@@ -235,12 +236,14 @@ def sampled_sides(rows, sampled, go):
 
 
 @njit(cache=True, parallel=True)
-def scatter_leaf_values(rows, seg_start, seg_end, seg_value, out):
-    """``out[rows[i]] += seg_value[k]`` for the positions ``i`` of segment ``k``."""
+def scatter_leaf_values(rows, go, seg_start, seg_end, go_value, other_value, out):
+    """``out[rows[i]] += go_value[k] if go[i] else other_value[k]`` for the
+    positions ``i`` of segment ``k``."""
     for k in numba.prange(seg_start.shape[0]):
-        v = seg_value[k]
+        a = go_value[k]
+        b = other_value[k]
         for i in range(seg_start[k], seg_end[k]):
-            out[rows[i]] += v
+            out[rows[i]] += a if go[i] else b
 
 
 @njit(cache=True)
@@ -292,7 +295,7 @@ class TreeGrower:
         self._scratch = np.empty((0, n), dtype=np.uint64)
         self._hist = [np.empty((0, 0, N_BINS, 2)), np.empty((0, 0, N_BINS, 2))]
         self.n_sampled = n
-        self._leaf_start = self._leaf_end = self._leaf_ids = np.zeros(0, dtype=np.int64)
+        self._segments = None
 
     def _buffer(self, which, n_slots, n_feats):
         buf = self._hist[which]
@@ -370,10 +373,14 @@ class TreeGrower:
         outs = self._level(feats, starts, ends, slots, np.array([-1], dtype=np.int64),
                            slots, cur, cur, 1, gs, hs, ids, not oblivious, noise)
         which = 0
-        leaves = []  # (node ids, starts, ends) of the nodes closed as leaves
+        # Where the leaves' rows sit: (leaf if go, leaf otherwise, start, end) per position
+        # segment; the two leaves are one for a node closed as a leaf, a split's children
+        # at the last level (whose rows are not moved: ``go`` tells them apart).
+        segments = []
 
-        def close(ids_, gs_, hs_, starts_, ends_):
-            leaves.append((ids_, starts_, ends_))
+        def close(ids_, gs_, hs_, starts_, ends_, record=True):
+            if record:
+                segments.append((ids_, ids_, starts_, ends_))
             for k in range(ids_.shape[0]):
                 nd = ids_[k]
                 nodes["count"][nd] = ends_[k] - starts_[k]
@@ -381,6 +388,7 @@ class TreeGrower:
                 d = hs_[k] + lam
                 nodes["value"][nd] = -gs_[k] / d if d > 0 else 0.0
 
+        last = False
         for depth in range(self.max_depth):
             m = ids.shape[0]
             if oblivious:
@@ -401,7 +409,12 @@ class TreeGrower:
             m = ids.shape[0]
             n_left = np.empty(m, dtype=np.int64)
             split_sides(self.X, starts, ends, sf, sb, sml, self._go, n_left)
-            self._partition(starts, ends, n_left)
+            last = depth + 1 == self.max_depth
+            if last:  # no histogram below: the rows stay, ``go`` tells the two leaves apart
+                segments.append((np.arange(n_nodes, n_nodes + 2 * m, 2, dtype=np.int64),
+                                 np.arange(n_nodes + 1, n_nodes + 2 * m, 2, dtype=np.int64), starts, ends))
+            else:
+                self._partition(starts, ends, n_left)
             for k in range(m):
                 nd = ids[k]
                 f = int(sf[k])
@@ -429,7 +442,7 @@ class TreeGrower:
             parent_slots = slots
             ids, starts, ends, gs, hs = child_ids, c_starts, c_ends, c_g, c_h
             slots = np.arange(2 * m, dtype=np.int64)
-            if depth + 1 == self.max_depth:
+            if last:
                 break
             # Next level: build the child with fewer rows, subtract for its sibling.
             nxt = self._buffer(1 - which, 2 * m, n_feats)
@@ -441,8 +454,8 @@ class TreeGrower:
             cur = nxt
             which = 1 - which
         if ids.shape[0]:
-            close(ids, gs, hs, starts, ends)
-        self._leaf_ids, self._leaf_start, self._leaf_end = (np.concatenate(a) for a in zip(*leaves))
+            close(ids, gs, hs, starts, ends, record=not last)
+        self._segments = tuple(np.concatenate(a) for a in zip(*segments))
         return nodes[:n_nodes].copy()
 
     def _oblivious_split(self, cur, feats, slots, gs, hs, m, depth, noise):
@@ -481,5 +494,6 @@ class TreeGrower:
     def add_leaf_values(self, nodes, out):
         """``out[row] += value of its leaf`` for the sampled rows of the last tree grown
         (``nodes`` as returned, leaf values possibly rescaled): no tree walk."""
-        scatter_leaf_values(self.rows, self._leaf_start, self._leaf_end,
-                            np.ascontiguousarray(nodes["value"][self._leaf_ids]), out)
+        go_leaf, other_leaf, starts, ends = self._segments
+        scatter_leaf_values(self.rows, self._go, starts, ends, np.ascontiguousarray(nodes["value"][go_leaf]),
+                            np.ascontiguousarray(nodes["value"][other_leaf]), out)
