@@ -56,7 +56,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-from ._backends import get_backend
+from ._backends import BACKENDS, get_backend
 from ._categorical import apply_categories, fit_categories
 from .callback import CallbackList
 from ._groups import _is_dataframe, make_groups, missing_qid_error, qid_from_sizes, split_qid
@@ -505,19 +505,20 @@ class BaseRanker(BaseEstimator):
         ``"auto"`` is the numba engine, whose CatBoost-style learner (oblivious
         trees, random split strength) the defaults were chosen with, unless
         the data has categorical columns, which it cannot split on: then the
-        first installed engine that can (XGBoost, LightGBM). Without either,
-        the numba engine's error names the columns and the ways out.
+        first installed engine that can (``supports_categorical``; XGBoost,
+        then LightGBM). Without one, the numba engine's error names the
+        columns and the ways out.
         """
         if self.backend != "auto":
             return self.backend
         if not self.categories_:
             return "numba"
-        for name in ("xgboost", "lightgbm"):
+        for name in BACKENDS:
             try:
-                get_backend(name)
+                if get_backend(name).supports_categorical:
+                    return name
             except ImportError:
                 continue
-            return name
         return "numba"
 
     def _make_backend(self, seed_base, engine):

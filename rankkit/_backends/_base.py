@@ -69,6 +69,9 @@ class Backend:
 
     name = None
 
+    #: Whether the engine splits on categorical columns (sets of categories).
+    supports_categorical = False
+
     #: Constraints this engine adds to the common ones (scikit-learn format).
     _engine_constraints: dict = {}
 

@@ -134,6 +134,7 @@ class LightGBMBackend(Backend):
     """
 
     name = "lightgbm"
+    supports_categorical = True
 
     # LightGBM refuses these in feature names ("special JSON characters");
     # it replaces whitespace by "_" itself.

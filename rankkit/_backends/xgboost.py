@@ -158,6 +158,7 @@ class XGBoostBackend(Backend):
     """
 
     name = "xgboost"
+    supports_categorical = True
 
     # XGBoost refuses these in feature names (``DMatrix(feature_names=)``).
     _forbidden_name_chars = "[]<"
