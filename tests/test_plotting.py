@@ -118,7 +118,7 @@ def test_best_iteration_marked_when_the_model_was_cut_back(data):
     # Early stopping did not end training (patience longer than the run) but the
     # model still keeps the best iteration: that is marked too.
     (X, y, qid), (Xv, yv, qv), _ = data
-    ranker = LambdaMARTRanker(n_estimators=20, learning_rate=0.8, max_depth=4, random_state=0, n_jobs=1,
+    ranker = LambdaMARTRanker(n_estimators=20, learning_rate=1.0, max_depth=4, random_state=0, n_jobs=1,
                               early_stopping_rounds=100).fit(X, y, qid=qid, eval_set=[(Xv, yv)], eval_qid=[qv])
     assert ranker.n_iterations_ == 20 and ranker.best_iteration_ < 19  # precondition of this test
     (marker,) = _marker(plot_metric(ranker))
