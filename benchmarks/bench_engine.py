@@ -212,6 +212,9 @@ def main(argv=None):
     parser.add_argument("--objectives", default="lambdamart,yetirank,stochasticrank")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--catboost", action="store_true", help="also CatBoost YetiRank (slow)")
+    parser.add_argument("--peers", default=",".join(PEERS[:2]),
+                        help="the engines' own rankers (XGBoost rank:ndcg is the reference of every ratio)")
+    parser.add_argument("--no-profile", action="store_true", help="skip the stage profile (one more fit)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -221,12 +224,15 @@ def main(argv=None):
         return worker(args)
 
     methods = [f"{o} {v}" for o in args.objectives.split(",") for v in args.variants.split(",")]
-    methods = list(PEERS[:2]) + (["CatBoost YetiRank"] if args.catboost else []) + methods
+    peers = args.peers.split(",") + (["CatBoost YetiRank"] if args.catboost else [])
+    if "XGBoost rank:ndcg" not in peers:
+        parser.error("--peers must include 'XGBoost rank:ndcg', the reference of every ratio")
+    methods = peers + methods
     threads = [int(t) for t in args.threads.split(",")]
     results = {}
     for t in threads:
         for method in methods:
-            results[method, t] = run(method, t, args, profile=method.endswith(" default"))
+            results[method, t] = run(method, t, args, profile=method.endswith(" default") and not args.no_profile)
             r = results[method, t]
             print(f"{method:32s} {t} thread(s): fit {r['fit']:8.2f} s  predict {r['predict']:7.3f} s  "
                   f"memory +{r['extra_mb']:7.0f} MB", flush=True)
@@ -247,7 +253,7 @@ def main(argv=None):
     text = [f"bench_engine --scale {args.scale}: {args.trees} trees of depth {args.depth}, median of "
             f"{args.repeats}; {machine_line()}", "", markdown_table(header, rows)]
     for method in methods:
-        if not method.endswith(" default"):
+        if not method.endswith(" default") or args.no_profile:
             continue
         for t in threads:
             r = results[method, t]
