@@ -58,6 +58,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, validate_dat
 
 from ._backends import get_backend
 from ._categorical import apply_categories, fit_categories
+from ._clicks import debiased_score_labels, split_position, sorted_positions, start_click_training
 from .callback import CallbackList
 from ._groups import _is_dataframe, make_groups, missing_qid_error, qid_from_sizes, split_qid
 from ._metrics._api import evaluate_sorted
@@ -96,6 +97,8 @@ class _QueryData(NamedTuple):
     weight: np.ndarray | None
     #: Keys of the queries' random draws (the hashes of their ids' values).
     query_keys: np.ndarray | None = None
+    #: 1-based ranks the rows were shown at (click data), or None.
+    position: np.ndarray | None = None
 
 
 class _EvalMonitor:
@@ -279,8 +282,9 @@ class BaseRanker(BaseEstimator):
 
     # Metadata routing: fit and score ask for query ids by default, so meta-
     # estimators (GridSearchCV, cross_validate) route ``qid`` with no set-up.
-    __metadata_request__fit = {"qid": True}
-    __metadata_request__score = {"qid": True}
+    # Positions of click data travel the same way.
+    __metadata_request__fit = {"qid": True, "position": True}
+    __metadata_request__score = {"qid": True, "position": True}
 
     # -- to implement ---------------------------------------------------------
     def _make_objective(self):
@@ -320,7 +324,8 @@ class BaseRanker(BaseEstimator):
             ensure_all_finite="allow-nan",
         )
 
-    def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid"):
+    def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid",
+                 position=None):
         """Validated rows sorted by query: the one place that resolves query ids
         (``qid=`` or the ``qid_col`` column) for ``fit``, its eval sets and ``score``.
 
@@ -329,6 +334,7 @@ class BaseRanker(BaseEstimator):
         """
         X_in = X
         X, qid = split_qid(X, qid, self.qid_col)
+        X, position = split_position(X, position, self.position_bias, self.position_col)
         X = self._validate_X(X, reset=reset, where=where)
         if y is None:
             raise ValueError(
@@ -346,6 +352,7 @@ class BaseRanker(BaseEstimator):
             groups.sort(X), np.ascontiguousarray(groups.sort(y)), groups.group_ptr,
             None if w is None else np.ascontiguousarray(groups.sort(w)),
             groups.query_keys if reset else None,  # only training draws random numbers
+            None if position is None else sorted_positions(position, groups, X.shape[0]),
         )
 
     @staticmethod
@@ -541,7 +548,7 @@ class BaseRanker(BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
-            eval_group=None, verbose=False, early_stopping_rounds=None):
+            eval_group=None, verbose=False, early_stopping_rounds=None, position=None):
         """Fit the ranker.
 
         Parameters
@@ -589,6 +596,13 @@ class BaseRanker(BaseEstimator):
             Deprecated: set ``early_stopping_rounds`` on the ranker, as in
             XGBoost 3. Given here, it overrides the ranker's value (with a
             ``FutureWarning``).
+        position : array-like of int, shape (n_samples,), optional
+            Click data: the 1-based rank at which each row was shown (or the
+            ``position_col`` column of a DataFrame), with clicks or click
+            counts as ``y``; needs ``position_bias``. A query group is one
+            impression list, so a position appears at most once per group.
+            A DataFrame eval set with the position column is scored on the
+            debiased labels too.
 
         Returns
         -------
@@ -597,8 +611,9 @@ class BaseRanker(BaseEstimator):
         objective = self._objective_for_fit()
         training = (X, y, qid, group)
         qid = self._qid_from_group(X, qid, group)
-        train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight)
+        train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
         sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training)
+        train, sets, clicks = start_click_training(self, objective, train, sets)
         monitor = _EvalMonitor(self, train, sets, *self._eval_metrics(objective),
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
@@ -606,6 +621,8 @@ class BaseRanker(BaseEstimator):
         noise_scale = self._langevin_noise_scale(objective, train, seed_base)
         backend = self._make_backend(seed_base, self._engine_name())
         grad_fn = self._gradient_function(objective, train, seed_base, noise_scale)
+        if clicks is not None:
+            grad_fn = clicks.wrap(grad_fn)
         monitor.before_training(self)
         backend.fit(
             train.X,
@@ -616,6 +633,7 @@ class BaseRanker(BaseEstimator):
             feature_names=getattr(self, "feature_names_in_", None),
             categorical_features=sorted(self.categories_),
         )
+        self.position_bias_ = None if clicks is None else clicks.theta
         self._finish(backend, objective, monitor, train, grad_fn)
         monitor.after_training(self)
         return self
@@ -757,7 +775,7 @@ class BaseRanker(BaseEstimator):
             )
         return int(start), int(end)
 
-    def score(self, X, y, *, qid=None, sample_weight=None):
+    def score(self, X, y, *, qid=None, sample_weight=None, position=None):
         """Mean per-query ranking metric of the predictions.
 
         The metric is the first ``eval_metric`` or the ranker's own
@@ -778,13 +796,21 @@ class BaseRanker(BaseEstimator):
             ``sum_q w_q m_q / sum_q w_q``; a constant weight within each
             query is that query's weight. Not requested through metadata
             routing by default (``set_score_request(sample_weight=True)``).
+        position : array-like of int, optional
+            With click labels (and ``position_bias`` set): the rank each row
+            was shown at; the metric is then computed on the debiased labels
+            (IPW gains at ``position_bias_``), an unbiased estimate for
+            metrics linear in the gains (DCG). Without it, ``y`` are graded
+            labels and the metric is the usual one.
 
         Returns
         -------
         float
         """
         check_is_fitted(self, "backend_")
-        data = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight)
+        data = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight, position=position)
+        if data.position is not None:
+            data = data._replace(y=debiased_score_labels(self, self.objective_, data.y, data.position))
         metrics, settings = self._eval_metrics(self.objective_)
         with limit_threads(self.n_jobs):
             return _mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
@@ -859,7 +885,8 @@ class Ranker(BaseRanker):
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
-                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, position_col="position"):
         _store_arguments(self, locals())
 
     def get_params(self, deep=True):
@@ -951,7 +978,8 @@ class StochasticRankRanker(_NamedRanker):
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
-                 early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -971,7 +999,8 @@ class YetiRanker(_NamedRanker):
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
-                 early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -990,7 +1019,8 @@ class LambdaMARTRanker(_NamedRanker):
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
-                 early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -1006,7 +1036,8 @@ class XENDCGRanker(_NamedRanker):
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
-                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -1024,5 +1055,6 @@ class QueryRMSERanker(_NamedRanker):
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
-                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, position_col="position"):
         _store_arguments(self, locals())

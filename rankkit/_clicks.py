@@ -1,0 +1,382 @@
+"""Learning from clicks: positions, propensities and debiased labels.
+
+A click log gives, for every shown document, the 1-based rank at which it
+was shown (``position``) and whether (or how often) it was clicked. Users
+click what they see first, so clicks confound relevance with position. Under
+the position-based model (PBM) a document at rank ``k`` is examined with
+probability ``theta_k`` (its *propensity*) and clicked if examined and
+relevant: ``P(click) = theta_k P(relevant)``.
+
+rankkit removes the bias in label space, before any objective sees the data,
+so one mechanism serves every objective, every backend and Dask: the label
+of a row becomes the **inverse-propensity-weighted (IPW) gain**
+
+    gain(y_debiased) = clicks / theta_position
+
+(Joachims, Swaminathan & Schnabel 2017; Wang et al. 2016): ``y_debiased =
+clicks / theta`` for objectives with linear gain (QueryRMSE, ``gain="linear"``)
+and ``log2(1 + clicks / theta)`` for those with the exponential gain
+``2^y - 1`` (the default of the metric objectives, and XE-NDCG). A binary
+click at position 1 keeps its label 1 either way. Since
+``E[clicks / theta] = P(relevant)`` under the PBM, every objective whose
+gradient is linear in the gains -- QueryRMSE, StochasticRank on DCG -- gets
+the expected gradient of training on the relevance itself (tested by Monte
+Carlo in ``tests/test_clicks.py``); LambdaMART's pair weights
+``|Delta gain| |Delta discount|`` become the ``1 / theta`` pair weights of
+Unbiased LambdaMART (Hu et al. 2019) for a clicked/unclicked pair.
+
+Propensities are relative: only ratios matter, and rankkit normalises them
+to ``theta_1 = 1`` (as XGBoost's ``lambdarank_bias_norm`` and Hu et al.).
+
+``position_bias="estimate"`` learns them during training with regression EM
+(Wang et al. 2018, :class:`RegressionEM`): the ranker's own scores, calibrated
+by a logistic map, are the relevance model; the E-step splits each non-click
+between "not examined" and "not relevant", the M-step re-estimates
+``theta``, and the debiased labels are rewritten before every iteration.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral
+
+import numpy as np
+
+#: Values of the rankers' ``position_bias`` parameter besides None.
+POSITION_BIAS_MODES = ("known", "estimate")
+
+
+# ---------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------
+def check_position(position, n_rows, *, name="position"):
+    """1-based integer positions, one per row, as int64."""
+    values = np.asarray(position)
+    if values.ndim == 2 and 1 in values.shape:
+        values = values.ravel()
+    if values.ndim != 1 or values.shape[0] != n_rows:
+        raise ValueError(
+            f"{name} must hold one position per row: got shape {values.shape} for {n_rows} rows."
+        )
+    if values.dtype.kind == "O":
+        import pandas as pd
+
+        if pd.isna(values).any():
+            raise ValueError(f"{name} is missing for {int(pd.isna(values).sum())} rows: every shown "
+                             "document needs the rank it was shown at.")
+        try:
+            values = values.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must hold integer ranks (1 = top), got non-numeric values.") from None
+    if values.dtype.kind == "f":
+        missing = ~np.isfinite(values)
+        if missing.any():
+            raise ValueError(f"{name} is missing (NaN) for {int(missing.sum())} of {n_rows} rows: every "
+                             "shown document needs the rank it was shown at.")
+        if np.any(values != np.round(values)):
+            raise ValueError(f"{name} must hold integer ranks (1 = top); got non-integer values such as "
+                             f"{values[values != np.round(values)][0]!r}.")
+    elif values.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer ranks (1 = top), got dtype {values.dtype}.")
+    values = values.astype(np.int64)
+    if values.size and values.min() < 1:
+        raise ValueError(f"{name} must be 1-based ranks (1 = the top result); got {values.min()}.")
+    return values
+
+
+def check_unique_positions(position, group_ptr, *, name="position"):
+    """Each position at most once per query group (one impression list).
+
+    ``position`` is in the sorted layout of ``group_ptr``.
+    """
+    group = np.repeat(np.arange(group_ptr.shape[0] - 1), np.diff(group_ptr))
+    order = np.lexsort((position, group))
+    same = (group[order][1:] == group[order][:-1]) & (position[order][1:] == position[order][:-1])
+    if same.any():
+        row = int(order[1:][same][0])
+        q = int(group[row])
+        raise ValueError(
+            f"Two documents of one impression list share {name} {int(position[row])} (query group {q}): a "
+            "query group is one list of shown documents, one per rank. Give each session its own qid, or "
+            "aggregate the clicks per (query, document, position) so every rank appears once."
+        )
+
+
+def check_clicks(y, *, name="y"):
+    """Click labels: finite, non-negative counts (0/1 clicks or click counts)."""
+    y = np.asarray(y, dtype=np.float64)
+    if y.size and y.min() < 0:
+        raise ValueError(f"{name} holds negative clicks (min {y.min():g}): clicks are counts >= 0.")
+    return y
+
+
+def propensity_table(propensities, max_position, *, name="propensities"):
+    """``theta[k - 1]`` for ``k = 1..max_position`` from an array or a callable."""
+    if propensities is None:
+        raise ValueError(
+            'position_bias="known" needs propensities=: a per-position array (theta_1, theta_2, ...) '
+            "or a callable mapping an array of 1-based positions to examination probabilities, e.g. "
+            "lambda k: 1.0 / k."
+        )
+    positions = np.arange(1, max_position + 1)
+    if callable(propensities):
+        theta = np.asarray(propensities(positions), dtype=np.float64)
+        if theta.shape != positions.shape:
+            raise ValueError(f"{name}(positions) must return one value per position; got shape "
+                             f"{theta.shape} for {positions.shape[0]} positions.")
+    else:
+        theta = np.asarray(propensities, dtype=np.float64).ravel()
+        if theta.shape[0] < max_position:
+            raise ValueError(f"{name} has {theta.shape[0]} entries but documents were shown down to "
+                             f"position {max_position}: give one propensity per position.")
+        theta = theta[:max_position]
+    bad = ~((theta > 0) & (theta <= 1))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0]) + 1
+        raise ValueError(f"{name} must lie in (0, 1] (examination probabilities); position {k} has "
+                         f"{theta[k - 1]!r}.")
+    return theta
+
+
+# ---------------------------------------------------------------------------
+# Debiased labels
+# ---------------------------------------------------------------------------
+def objective_gain(objective):
+    """``"exp"`` or ``"linear"``: how the objective turns labels into gains."""
+    gain = getattr(objective, "gain", None)
+    if gain is None:
+        gain = getattr(type(objective), "label_gain", "exp")
+    return gain
+
+
+def ipw_labels(clicks, theta_at_row, gain, out=None):
+    """Labels whose gain is ``clicks / theta``: the IPW relevance estimate."""
+    out = np.divide(clicks, theta_at_row, out=out)
+    if gain == "exp":
+        np.log2(1.0 + out, out=out)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Regression EM
+# ---------------------------------------------------------------------------
+def _sigmoid(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+class RegressionEM:
+    """Propensities by regression EM on the ranker's own scores (Wang et al. 2018).
+
+    The PBM with ``P(examined at k) = theta_k`` and ``P(relevant) =
+    gamma_i = sigmoid(a z_i + b)``, ``z`` the ranker's current scores
+    standardised over the training rows. One EM step:
+
+    * E: for a non-click, ``P(E=1, R=0 | c=0) = theta (1 - gamma) / (1 - theta gamma)``
+      and ``P(E=0, R=1 | c=0) = (1 - theta) gamma / (1 - theta gamma)``; a click
+      is examined and relevant;
+    * M: ``theta_k`` is the mean posterior examination at ``k``; ``(a, b)`` a
+      weighted logistic fit of the posterior relevance on ``z`` (Newton steps).
+
+    Clicks must be 0/1 (one row per impression). Propensities are reported
+    relative to position 1.
+    """
+
+    def __init__(self, clicks, position, *, n_steps=3):
+        if np.any((clicks != 0) & (clicks != 1)):
+            raise ValueError(
+                'position_bias="estimate" needs one row per impression with 0/1 clicks (it estimates '
+                "examination from which shown documents were clicked); got click counts. Use "
+                'position_bias="known" with propensities=, or expand the counts into impressions.'
+            )
+        self.clicks = clicks
+        self.index = position - 1
+        self.n_positions = int(position.max())
+        self.count = np.bincount(self.index, minlength=self.n_positions).astype(np.float64)
+        ctr = np.bincount(self.index, weights=clicks, minlength=self.n_positions) / self.count
+        # Start from the click-through rate per position (the naive estimate).
+        self.theta = np.clip(ctr / max(ctr.max(), 1e-12), 1e-3, 1.0) * 0.9 + 0.05
+        self.a, self.b = 0.0, float(np.log(max(ctr.mean(), 1e-6) / max(1 - ctr.mean(), 1e-6)))
+        self.n_steps = n_steps
+
+    def step(self, raw):
+        """One EM step at scores ``raw``."""
+        std = raw.std()
+        z = (raw - raw.mean()) / std if std > 0 else np.zeros_like(raw)
+        gamma = _sigmoid(self.a * z + self.b)
+        theta = self.theta[self.index]
+        denom = np.maximum(1.0 - theta * gamma, 1e-12)
+        clicked = self.clicks > 0
+        examined = np.where(clicked, 1.0, theta * (1.0 - gamma) / denom)
+        relevant = np.where(clicked, 1.0, (1.0 - theta) * gamma / denom)
+        theta_new = np.bincount(self.index, weights=examined, minlength=self.n_positions) / self.count
+        self.theta = np.clip(theta_new, 1e-6, 1.0)
+        self.a, self.b = _logistic_fit(z, relevant, self.a, self.b)
+
+    def update(self, raw):
+        for _ in range(self.n_steps):
+            self.step(raw)
+        return self.relative()
+
+    def relative(self):
+        """Propensities normalised to position 1 (clipped into (0, 1])."""
+        return np.clip(self.theta / self.theta[0], 1e-6, 1.0)
+
+
+def _logistic_fit(z, target, a, b, n_newton=3):
+    """Newton steps of a logistic regression of soft ``target`` on ``z``."""
+    for _ in range(n_newton):
+        p = _sigmoid(a * z + b)
+        r = target - p
+        w = np.maximum(p * (1.0 - p), 1e-12)
+        g = np.array([np.dot(r, z), r.sum()])
+        h = np.array([[np.dot(w, z * z), np.dot(w, z)], [np.dot(w, z), w.sum()]]) + 1e-9 * np.eye(2)
+        da, db = np.linalg.solve(h, g)
+        a, b = a + da, b + db
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return 0.0, 0.0
+    return float(a), float(b)
+
+
+class ClickLabels:
+    """The debiased training labels of a fit, rewritten in place when estimated.
+
+    ``labels`` is the array the objective reads (``train.y``); :meth:`update`
+    (called before each iteration's gradients) refreshes it from the current
+    scores under ``position_bias="estimate"``, and is a no-op under ``"known"``.
+    """
+
+    def __init__(self, mode, clicks, position, gain, propensities=None):
+        self.mode = mode
+        self.clicks = clicks
+        self.position = position
+        self.gain = gain
+        self.labels = np.empty_like(clicks)
+        self.propensities = propensities
+        n_positions = int(position.max())
+        if mode == "known":
+            self.estimator = None
+            self.theta = propensity_table(propensities, n_positions)
+        else:
+            self.estimator = RegressionEM(clicks, position)
+            self.theta = self.estimator.relative()
+        ipw_labels(clicks, self.theta[position - 1], gain, out=self.labels)
+
+        self.evals = []  # (clicks, position, labels) of eval sets with positions
+
+    def _theta_at(self, position):
+        return theta_at(self.theta, position, self.propensities if self.estimator is None else None)
+
+    def add_eval(self, clicks, position):
+        """Debiased labels of an eval set, kept up to date by :meth:`update`."""
+        labels = ipw_labels(clicks, self._theta_at(position), self.gain)
+        self.evals.append((clicks, position, labels))
+        return labels
+
+    def update(self, raw):
+        if self.estimator is None:
+            return
+        self.theta = self.estimator.update(raw)
+        ipw_labels(self.clicks, self.theta[self.position - 1], self.gain, out=self.labels)
+        for clicks, position, labels in self.evals:
+            ipw_labels(clicks, self._theta_at(position), self.gain, out=labels)
+
+    def wrap(self, grad_fn):
+        """``grad_fn`` with the labels refreshed from the scores first."""
+        def debiased(raw, t):
+            self.update(raw)
+            return grad_fn(raw, t)
+
+        return debiased
+
+
+def check_position_bias_params(position_bias, propensities):
+    """Cross-parameter checks of ``position_bias`` and ``propensities``."""
+    if position_bias == "known" and propensities is None:
+        propensity_table(None, 1)  # raises the explanatory error
+    if position_bias != "known" and propensities is not None:
+        raise ValueError(
+            f'propensities= is used only with position_bias="known" (position_bias={position_bias!r}).'
+        )
+
+
+def position_without_debiasing_error():
+    return ValueError(
+        "position= was given but position_bias=None, so positions would be ignored and the clicks used as "
+        'if they were relevance labels. Set position_bias="known" (with propensities=) or "estimate" '
+        "to train without position bias, or drop position= to train on the labels as they are."
+    )
+
+
+def is_int(value):
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+# ---------------------------------------------------------------------------
+# The rankers' side
+# ---------------------------------------------------------------------------
+def split_position(X, position, position_bias, position_col):
+    """``(X without the position column, position)``: from ``position=`` or,
+    when debiasing is on, the ``position_col`` column of a DataFrame."""
+    if position_bias is None:
+        if position is not None:
+            raise position_without_debiasing_error()
+        return X, None  # a "position" column stays a feature, as before debiasing existed
+    if hasattr(X, "columns") and hasattr(X, "iloc") and position_col is not None and position_col in X.columns:
+        if position is not None:
+            raise ValueError(
+                f"Positions given twice: X has a '{position_col}' column and position= was passed. Drop the "
+                "column or pass position_col=None to use position=."
+            )
+        return X.drop(columns=[position_col]), X[position_col]
+    return X, position
+
+
+def sorted_positions(position, groups, n_rows, *, name="position"):
+    """Validated positions in the query-sorted layout of ``groups``."""
+    position = groups.sort(check_position(position, n_rows, name=name))
+    check_unique_positions(position, groups.group_ptr, name=name)
+    return np.ascontiguousarray(position)
+
+
+def start_click_training(ranker, objective, train, sets):
+    """``(train, sets, labels)`` with the clicks replaced by debiased labels.
+
+    ``labels`` (:class:`ClickLabels`) owns the training labels and those of
+    the eval sets that came with positions; None when debiasing is off (then
+    ``train`` and ``sets`` are returned untouched, so training is exactly as
+    without this module)."""
+    mode = ranker.position_bias
+    check_position_bias_params(mode, ranker.propensities)
+    if mode is None:
+        return train, sets, None
+    if train.position is None:
+        raise ValueError(
+            f"position_bias={mode!r} needs the rank each row was shown at: pass fit(..., position=...) or a "
+            f"DataFrame with a '{ranker.position_col}' column (position_col)."
+        )
+    gain = objective_gain(objective)
+    labels = ClickLabels(mode, check_clicks(train.y), train.position, gain, ranker.propensities)
+    train = train._replace(y=labels.labels)
+    out = []
+    for name, data in sets:
+        if data is not None and data.position is not None:
+            data = data._replace(y=labels.add_eval(check_clicks(data.y, name=name), data.position))
+        out.append((name, data))
+    return train, out, labels
+
+
+def theta_at(theta, position, propensities=None):
+    """Propensities of ``position``. Beyond the deepest position seen in
+    training: the ``propensities`` table when known, else the deepest
+    estimated value."""
+    n = int(position.max())
+    if n > theta.shape[0]:
+        theta = (propensity_table(propensities, n) if propensities is not None
+                 else np.concatenate([theta, np.full(n - theta.shape[0], theta[-1])]))
+    return theta[position - 1]
+
+
+def debiased_score_labels(ranker, objective, y, position):
+    """Labels for ``score`` on click data: the IPW gains at the fitted propensities."""
+    known = ranker.propensities if ranker.position_bias == "known" else None
+    return ipw_labels(check_clicks(y), theta_at(ranker.position_bias_, position, known), objective_gain(objective))
