@@ -20,7 +20,8 @@ def _relevance_probability(y, max_label, noise):
     (Chapelle et al. 2009's mapping, with ``eps`` the noise clicks)."""
     if max_label <= 0:
         return np.full(y.shape, noise)
-    return noise + (1.0 - noise) * (np.exp2(y) - 1.0) / (np.exp2(max_label) - 1.0)
+    p = noise + (1.0 - noise) * (np.exp2(y) - 1.0) / (np.exp2(max_label) - 1.0)
+    return np.clip(p, 0.0, 1.0)  # eps + (1 - eps) can round above 1
 
 
 def _check_args(model, n_sessions, eta, noise, top_k):

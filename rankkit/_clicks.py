@@ -177,25 +177,29 @@ class RegressionEM:
     * M: ``theta_k`` is the mean posterior examination at ``k``; ``(a, b)`` a
       weighted logistic fit of the posterior relevance on ``z`` (Newton steps).
 
-    Clicks must be 0/1 (one row per impression). Propensities are reported
-    relative to position 1.
+    A row is one impression with a 0/1 click, or a click-through rate in
+    [0, 1] over ``weight`` impressions (the sample weights). Propensities are
+    reported relative to position 1.
     """
 
-    def __init__(self, clicks, position, *, n_steps=3):
-        if np.any((clicks != 0) & (clicks != 1)):
+    def __init__(self, clicks, position, weight=None, *, n_steps=3):
+        if clicks.size and clicks.max() > 1:
             raise ValueError(
-                'position_bias="estimate" needs one row per impression with 0/1 clicks (it estimates '
-                "examination from which shown documents were clicked); got click counts. Use "
-                'position_bias="known" with propensities=, or expand the counts into impressions.'
+                'propensity_estimator="em" needs 0/1 clicks (one row per impression) or click-through rates '
+                "in [0, 1] with the impressions as sample_weight; got click counts above 1. Pass "
+                "y=clicks/impressions, sample_weight=impressions, or use propensity_estimator=\"pairwise\"."
             )
         self.clicks = clicks
         self.index = position - 1
+        self.weight = np.ones_like(clicks) if weight is None else weight
         self.n_positions = int(position.max())
-        self.count = np.bincount(self.index, minlength=self.n_positions).astype(np.float64)
-        ctr = np.bincount(self.index, weights=clicks, minlength=self.n_positions) / self.count
+        self.count = np.bincount(self.index, weights=self.weight, minlength=self.n_positions)
+        self.count[self.count == 0] = 1.0  # positions never shown keep theta = their start
+        ctr = np.bincount(self.index, weights=clicks * self.weight, minlength=self.n_positions) / self.count
         # Start from the click-through rate per position (the naive estimate).
         self.theta = np.clip(ctr / max(ctr.max(), 1e-12), 1e-3, 1.0) * 0.9 + 0.05
-        self.a, self.b = 0.0, float(np.log(max(ctr.mean(), 1e-6) / max(1 - ctr.mean(), 1e-6)))
+        mean = float(np.average(clicks, weights=self.weight))
+        self.a, self.b = 0.0, float(np.log(max(mean, 1e-6) / max(1 - mean, 1e-6)))
         self.n_steps = n_steps
 
     def step(self, raw):
@@ -205,29 +209,29 @@ class RegressionEM:
         gamma = _sigmoid(self.a * z + self.b)
         theta = self.theta[self.index]
         denom = np.maximum(1.0 - theta * gamma, 1e-12)
-        clicked = self.clicks > 0
-        examined = np.where(clicked, 1.0, theta * (1.0 - gamma) / denom)
-        relevant = np.where(clicked, 1.0, (1.0 - theta) * gamma / denom)
-        theta_new = np.bincount(self.index, weights=examined, minlength=self.n_positions) / self.count
+        c = self.clicks
+        examined = c + (1.0 - c) * theta * (1.0 - gamma) / denom
+        relevant = c + (1.0 - c) * (1.0 - theta) * gamma / denom
+        theta_new = np.bincount(self.index, weights=examined * self.weight, minlength=self.n_positions) / self.count
         self.theta = np.clip(theta_new, 1e-6, 1.0)
-        self.a, self.b = _logistic_fit(z, relevant, self.a, self.b)
+        self.a, self.b = _logistic_fit(z, relevant, self.weight, self.a, self.b)
 
     def update(self, raw):
         for _ in range(self.n_steps):
             self.step(raw)
-        return self.relative()
+        return self.relative(), None
 
     def relative(self):
         """Propensities normalised to position 1 (clipped into (0, 1])."""
         return np.clip(self.theta / self.theta[0], 1e-6, 1.0)
 
 
-def _logistic_fit(z, target, a, b, n_newton=3):
-    """Newton steps of a logistic regression of soft ``target`` on ``z``."""
+def _logistic_fit(z, target, weight, a, b, n_newton=3):
+    """Newton steps of a weighted logistic regression of soft ``target`` on ``z``."""
     for _ in range(n_newton):
         p = _sigmoid(a * z + b)
-        r = target - p
-        w = np.maximum(p * (1.0 - p), 1e-12)
+        r = weight * (target - p)
+        w = weight * np.maximum(p * (1.0 - p), 1e-12)
         g = np.array([np.dot(r, z), r.sum()])
         h = np.array([[np.dot(w, z * z), np.dot(w, z)], [np.dot(w, z), w.sum()]]) + 1e-9 * np.eye(2)
         da, db = np.linalg.solve(h, g)
@@ -237,34 +241,72 @@ def _logistic_fit(z, target, a, b, n_newton=3):
     return float(a), float(b)
 
 
+class PairwiseEstimator:
+    """Propensities of clicked and unclicked positions, ``t+`` and ``t-``, as in
+    Unbiased LambdaMART (Hu et al. 2019; XGBoost's ``lambdarank_unbiased``),
+    for any objective: the pair costs are the pairwise logistic loss at the
+    current scores (:func:`rankkit._click_kernels.pair_click_losses`),
+    ``t[k] = (L[k] / L[1]) ** (1 / (1 + norm))`` each iteration. ``t+``
+    debiases the clicked documents' labels, ``1 / t-`` weighs the unclicked
+    documents' gradients."""
+
+    def __init__(self, clicks, position, group_ptr, norm):
+        self.clicks = clicks
+        self.position = position
+        self.group_ptr = group_ptr
+        self.norm = float(norm)
+        n_positions = int(position.max())
+        self.t_plus = np.ones(n_positions)
+        self.t_minus = np.ones(n_positions)
+        self.work = np.empty((2, clicks.shape[0]))
+
+    def update(self, raw):
+        from ._click_kernels import pairwise_propensities
+
+        self.t_plus, self.t_minus = pairwise_propensities(
+            self.clicks, raw, self.position, self.group_ptr, self.t_plus, self.t_minus, self.norm, self.work)
+        return self.relative(), self.t_minus
+
+    def relative(self):
+        return np.clip(self.t_plus, 1e-6, 1.0)
+
+
 class ClickLabels:
     """The debiased training labels of a fit, rewritten in place when estimated.
 
-    ``labels`` is the array the objective reads (``train.y``); :meth:`update`
-    (called before each iteration's gradients) refreshes it from the current
-    scores under ``position_bias="estimate"``, and is a no-op under ``"known"``.
+    ``labels`` is the array the objective reads (``train.y``) and ``weight``
+    the row weights (``train.weight``; None unless the pairwise estimator
+    weighs unclicked rows by ``1 / t-``). :meth:`update` (called before each
+    iteration's gradients) refreshes both from the current scores under
+    ``position_bias="estimate"`` and is a no-op under ``"known"``.
     """
 
-    def __init__(self, mode, clicks, position, gain, propensities=None):
-        self.mode = mode
-        self.clicks = clicks
-        self.position = position
-        self.gain = gain
-        self.labels = np.empty_like(clicks)
-        self.propensities = propensities
-        n_positions = int(position.max())
+    def __init__(self, ranker, objective, train):
+        mode = ranker.position_bias
+        self.clicks = check_clicks(train.y)
+        self.position = train.position
+        self.gain = objective_gain(objective)
+        self.labels = np.empty_like(self.clicks)
+        self.propensities = ranker.propensities if mode == "known" else None
+        self.evals = []  # (clicks, position, labels) of eval sets with positions
+        self.sample_weight = train.weight
+        self.weight = train.weight
+        self.t_minus = None
         if mode == "known":
             self.estimator = None
-            self.theta = propensity_table(propensities, n_positions)
-        else:
-            self.estimator = RegressionEM(clicks, position)
+            self.theta = propensity_table(ranker.propensities, int(self.position.max()))
+        elif ranker.propensity_estimator == "em":
+            self.estimator = RegressionEM(self.clicks, self.position, train.weight)
             self.theta = self.estimator.relative()
-        ipw_labels(clicks, self.theta[position - 1], gain, out=self.labels)
-
-        self.evals = []  # (clicks, position, labels) of eval sets with positions
+        else:
+            self.estimator = PairwiseEstimator(self.clicks, self.position, train.group_ptr,
+                                               ranker.position_bias_norm)
+            self.theta = self.estimator.relative()
+            self.weight = np.ones_like(self.clicks) if train.weight is None else train.weight.copy()
+        ipw_labels(self.clicks, self.theta[self.position - 1], self.gain, out=self.labels)
 
     def _theta_at(self, position):
-        return theta_at(self.theta, position, self.propensities if self.estimator is None else None)
+        return theta_at(self.theta, position, self.propensities)
 
     def add_eval(self, clicks, position):
         """Debiased labels of an eval set, kept up to date by :meth:`update`."""
@@ -275,8 +317,11 @@ class ClickLabels:
     def update(self, raw):
         if self.estimator is None:
             return
-        self.theta = self.estimator.update(raw)
+        self.theta, self.t_minus = self.estimator.update(raw)
         ipw_labels(self.clicks, self.theta[self.position - 1], self.gain, out=self.labels)
+        if self.t_minus is not None:
+            unclicked = np.where(self.clicks > 0, 1.0, 1.0 / self.t_minus[self.position - 1])
+            np.multiply(unclicked, 1.0 if self.sample_weight is None else self.sample_weight, out=self.weight)
         for clicks, position, labels in self.evals:
             ipw_labels(clicks, self._theta_at(position), self.gain, out=labels)
 
@@ -354,9 +399,8 @@ def start_click_training(ranker, objective, train, sets):
             f"position_bias={mode!r} needs the rank each row was shown at: pass fit(..., position=...) or a "
             f"DataFrame with a '{ranker.position_col}' column (position_col)."
         )
-    gain = objective_gain(objective)
-    labels = ClickLabels(mode, check_clicks(train.y), train.position, gain, ranker.propensities)
-    train = train._replace(y=labels.labels)
+    labels = ClickLabels(ranker, objective, train)
+    train = train._replace(y=labels.labels, weight=labels.weight)
     out = []
     for name, data in sets:
         if data is not None and data.position is not None:

@@ -721,7 +721,8 @@ class BaseRanker(BaseEstimator):
     def predict(self, X, iteration_range=None):
         """Raw ranking scores (higher ranks first), in the caller's row order.
 
-        A DataFrame's query column (``qid_col``), if present, is dropped.
+        A DataFrame's query column (``qid_col``), if present, is dropped, and
+        so is its ``position_col`` column when ``position_bias`` is set.
 
         Parameters
         ----------
@@ -746,6 +747,7 @@ class BaseRanker(BaseEstimator):
         """
         check_is_fitted(self, "backend_")
         X, _ = split_qid(X, None, self.qid_col)
+        X, _ = split_position(X, None, self.position_bias, self.position_col)
         X = self._validate_X(X, reset=False)
         if iteration_range is None:
             return self.backend_.predict(X)
@@ -886,7 +888,7 @@ class Ranker(BaseRanker):
                  random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
-                 propensities=None, position_col="position"):
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())
 
     def get_params(self, deep=True):
@@ -979,7 +981,7 @@ class StochasticRankRanker(_NamedRanker):
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
-                 propensities=None, position_col="position"):
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -1000,7 +1002,7 @@ class YetiRanker(_NamedRanker):
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
-                 propensities=None, position_col="position"):
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -1020,7 +1022,7 @@ class LambdaMARTRanker(_NamedRanker):
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
-                 propensities=None, position_col="position"):
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -1037,7 +1039,7 @@ class XENDCGRanker(_NamedRanker):
                  random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
-                 propensities=None, position_col="position"):
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -1056,5 +1058,5 @@ class QueryRMSERanker(_NamedRanker):
                  random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
-                 propensities=None, position_col="position"):
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())

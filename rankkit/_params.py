@@ -107,6 +107,16 @@ BOOSTING_PARAMS = {
         None, ["array-like", callable, None], "array-like, callable or None",
         "Examination probability in (0, 1] of every position (``propensities[k - 1]`` for rank ``k``) "
         "or a callable mapping an array of ranks to them, for ``position_bias=\"known\"``."),
+    "propensity_estimator": Param(
+        "em", [StrOptions({"em", "pairwise"})], '{"em", "pairwise"}',
+        "How ``position_bias=\"estimate\"`` learns the propensities, updated every iteration from the "
+        "current scores: ``\"em\"``, regression EM (Wang et al. 2018), the default because it measured "
+        "closer to the true propensities (``benchmarks/README.md``); ``\"pairwise\"``, the ``t+``/``t-`` "
+        "of Unbiased LambdaMART (Hu et al. 2019), here for every objective."),
+    "position_bias_norm": Param(
+        1.0, [Interval(Real, 0, None, closed="left")], "float",
+        "``p`` of the pairwise estimator's update ``t[k] = (L[k] / L[1]) ** (1 / (1 + p))`` "
+        "(XGBoost's ``lambdarank_bias_norm``)."),
     "position_col": Param(
         "position", [str, None], "str or None",
         "DataFrame column holding the positions, used (and dropped from the features) only when "
