@@ -424,3 +424,31 @@ def debiased_score_labels(ranker, objective, y, position):
     """Labels for ``score`` on click data: the IPW gains at the fitted propensities."""
     known = ranker.propensities if ranker.position_bias == "known" else None
     return ipw_labels(check_clicks(y), theta_at(ranker.position_bias_, position, known), objective_gain(objective))
+
+
+# ---------------------------------------------------------------------------
+# rankkit.dask: debiased on the partition that holds the rows
+# ---------------------------------------------------------------------------
+def dask_click_settings(ranker, objective):
+    """What the Dask partitions need to debias their own rows (None when off):
+    positions are turned into labels where they are, before the rows are
+    shuffled, so a position never leaves its row."""
+    check_position_bias_params(ranker.position_bias, ranker.propensities)
+    if ranker.position_bias is None:
+        return None
+    if ranker.position_bias == "estimate":
+        raise ValueError(
+            f'{type(ranker).__name__} supports position_bias="known" only: estimating propensities needs the '
+            "clicks of all workers every iteration. Estimate them with the in-memory ranker on a sample "
+            '(position_bias="estimate", then position_bias_) and pass them as propensities=.'
+        )
+    return {"propensities": ranker.propensities, "gain": objective_gain(objective)}
+
+
+def debias_partition(labels, position, settings, n_rows, *, name="position"):
+    """``(debiased labels, int64 positions)`` of one partition's rows."""
+    position = check_position(position, n_rows, name=name)
+    if not n_rows:
+        return labels, position
+    theta = propensity_table(settings["propensities"], int(position.max()))
+    return ipw_labels(check_clicks(labels), theta[position - 1], settings["gain"]), position
