@@ -65,7 +65,7 @@ def _cascade_clicks(rel, sessions, rng):
 
 
 def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.0, noise=0.1, top_k=None,
-                    max_label=None, aggregate=True, random_state=None):
+                    max_label=None, aggregate=True, return_impressions=False, random_state=None):
     r"""Simulate a click log from graded labels and a logging ranker's scores.
 
     The semi-synthetic protocol of Joachims, Swaminathan & Schnabel (2017):
@@ -108,11 +108,16 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
         query shows one list, so every position appears once per query).
         False: one row per shown document per session, 0/1 clicks, and
         the session number as ``qid`` (a query group is one impression list).
+    return_impressions : bool, default=False
+        With ``aggregate``, also return how many sessions showed each row
+        (its query's sessions): ``clicks / impressions`` are click-through
+        rates, the input of ``propensity_estimator="em"`` with
+        ``sample_weight=impressions``.
     random_state : int, Generator or None
 
     Returns
     -------
-    X_clicks, clicks, qid_clicks, position
+    X_clicks, clicks, qid_clicks, position[, impressions]
         ``position`` is the 1-based rank at which each row was shown. The
         true propensities of ``"pbm"`` and ``"noisy"`` are
         :func:`pbm_propensities`\ ``(max_position, eta)``.
@@ -148,7 +153,8 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
         else:  # independent sessions: the sum of Bernoulli clicks is binomial
             clicks = rng.binomial(per_query[query], exam * rel)
         out_qid = np.asarray(qid)[rows]
-        return _take(X, rows), clicks.astype(np.float64), out_qid, position
+        out = (_take(X, rows), clicks.astype(np.float64), out_qid, position)
+        return (*out, per_query[query].astype(np.float64)) if return_impressions else out
     return _sessions(X, rows, rel, exam, position, per_query, starts, model, rng)
 
 

@@ -182,7 +182,7 @@ class RegressionEM:
     reported relative to position 1.
     """
 
-    def __init__(self, clicks, position, weight=None, *, n_steps=3):
+    def __init__(self, clicks, position, weight=None, *, group_ptr=None, n_steps=3):
         if clicks.size and clicks.max() > 1:
             raise ValueError(
                 'propensity_estimator="em" needs 0/1 clicks (one row per impression) or click-through rates '
@@ -201,12 +201,18 @@ class RegressionEM:
         mean = float(np.average(clicks, weights=self.weight))
         self.a, self.b = 0.0, float(np.log(max(mean, 1e-6) / max(1 - mean, 1e-6)))
         self.n_steps = n_steps
+        # Per-query offsets of the relevance model: queries differ in how many
+        # relevant documents they have, which one logistic map of the scores
+        # (comparable only within a query) cannot express.
+        self.query = None if group_ptr is None else np.repeat(np.arange(group_ptr.shape[0] - 1), np.diff(group_ptr))
+        self.offset = np.zeros(0 if group_ptr is None else group_ptr.shape[0] - 1)
 
     def step(self, raw):
         """One EM step at scores ``raw``."""
         std = raw.std()
         z = (raw - raw.mean()) / std if std > 0 else np.zeros_like(raw)
-        gamma = _sigmoid(self.a * z + self.b)
+        shift = 0.0 if self.query is None else self.offset[self.query]
+        gamma = _sigmoid(self.a * z + self.b + shift)
         theta = self.theta[self.index]
         denom = np.maximum(1.0 - theta * gamma, 1e-12)
         c = self.clicks
@@ -214,7 +220,9 @@ class RegressionEM:
         relevant = c + (1.0 - c) * (1.0 - theta) * gamma / denom
         theta_new = np.bincount(self.index, weights=examined * self.weight, minlength=self.n_positions) / self.count
         self.theta = np.clip(theta_new, 1e-6, 1.0)
-        self.a, self.b = _logistic_fit(z, relevant, self.weight, self.a, self.b)
+        self.a, self.b = _logistic_fit(z, relevant, self.weight, self.a, self.b, shift)
+        if self.query is not None:
+            self.offset = _offset_fit(self.query, self.a * z + self.b, relevant, self.weight, self.offset)
 
     def update(self, raw):
         for _ in range(self.n_steps):
@@ -226,10 +234,23 @@ class RegressionEM:
         return np.clip(self.theta / self.theta[0], 1e-6, 1.0)
 
 
-def _logistic_fit(z, target, weight, a, b, n_newton=3):
-    """Newton steps of a weighted logistic regression of soft ``target`` on ``z``."""
+def _offset_fit(query, base, target, weight, offset, ridge=1.0, n_newton=3):
+    """Newton steps for per-query logit offsets (ridge-penalised towards 0,
+    so a query without clicks stays finite)."""
+    n = offset.shape[0]
     for _ in range(n_newton):
-        p = _sigmoid(a * z + b)
+        p = _sigmoid(base + offset[query])
+        g = np.bincount(query, weights=weight * (target - p), minlength=n) - ridge * offset
+        h = np.bincount(query, weights=weight * np.maximum(p * (1.0 - p), 1e-12), minlength=n) + ridge
+        offset = offset + g / h
+    return offset
+
+
+def _logistic_fit(z, target, weight, a, b, shift=0.0, n_newton=3):
+    """Newton steps of a weighted logistic regression of soft ``target`` on
+    ``z`` (plus a fixed ``shift`` of the logit)."""
+    for _ in range(n_newton):
+        p = _sigmoid(a * z + b + shift)
         r = weight * (target - p)
         w = weight * np.maximum(p * (1.0 - p), 1e-12)
         g = np.array([np.dot(r, z), r.sum()])
@@ -296,7 +317,7 @@ class ClickLabels:
             self.estimator = None
             self.theta = propensity_table(ranker.propensities, int(self.position.max()))
         elif ranker.propensity_estimator == "em":
-            self.estimator = RegressionEM(self.clicks, self.position, train.weight)
+            self.estimator = RegressionEM(self.clicks, self.position, train.weight, group_ptr=train.group_ptr)
             self.theta = self.estimator.relative()
         else:
             self.estimator = PairwiseEstimator(self.clicks, self.position, train.group_ptr,
