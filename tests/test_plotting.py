@@ -79,7 +79,8 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch):
 
 
 def test_public_names():
-    assert rankkit.plotting.__all__ == ["plot_metric", "plot_importance", "plot_query_comparison"]
+    assert rankkit.plotting.__all__ == ["plot_metric", "plot_importance", "plot_query_comparison",
+                                        "plot_position_bias"]
     for name in rankkit.plotting.__all__:
         assert callable(getattr(rankkit.plotting, name))
 
@@ -387,3 +388,23 @@ def test_query_comparison_draws_into_given_axes(two_rankings):
     fig, (left, right) = plt.subplots(1, 2)
     assert plot_query_comparison(y, a, b, qid=qid, ax=left) is left
     assert len(right.patches) == 0 and len(left.patches) > 0
+
+
+# -- plot_position_bias -------------------------------------------------------------------------------
+def test_plot_position_bias_of_a_fitted_ranker(tmp_path):
+    from rankkit import QueryRMSERanker
+    from rankkit.datasets import make_ranking, pbm_propensities, simulate_clicks
+    from rankkit.plotting import plot_position_bias
+
+    X, y, qid = make_ranking(20, n_features=4, max_docs=10, random_state=0)
+    Xc, clicks, sid, position = simulate_clicks(X, y, qid, X[:, 0], n_sessions=300, aggregate=False,
+                                                random_state=0)
+    ranker = QueryRMSERanker(n_estimators=3, position_bias="estimate").fit(Xc, clicks, qid=sid, position=position)
+    ax = plot_position_bias(ranker, reference={"true": pbm_propensities(10, 1.0)}, max_position=5)
+    (estimated, true) = ax.get_lines()
+    assert estimated.get_label() == "estimated" and true.get_label() == "true"
+    np.testing.assert_array_equal(estimated.get_ydata(), ranker.position_bias_[:5])
+    np.testing.assert_array_equal(true.get_xdata(), np.arange(1, 6))
+    ax.figure.savefig(tmp_path / "bias.png")
+    with pytest.raises(ValueError, match="position_bias=None"):
+        plot_position_bias(QueryRMSERanker(n_estimators=2).fit(X, y, qid=qid))
