@@ -103,8 +103,10 @@ def check_unique_positions(position, group_ptr, *, name="position"):
 
 
 def check_clicks(y, *, name="y"):
-    """Click labels: finite, non-negative counts (0/1 clicks or click counts)."""
+    """Click labels: finite, non-negative (0/1 clicks, counts or click-through rates)."""
     y = np.asarray(y, dtype=np.float64)
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} holds NaN or infinite clicks: clicks are counts or rates >= 0.")
     if y.size and y.min() < 0:
         raise ValueError(f"{name} holds negative clicks (min {y.min():g}): clicks are counts >= 0.")
     return y
@@ -421,6 +423,7 @@ def start_click_training(ranker, objective, train, sets):
             f"DataFrame with a '{ranker.position_col}' column (position_col)."
         )
     labels = ClickLabels(ranker, objective, train)
+    objective._check_labels(labels.labels)  # the objective's own label rules, on what it will see
     train = train._replace(y=labels.labels, weight=labels.weight)
     out = []
     for name, data in sets:

@@ -58,7 +58,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, validate_dat
 
 from ._backends import get_backend
 from ._categorical import apply_categories, fit_categories
-from ._clicks import debiased_score_labels, split_position, sorted_positions, start_click_training
+from ._clicks import check_clicks, debiased_score_labels, split_position, sorted_positions, start_click_training
 from .callback import CallbackList
 from ._groups import _is_dataframe, make_groups, missing_qid_error, qid_from_sizes, split_qid
 from ._metrics._api import evaluate_sorted
@@ -341,7 +341,9 @@ class BaseRanker(BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "
                 "pass the relevance labels."
             )
-        y = objective._check_labels(self._check_y(y, X.shape[0], where))
+        y = self._check_y(y, X.shape[0], where)
+        # Clicks are checked as clicks; the objective checks the debiased labels (rankkit._clicks).
+        y = objective._check_labels(y) if position is None else check_clicks(y, name="y")
         w = check_sample_weight(sample_weight, X.shape[0])
         if w is not None and not w.any():
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
@@ -812,7 +814,8 @@ class BaseRanker(BaseEstimator):
         check_is_fitted(self, "backend_")
         data = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight, position=position)
         if data.position is not None:
-            data = data._replace(y=debiased_score_labels(self, self.objective_, data.y, data.position))
+            data = data._replace(y=self.objective_._check_labels(
+                debiased_score_labels(self, self.objective_, data.y, data.position)))
         metrics, settings = self._eval_metrics(self.objective_)
         with limit_threads(self.n_jobs):
             return _mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,

@@ -181,13 +181,13 @@ def _assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, w
                 f"{len(values)} entries of {name}. Pass {name} with the same partitions (chunks) as {where}."
             )
     labels = BaseRanker._check_y(np.asarray(y).ravel(), n, where)
-    labels = objective._check_labels(labels) if n else labels.astype(np.float64)
-    frame = pd.DataFrame(x.astype(dtype, copy=False), columns=[f"f{j}" for j in range(n_features)])
-    if clicks is not None:
+    if clicks is not None:  # the objective checks the debiased labels, not the clicks
         if pos is None:
             raise ValueError(f"position_bias is set but {where} came without positions: pass position= "
                              "(partitioned like X) or a DataFrame with the position column.")
         labels, pos = debias_partition(labels, np.asarray(pos).ravel(), clicks, n)
+    labels = objective._check_labels(labels) if n else labels.astype(np.float64)
+    frame = pd.DataFrame(x.astype(dtype, copy=False), columns=[f"f{j}" for j in range(n_features)])
     frame[_Y] = labels
     if pos is not None:
         frame[_POS] = pos
