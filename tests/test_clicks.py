@@ -312,3 +312,16 @@ def test_estimated_propensities_fall_with_the_rank(estimator):
     theta = r.position_bias_
     assert theta[0] == 1.0 and theta.shape == (8,)
     assert theta[-1] < 0.7 * theta[0]
+
+
+def test_eval_set_with_positions_is_scored_on_debiased_labels():
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=600)
+    df = pd.DataFrame(Xc, columns=[f"f{i}" for i in range(Xc.shape[1])]).assign(qid=sid, position=position)
+    train, valid = df[df.qid < 400], df[df.qid >= 400]
+    y_train, y_valid = clicks[df.qid < 400], clicks[df.qid >= 400]
+    ranker = LambdaMARTRanker(n_estimators=5, n_jobs=1, random_state=0, position_bias="known",
+                              propensities=lambda k: 1.0 / k, eval_metric="dcg@10")
+    ranker.fit(train, y_train, eval_set=[(valid, y_valid)])
+    recorded = ranker.evals_result_["validation_0"]["dcg@10"][-1]
+    assert recorded == pytest.approx(ranker.score(valid, y_valid))  # the column: debiased
+    assert recorded != pytest.approx(ranker.score(valid.drop(columns="position"), y_valid))
