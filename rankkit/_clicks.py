@@ -315,6 +315,7 @@ class ClickLabels:
         self.sample_weight = train.weight
         self.weight = train.weight
         self.t_minus = None
+        self.owner = None  # the ranker whose position_bias_ follows the estimate
         if mode == "known":
             self.estimator = None
             self.theta = propensity_table(ranker.propensities, int(self.position.max()))
@@ -341,6 +342,8 @@ class ClickLabels:
         if self.estimator is None:
             return
         self.theta, self.t_minus = self.estimator.update(raw)
+        if self.owner is not None:
+            self.owner.position_bias_ = self.theta
         ipw_labels(self.clicks, self.theta[self.position - 1], self.gain, out=self.labels)
         if self.t_minus is not None:
             unclicked = np.where(self.clicks > 0, 1.0, 1.0 / self.t_minus[self.position - 1])
@@ -407,16 +410,18 @@ def sorted_positions(position, groups, n_rows, *, name="position"):
 
 
 def start_click_training(ranker, objective, train, sets):
-    """``(train, sets, labels)`` with the clicks replaced by debiased labels.
+    """``(train, sets, debias)`` with the clicks replaced by debiased labels.
 
-    ``labels`` (:class:`ClickLabels`) owns the training labels and those of
-    the eval sets that came with positions; None when debiasing is off (then
-    ``train`` and ``sets`` are returned untouched, so training is exactly as
-    without this module)."""
+    ``debias(grad_fn)`` returns the gradient function that refreshes the
+    labels (:meth:`ClickLabels.wrap`) and keeps ``ranker.position_bias_`` up
+    to date. Without ``position_bias``, ``train`` and ``sets`` come back
+    untouched and ``debias`` is the identity, so training is exactly as
+    without this module."""
     mode = ranker.position_bias
     check_position_bias_params(mode, ranker.propensities)
+    ranker.position_bias_ = None
     if mode is None:
-        return train, sets, None
+        return train, sets, _identity
     if train.position is None:
         raise ValueError(
             f"position_bias={mode!r} needs the rank each row was shown at: pass fit(..., position=...) or a "
@@ -424,13 +429,19 @@ def start_click_training(ranker, objective, train, sets):
         )
     labels = ClickLabels(ranker, objective, train)
     objective._check_labels(labels.labels)  # the objective's own label rules, on what it will see
+    labels.owner = ranker
+    ranker.position_bias_ = labels.theta
     train = train._replace(y=labels.labels, weight=labels.weight)
     out = []
     for name, data in sets:
         if data is not None and data.position is not None:
             data = data._replace(y=labels.add_eval(check_clicks(data.y, name=name), data.position))
         out.append((name, data))
-    return train, out, labels
+    return train, out, labels.wrap
+
+
+def _identity(grad_fn):
+    return grad_fn
 
 
 def theta_at(theta, position, propensities=None):

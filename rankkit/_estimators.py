@@ -599,32 +599,23 @@ class BaseRanker(BaseEstimator):
             XGBoost 3. Given here, it overrides the ranker's value (with a
             ``FutureWarning``).
         position : array-like of int, shape (n_samples,), optional
-            Click data: the 1-based rank at which each row was shown (or the
-            ``position_col`` column of a DataFrame), with clicks or click
-            counts as ``y``; needs ``position_bias``. A query group is one
-            impression list, so a position appears at most once per group.
-            A DataFrame eval set with the position column is scored on the
-            debiased labels too.
+            Click data (``y``: clicks) with ``position_bias`` set: the 1-based
+            rank each row was shown at, once per query group (user guide, "Learning from clicks").
 
         Returns
         -------
         self
         """
         objective = self._objective_for_fit()
-        training = (X, y, qid, group)
-        qid = self._qid_from_group(X, qid, group)
-        train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
-        sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training)
-        train, sets, clicks = start_click_training(self, objective, train, sets)
+        train, sets, debias = self._training_data(objective, (X, y, qid, group), sample_weight, position,
+                                                  (eval_set, eval_qid, eval_group))
         monitor = _EvalMonitor(self, train, sets, *self._eval_metrics(objective),
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
         seed_base = seed_from(self.random_state)
         noise_scale = self._langevin_noise_scale(objective, train, seed_base)
         backend = self._make_backend(seed_base, self._engine_name())
-        grad_fn = self._gradient_function(objective, train, seed_base, noise_scale)
-        if clicks is not None:
-            grad_fn = clicks.wrap(grad_fn)
+        grad_fn = debias(self._gradient_function(objective, train, seed_base, noise_scale))
         monitor.before_training(self)
         backend.fit(
             train.X,
@@ -635,10 +626,20 @@ class BaseRanker(BaseEstimator):
             feature_names=getattr(self, "feature_names_in_", None),
             categorical_features=sorted(self.categories_),
         )
-        self.position_bias_ = None if clicks is None else clicks.theta
         self._finish(backend, objective, monitor, train, grad_fn)
         monitor.after_training(self)
         return self
+
+    def _training_data(self, objective, training, sample_weight, position, evals):
+        """``(train, sets, debias)``: the training rows, the eval sets, and
+        the wrapper of the gradient function that debiases click labels
+        (:func:`rankkit._clicks.start_click_training`; the identity without
+        ``position_bias``)."""
+        X, y, qid, group = training
+        qid = self._qid_from_group(X, qid, group)
+        train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
+        sets = self._eval_sets(*evals, objective, training)
+        return start_click_training(self, objective, train, sets)
 
     def _early_stopping_rounds(self, fit_value):
         """The constructor's ``early_stopping_rounds``, or the deprecated ``fit`` argument."""
