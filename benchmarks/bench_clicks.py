@@ -206,37 +206,68 @@ def main():
     parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=list(OBJECTIVES))
     parser.add_argument("--estimators", nargs="*", default=["em:lambdamart", "pairwise:lambdamart"],
                         help="estimator:objective pairs trained with position_bias='estimate'")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0],
+                        help="each seed draws its own logging queries, click log and models")
+    parser.add_argument("--tag", default="", help="suffix of the result files")
     args = parser.parse_args()
     estimators = [tuple(e.split(":")) for e in args.estimators]
-    rows, raw = [], []
+    pooled, raw = {}, []  # (dataset, eta, sessions, learner) -> per-query values over seeds
     for dataset in args.datasets:
         data = load(dataset)
-        logger, n_logging = logging_scores(*data[:3], seed=args.seed)
-        ceiling = ceilings(data, args.seed)
-        ceiling_text = ", ".join(f"{k.split()[1]} {np.nanmean(v):.4f}" for k, v in ceiling.items())
-        print(f"{dataset}: logging ranker on {n_logging} queries; ceilings {ceiling_text}", flush=True)
-        for eta in args.etas:
-            for n_sessions in args.sessions:
-                result = run_setting(data, logger, eta, n_sessions, args.seed, args.objectives, estimators)
-                naive = result["naive"]["per_query"]
-                for name, entry in result.items():
-                    mean = float(np.nanmean(entry["per_query"]))
-                    p = "" if name == "naive" else f"{paired_p(entry['per_query'], naive):.3g}"
-                    err = entry.get("propensity_error")
-                    rows.append([dataset, eta, n_sessions, name, f"{mean:.4f}", p,
-                                 "" if err is None else f"{err:.3f}", f"{entry['seconds']:.1f}"])
-                    raw.append({"dataset": dataset, "eta": eta, "sessions": n_sessions, "learner": name,
-                                "ndcg@10": mean, "p_vs_naive": p, "propensity_error": err,
-                                "seconds": entry["seconds"]})
-                    print(" | ".join(str(c) for c in rows[-1]), flush=True)
-        for name, values in ceiling.items():
-            rows.append([dataset, "", "", name, f"{np.nanmean(values):.4f}", "", "", ""])
-    table = markdown_table(["dataset", "eta", "sessions", "learner", "NDCG@10", "p vs naive", "propensity err",
-                            "seconds"], rows)
-    print(table)
-    save_result("clicks.md", table)
-    save_result("clicks.json", json.dumps(raw, indent=1))
+        for seed in args.seeds:
+            logger, n_logging = logging_scores(*data[:3], seed=seed)
+            for name, values in ceilings(data, seed).items():
+                pooled.setdefault((dataset, "", "", name), []).append({"per_query": values})
+            print(f"{dataset} seed {seed}: logging ranker on {n_logging} queries", flush=True)
+            for eta in args.etas:
+                for n_sessions in args.sessions:
+                    result = run_setting(data, logger, eta, n_sessions, seed, args.objectives, estimators)
+                    for name, entry in result.items():
+                        pooled.setdefault((dataset, eta, n_sessions, name), []).append(entry)
+                        raw.append({"dataset": dataset, "seed": seed, "eta": eta, "sessions": n_sessions,
+                                    "learner": name, "ndcg@10": float(np.nanmean(entry["per_query"])),
+                                    "propensity_error": entry.get("propensity_error"),
+                                    "seconds": entry["seconds"]})
+                        print(" | ".join(str(raw[-1][k]) for k in ("dataset", "seed", "eta", "sessions", "learner",
+                                                                  "ndcg@10", "propensity_error")), flush=True)
+    text = summary_tables(pooled, len(args.seeds))
+    print(text)
+    save_result(f"clicks{args.tag}.md", text)
+    save_result(f"clicks{args.tag}.json", json.dumps(raw, indent=1))
+
+
+def summary_tables(pooled, n_seeds):
+    """A wide NDCG@10 table (means over seeds; ``*`` marks p < 0.05 against
+    ``naive``, Wilcoxon over every (seed, query) pair) and the propensity errors."""
+    settings = sorted({k[:3] for k in pooled if k[1] != ""}, key=lambda k: (k[0], k[1], k[2]))
+    learners = [k[3] for k in pooled if k[:3] == settings[0]] if settings else []
+    rows, errors = [], []
+    for setting in settings:
+        naive = np.concatenate([e["per_query"] for e in pooled[(*setting, "naive")]])
+        cells = []
+        for name in learners:
+            entries = pooled[(*setting, name)]
+            values = np.concatenate([e["per_query"] for e in entries])
+            mean = np.mean([np.nanmean(e["per_query"]) for e in entries])
+            star = "*" if name != "naive" and paired_p(values, naive) < 0.05 and np.nanmean(values) > np.nanmean(naive) \
+                else ""
+            cells.append(f"{mean:.4f}{star}")
+        rows.append([*setting, *cells])
+        errs = [(name, np.mean([e["propensity_error"] for e in pooled[(*setting, name)]]))
+                for name in learners if "propensity_error" in pooled[(*setting, name)][0]]
+        if errs:
+            errors.append([*setting, *(f"{v:.3f}" for _, v in errs)])
+            error_names = [n for n, _ in errs]
+    ceiling_rows = [[k[0], k[3], f"{np.mean([np.nanmean(e['per_query']) for e in v]):.4f}"]
+                    for k, v in pooled.items() if k[1] == ""]
+    text = f"NDCG@10 on the test queries' true labels, mean over {n_seeds} seed(s)\n\n"
+    text += markdown_table(["dataset", "eta", "sessions", *learners], rows)
+    text += "\n\nTrained on the true labels (the ceiling)\n\n" + markdown_table(["dataset", "learner", "NDCG@10"],
+                                                                               ceiling_rows)
+    if errors:
+        text += ("\n\nMax relative error of the estimated propensities over positions 1-10\n\n"
+                 + markdown_table(["dataset", "eta", "sessions", *error_names], errors))
+    return text
 
 
 if __name__ == "__main__":
