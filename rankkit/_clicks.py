@@ -28,23 +28,19 @@ Unbiased LambdaMART (Hu et al. 2019) for a clicked/unclicked pair.
 Propensities are relative: only ratios matter, and rankkit normalises them
 to ``theta_1 = 1`` (as XGBoost's ``lambdarank_bias_norm`` and Hu et al.).
 
-``position_bias="estimate"`` learns them during training with regression EM
-(Wang et al. 2018, :class:`RegressionEM`): the ranker's own scores, calibrated
-by a logistic map, are the relevance model; the E-step splits each non-click
-between "not examined" and "not relevant", the M-step re-estimates
-``theta``, and the debiased labels are rewritten before every iteration.
+``position_bias="estimate"`` learns them during training, rewriting the
+debiased labels before every iteration: regression EM (Wang et al. 2018,
+:class:`RegressionEM`, the default), whose relevance model is the ranker's
+own score through a logistic map with per-query offsets, or the ``t+``/``t-``
+of Unbiased LambdaMART (:class:`PairwiseEstimator`), computed from the
+pairwise logistic loss whatever the objective.
 """
 
 from __future__ import annotations
 
 import math
-from numbers import Integral
 
 import numpy as np
-
-#: Values of the rankers' ``position_bias`` parameter besides None.
-POSITION_BIAS_MODES = ("known", "estimate")
-
 
 # ---------------------------------------------------------------------------
 # Validation
@@ -376,10 +372,6 @@ def position_without_debiasing_error():
         'if they were relevance labels. Set position_bias="known" (with propensities=) or "estimate" '
         "to train without position bias, or drop position= to train on the labels as they are."
     )
-
-
-def is_int(value):
-    return isinstance(value, Integral) and not isinstance(value, bool)
 
 
 # ---------------------------------------------------------------------------
