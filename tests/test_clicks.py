@@ -325,3 +325,39 @@ def test_eval_set_with_positions_is_scored_on_debiased_labels():
     recorded = ranker.evals_result_["validation_0"]["dcg@10"][-1]
     assert recorded == pytest.approx(ranker.score(valid, y_valid))  # the column: debiased
     assert recorded != pytest.approx(ranker.score(valid.drop(columns="position"), y_valid))
+
+
+def test_click_models_save_and_load(tmp_path):
+    import rankkit
+
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=200)
+    for params in (dict(position_bias="known", propensities=pbm_propensities(8, 1.0)),
+                   dict(position_bias="estimate")):
+        ranker = QueryRMSERanker(n_estimators=4, n_jobs=1, **params).fit(Xc, clicks, qid=sid, position=position)
+        ranker.save_model(tmp_path / "m.rankkit")
+        loaded = rankkit.load_model(tmp_path / "m.rankkit")
+        assert np.array_equal(loaded.predict(Xc), ranker.predict(Xc))
+        assert np.array_equal(loaded.position_bias_, ranker.position_bias_)
+        assert loaded.score(Xc, clicks, qid=sid, position=position) == ranker.score(Xc, clicks, qid=sid,
+                                                                                    position=position)
+    callable_propensities = QueryRMSERanker(n_estimators=2, position_bias="known", propensities=lambda k: 1.0 / k)
+    callable_propensities.fit(Xc, clicks, qid=sid, position=position)
+    with pytest.raises(TypeError, match="propensities"):
+        callable_propensities.save_model(tmp_path / "c.rankkit")
+
+
+def test_pairwise_estimate_does_not_depend_on_the_thread_count():
+    import numba
+
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=400)
+    models = []
+    for threads in (1, 2):
+        previous = numba.get_num_threads()
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            models.append(LambdaMARTRanker(n_estimators=5, n_jobs=threads, random_state=0, position_bias="estimate",
+                                           propensity_estimator="pairwise").fit(Xc, clicks, qid=sid, position=position))
+        finally:
+            numba.set_num_threads(previous)
+    assert np.array_equal(models[0].position_bias_, models[1].position_bias_)
+    assert np.array_equal(models[0].predict(Xc), models[1].predict(Xc))
