@@ -18,12 +18,14 @@ def _softplus(x):
 
 
 @njit(cache=True, parallel=True)
-def pair_click_losses(clicks, raw, position, group_ptr, t_plus, t_minus, loss_plus, loss_minus):
+def pair_click_losses(clicks, raw, position, group_ptr, t_plus, t_minus, loss_plus, loss_minus, discount):
     """Per-row sums of the pairwise losses of Unbiased LambdaMART (Hu et al. 2019, eqs. 30-31).
 
     For every pair of one query group with ``c_i > c_j`` (``i`` clicked more
-    than ``j``), the cost ``C_ij = (c_i - c_j) log(1 + exp(-(z_i - z_j)))``
-    (the pairwise logistic loss, whatever the objective) adds
+    than ``j``), the cost ``C_ij = (c_i - c_j) |d_i - d_j| log(1 + exp(-(z_i - z_j)))``
+    (LambdaMART's loss with linear gain on the clicks, whatever the
+    objective: ``d`` are the DCG discounts of the rows' ranks by the current
+    scores, :func:`model_rank_discounts`) adds
     ``C_ij / t-[k_j]`` to ``loss_plus[i]`` and ``C_ij / t+[k_i]`` to
     ``loss_minus[j]``, ``k`` the 1-based positions. Outputs are overwritten;
     each query writes only its own rows, in a fixed order, so the sums do
@@ -44,9 +46,21 @@ def pair_click_losses(clicks, raw, position, group_ptr, t_plus, t_minus, loss_pl
                 cj = clicks[j]
                 if cj >= ci:
                     continue
-                cost = (ci - cj) * _softplus(raw[j] - raw[i])
+                cost = (ci - cj) * abs(discount[i] - discount[j]) * _softplus(raw[j] - raw[i])
                 loss_plus[i] += cost / t_minus[position[j] - 1]
                 loss_minus[j] += cost / tp
+
+
+def model_rank_discounts(raw, group_ptr):
+    """``1 / log2(1 + r)`` of every row's rank ``r`` (1-based, ties in row
+    order) in its query by the current scores: the DCG discount of the
+    model's ranking, which weighs a pair's cost by how much swapping it
+    changes DCG, as LambdaMART's loss does in Unbiased LambdaMART."""
+    query = np.repeat(np.arange(group_ptr.shape[0] - 1), np.diff(group_ptr))
+    order = np.lexsort((np.arange(raw.shape[0]), -raw, query))
+    rank = np.empty(raw.shape[0], dtype=np.int64)
+    rank[order] = np.arange(raw.shape[0]) - group_ptr[query[order]]
+    return 1.0 / np.log2(2.0 + rank)
 
 
 def pairwise_propensities(clicks, raw, position, group_ptr, t_plus, t_minus, norm, work):
@@ -54,7 +68,8 @@ def pairwise_propensities(clicks, raw, position, group_ptr, t_plus, t_minus, nor
     ``L`` the per-position sums of :func:`pair_click_losses` (XGBoost's
     ``lambdarank_bias_norm`` is ``norm``). A position whose sum is 0 (no
     pair) keeps its previous value. ``work`` is (2, n) float64 scratch."""
-    pair_click_losses(clicks, raw, position, group_ptr, t_plus, t_minus, work[0], work[1])
+    discount = model_rank_discounts(raw, group_ptr)
+    pair_click_losses(clicks, raw, position, group_ptr, t_plus, t_minus, work[0], work[1], discount)
     n_positions = t_plus.shape[0]
     out = []
     for sums, previous in ((work[0], t_plus), (work[1], t_minus)):

@@ -33,7 +33,7 @@ debiased labels before every iteration: regression EM (Wang et al. 2018,
 :class:`RegressionEM`, the default), whose relevance model is the ranker's
 own score through a logistic map with per-query offsets, or the ``t+``/``t-``
 of Unbiased LambdaMART (:class:`PairwiseEstimator`), computed from the
-pairwise logistic loss whatever the objective.
+LambdaMART loss on the clicks whatever the objective.
 """
 
 from __future__ import annotations
@@ -263,8 +263,9 @@ def _logistic_fit(z, target, weight, a, b, shift=0.0, n_newton=3):
 class PairwiseEstimator:
     """Propensities of clicked and unclicked positions, ``t+`` and ``t-``, as in
     Unbiased LambdaMART (Hu et al. 2019; XGBoost's ``lambdarank_unbiased``),
-    for any objective: the pair costs are the pairwise logistic loss at the
-    current scores (:func:`rankkit._click_kernels.pair_click_losses`),
+    for any objective: the pair costs are LambdaMART's loss on the clicks at
+    the current scores, each pair's logistic loss weighted by the DCG change
+    of swapping it (:func:`rankkit._click_kernels.pair_click_losses`),
     ``t[k] = (L[k] / L[1]) ** (1 / (1 + norm))`` each iteration. ``t+``
     debiases the clicked documents' labels, ``1 / t-`` weighs the unclicked
     documents' gradients."""

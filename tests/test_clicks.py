@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from rankkit import LambdaMARTRanker, QueryRMSERanker, Ranker, StochasticRankRanker, XENDCGRanker, YetiRanker
-from rankkit._click_kernels import pair_click_losses
+from rankkit._click_kernels import model_rank_discounts, pair_click_losses
 from rankkit._clicks import RegressionEM, ipw_labels
 from rankkit.datasets import make_ranking, pbm_propensities, simulate_clicks
 from rankkit.metrics import ndcg_score
@@ -282,9 +282,10 @@ def test_pair_click_losses_matches_reference():
     position = np.concatenate([rng.permutation(s) + 1 for s in sizes]).astype(np.int64)
     t_plus, t_minus = rng.uniform(0.2, 1, 6), rng.uniform(0.2, 1, 6)
     plus, minus = np.empty(ptr[-1]), np.empty(ptr[-1])
-    pair_click_losses(clicks, raw, position, ptr, t_plus, t_minus, plus, minus)
+    pair_click_losses(clicks, raw, position, ptr, t_plus, t_minus, plus, minus, model_rank_discounts(raw, ptr))
     want_plus, want_minus = ref.pair_click_losses(clicks, raw, position, ptr, t_plus, t_minus)
     assert np.allclose(plus, want_plus, rtol=1e-12) and np.allclose(minus, want_minus, rtol=1e-12)
+    assert np.allclose(model_rank_discounts(raw, ptr), ref.model_rank_discounts(raw, ptr), rtol=1e-15)
 
 
 def test_regression_em_recovers_propensities():
