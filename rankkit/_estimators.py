@@ -58,6 +58,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, validate_dat
 
 from ._backends import BACKENDS, get_backend
 from ._categorical import apply_categories, fit_categories
+from ._clicks import check_clicks, debiased_score_labels, split_position, sorted_positions, start_click_training
 from .callback import CallbackList
 from ._groups import _is_dataframe, make_groups, missing_qid_error, qid_from_sizes, split_qid
 from ._metrics._api import evaluate_sorted
@@ -102,6 +103,8 @@ class _QueryData(NamedTuple):
     weight: np.ndarray | None
     #: Keys of the queries' random draws (the hashes of their ids' values).
     query_keys: np.ndarray | None = None
+    #: 1-based ranks the rows were shown at (click data), or None.
+    position: np.ndarray | None = None
 
 
 class _EvalMonitor:
@@ -290,8 +293,9 @@ class BaseRanker(BaseEstimator):
 
     # Metadata routing: fit and score ask for query ids by default, so meta-
     # estimators (GridSearchCV, cross_validate) route ``qid`` with no set-up.
-    __metadata_request__fit = {"qid": True}
-    __metadata_request__score = {"qid": True}
+    # Positions of click data travel the same way.
+    __metadata_request__fit = {"qid": True, "position": True}
+    __metadata_request__score = {"qid": True, "position": True}
 
     # -- to implement ---------------------------------------------------------
     def _make_objective(self):
@@ -331,7 +335,8 @@ class BaseRanker(BaseEstimator):
             ensure_all_finite="allow-nan",
         )
 
-    def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid"):
+    def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid",
+                 position=None):
         """Validated rows sorted by query: the one place that resolves query ids
         (``qid=`` or the ``qid_col`` column) for ``fit``, its eval sets and ``score``.
 
@@ -340,13 +345,16 @@ class BaseRanker(BaseEstimator):
         """
         X_in = X
         X, qid = split_qid(X, qid, self.qid_col)
+        X, position = split_position(X, position, self.position_bias, self.position_col)
         X = self._validate_X(X, reset=reset, where=where)
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "
                 "pass the relevance labels."
             )
-        y = objective._check_labels(self._check_y(y, X.shape[0], where))
+        y = self._check_y(y, X.shape[0], where)
+        # Clicks are checked as clicks; the objective checks the debiased labels (rankkit._clicks).
+        y = objective._check_labels(y) if position is None else check_clicks(y, name="y")
         w = check_sample_weight(sample_weight, X.shape[0])
         if w is not None and not w.any():
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
@@ -357,6 +365,7 @@ class BaseRanker(BaseEstimator):
             groups.sort(X), np.ascontiguousarray(groups.sort(y)), groups.group_ptr,
             None if w is None else np.ascontiguousarray(groups.sort(w)),
             groups.query_keys if reset else None,  # only training draws random numbers
+            None if position is None else sorted_positions(position, groups, X.shape[0]),
         )
 
     @staticmethod
@@ -567,7 +576,7 @@ class BaseRanker(BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
-            eval_group=None, verbose=False, early_stopping_rounds=None):
+            eval_group=None, verbose=False, early_stopping_rounds=None, position=None):
         """Fit the ranker.
 
         Parameters
@@ -615,23 +624,24 @@ class BaseRanker(BaseEstimator):
             Deprecated: set ``early_stopping_rounds`` on the ranker, as in
             XGBoost 3. Given here, it overrides the ranker's value (with a
             ``FutureWarning``).
+        position : array-like of int, shape (n_samples,), optional
+            Click data (``y``: clicks) with ``position_bias`` set: the 1-based
+            rank each row was shown at, once per query group (user guide, "Learning from clicks").
 
         Returns
         -------
         self
         """
         objective = self._objective_for_fit()
-        training = (X, y, qid, group)
-        qid = self._qid_from_group(X, qid, group)
-        train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight)
-        sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training)
+        train, sets, debias = self._training_data(objective, (X, y, qid, group), sample_weight, position,
+                                                  (eval_set, eval_qid, eval_group))
         monitor = _EvalMonitor(self, train, sets, *self._eval_metrics(objective),
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
         seed_base = seed_from(self.random_state)
         noise_scale = self._langevin_noise_scale(objective, train, seed_base)
         backend = self._make_backend(seed_base, self._engine_name())
-        grad_fn = self._gradient_function(objective, train, seed_base, noise_scale)
+        grad_fn = debias(self._gradient_function(objective, train, seed_base, noise_scale))
         monitor.before_training(self)
         backend.fit(
             train.X,
@@ -645,6 +655,17 @@ class BaseRanker(BaseEstimator):
         self._finish(backend, objective, monitor, train, grad_fn)
         monitor.after_training(self)
         return self
+
+    def _training_data(self, objective, training, sample_weight, position, evals):
+        """``(train, sets, debias)``: the training rows, the eval sets, and
+        the wrapper of the gradient function that debiases click labels
+        (:func:`rankkit._clicks.start_click_training`; the identity without
+        ``position_bias``)."""
+        X, y, qid, group = training
+        qid = self._qid_from_group(X, qid, group)
+        train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
+        sets = self._eval_sets(*evals, objective, training)
+        return start_click_training(self, objective, train, sets)
 
     def _early_stopping_rounds(self, fit_value):
         """The constructor's ``early_stopping_rounds``, or the deprecated ``fit`` argument."""
@@ -729,7 +750,8 @@ class BaseRanker(BaseEstimator):
     def predict(self, X, iteration_range=None):
         """Raw ranking scores (higher ranks first), in the caller's row order.
 
-        A DataFrame's query column (``qid_col``), if present, is dropped.
+        A DataFrame's query column (``qid_col``), if present, is dropped, and
+        so is its ``position_col`` column when ``position_bias`` is set.
 
         Parameters
         ----------
@@ -754,6 +776,7 @@ class BaseRanker(BaseEstimator):
         """
         check_is_fitted(self, "backend_")
         X, _ = split_qid(X, None, self.qid_col)
+        X, _ = split_position(X, None, self.position_bias, self.position_col)
         X = self._validate_X(X, reset=False)
         if iteration_range is None:
             return self.backend_.predict(X)
@@ -783,7 +806,7 @@ class BaseRanker(BaseEstimator):
             )
         return int(start), int(end)
 
-    def score(self, X, y, *, qid=None, sample_weight=None):
+    def score(self, X, y, *, qid=None, sample_weight=None, position=None):
         """Mean per-query ranking metric of the predictions.
 
         The metric is the first ``eval_metric``, by default ``ndcg@10`` for
@@ -805,13 +828,22 @@ class BaseRanker(BaseEstimator):
             ``sum_q w_q m_q / sum_q w_q``; a constant weight within each
             query is that query's weight. Not requested through metadata
             routing by default (``set_score_request(sample_weight=True)``).
+        position : array-like of int, optional
+            With click labels (and ``position_bias`` set): the rank each row
+            was shown at; the metric is then computed on the debiased labels
+            (IPW gains at ``position_bias_``), an unbiased estimate for
+            metrics linear in the gains (DCG). Without it, ``y`` are graded
+            labels and the metric is the usual one.
 
         Returns
         -------
         float
         """
         check_is_fitted(self, "backend_")
-        data = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight)
+        data = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight, position=position)
+        if data.position is not None:
+            data = data._replace(y=self.objective_._check_labels(
+                debiased_score_labels(self, self.objective_, data.y, data.position)))
         metrics, settings = self._eval_metrics(self.objective_)
         with limit_threads(self.n_jobs):
             return _mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
@@ -886,7 +918,8 @@ class Ranker(BaseRanker):
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
-                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())
 
     def get_params(self, deep=True):
@@ -978,7 +1011,8 @@ class StochasticRankRanker(_NamedRanker):
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
-                 early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -998,7 +1032,8 @@ class YetiRanker(_NamedRanker):
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
-                 early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -1017,7 +1052,8 @@ class LambdaMARTRanker(_NamedRanker):
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
-                 early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -1033,7 +1069,8 @@ class XENDCGRanker(_NamedRanker):
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
-                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())
 
 
@@ -1051,5 +1088,6 @@ class QueryRMSERanker(_NamedRanker):
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=None, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
-                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid"):
+                 eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
+                 propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         _store_arguments(self, locals())

@@ -105,6 +105,31 @@ BOOSTING_PARAMS = {
         "Engine-independent training callbacks (:mod:`rankkit.callback`): "
         "``TrainingCallback`` objects or functions ``callback(env)``."),
     "qid_col": Param("qid", [str, None], "str or None", "DataFrame column holding the query ids."),
+    "position_bias": Param(
+        None, [StrOptions({"known", "estimate"}), None], '{None, "known", "estimate"}',
+        "Learning from clicks (user guide, \"Learning from clicks\"): the labels are clicks and "
+        "``fit(..., position=...)`` gives the 1-based rank each row was shown at. ``\"known\"``: inverse "
+        "propensity weighting with ``propensities``; ``\"estimate\"``: propensities learned during "
+        "training by regression EM (``position_bias_``). None: labels are relevance grades, positions "
+        "unused."),
+    "propensities": Param(
+        None, ["array-like", callable, None], "array-like, callable or None",
+        "Examination probability in (0, 1] of every position (``propensities[k - 1]`` for rank ``k``) "
+        "or a callable mapping an array of ranks to them, for ``position_bias=\"known\"``."),
+    "propensity_estimator": Param(
+        "em", [StrOptions({"em", "pairwise"})], '{"em", "pairwise"}',
+        "How ``position_bias=\"estimate\"`` learns the propensities, updated every iteration from the "
+        "current scores: ``\"em\"``, regression EM (Wang et al. 2018), the default because it measured "
+        "closer to the true propensities (``benchmarks/README.md``); ``\"pairwise\"``, the ``t+``/``t-`` "
+        "of Unbiased LambdaMART (Hu et al. 2019), here for every objective."),
+    "position_bias_norm": Param(
+        1.0, [Interval(Real, 0, None, closed="left")], "float",
+        "``p`` of the pairwise estimator's update ``t[k] = (L[k] / L[1]) ** (1 / (1 + p))`` "
+        "(XGBoost's ``lambdarank_bias_norm``)."),
+    "position_col": Param(
+        "position", [str, None], "str or None",
+        "DataFrame column holding the positions, used (and dropped from the features) only when "
+        "``position_bias`` is set."),
 }
 
 #: ``_parameter_constraints`` of the boosting parameters.

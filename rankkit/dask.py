@@ -101,6 +101,7 @@ from xgboost.callback import TrainingCallback
 
 from . import _estimators
 from ._estimators import BaseRanker, _EvalMonitor, _metric_sum_count, _QueryData, _store_arguments
+from ._clicks import check_unique_positions, dask_click_settings, debias_partition, propensity_table
 from ._groups import factorize_qid, missing_qid_error
 from ._random import query_keys, seed_from
 from ._sglb import shrink_factor, shrink_schedule
@@ -121,6 +122,7 @@ __all__ = [
 _Y, _W, _QID, _KEY = "_rankkit_y", "_rankkit_w", "_rankkit_qid", "_rankkit_key"
 _SOURCE, _ROW = "_rankkit_source", "_rankkit_row"  # input partition and row: the caller's order
 _PART, _LOCAL = "_rankkit_part", "_rankkit_local"  # a query's place, sent in the label bounds
+_POS = "_rankkit_position"  # click data: the rank a row was shown at
 #: float32 holds every integer below 2^24 exactly: the limit of both parts of a query's place.
 _PLACE_LIMIT = 2**24
 
@@ -164,24 +166,33 @@ def _check_aligned(X, other, name, where):
         raise ValueError(f"{name} has row chunks {other.chunks[0]} but {where} has {X.chunks[0]}: {hint}")
 
 
-def _assemble(x, y, qid, w, source, *, n_features, dtype, objective, where, qid_name):
+def _assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, where, qid_name, clicks=None):
     """One input partition as a pandas frame: features ``f0..``, label,
-    weight, query id, its key, and the row's place in the caller's order."""
+    weight, query id, its key, and the row's place in the caller's order;
+    with ``clicks`` (:func:`rankkit._clicks.dask_click_settings`), the
+    labels debiased at the positions ``pos``, kept beside them."""
     x = check_array(x, dtype=(np.float64, np.float32), ensure_all_finite="allow-nan", ensure_min_samples=0,
                     input_name=where)
     n = x.shape[0]
     if x.shape[1] != n_features:
         raise ValueError(f"{where} has {x.shape[1]} features in partition {source}, expected {n_features}.")
-    for name, values in (("y", y), (qid_name, qid), ("sample_weight", w)):
+    for name, values in (("y", y), (qid_name, qid), ("sample_weight", w), ("position", pos)):
         if values is not None and len(values) != n:
             raise ValueError(
                 f"{name} is not partitioned like {where}: partition {source} of {where} has {n} rows but "
                 f"{len(values)} entries of {name}. Pass {name} with the same partitions (chunks) as {where}."
             )
     labels = BaseRanker._check_y(np.asarray(y).ravel(), n, where)
+    if clicks is not None:  # the objective checks the debiased labels, not the clicks
+        if pos is None:
+            raise ValueError(f"position_bias is set but {where} came without positions: pass position= "
+                             "(partitioned like X) or a DataFrame with the position column.")
+        labels, pos = debias_partition(labels, np.asarray(pos).ravel(), clicks, n)
     labels = objective._check_labels(labels) if n else labels.astype(np.float64)
     frame = pd.DataFrame(x.astype(dtype, copy=False), columns=[f"f{j}" for j in range(n_features)])
     frame[_Y] = labels
+    if pos is not None:
+        frame[_POS] = pos
     if w is not None:
         frame[_W] = check_sample_weight(np.asarray(w).ravel(), n)
     if n:
@@ -200,9 +211,9 @@ def _assemble_frames(x, *columns, present, partition_info=None, **settings):
     """:func:`_assemble` for ``dask.dataframe.map_partitions`` over X and
     whichever of y, qid, sample_weight are given (``present``)."""
     given = iter(columns)
-    y, qid, w = (next(given) if p else None for p in present)
+    y, qid, w, pos = (next(given) if p else None for p in present)
     number = 0 if partition_info is None else int(partition_info["number"])
-    return _assemble(x, y, qid, w, number, **settings)
+    return _assemble(x, y, qid, w, number, pos, **settings)
 
 
 def _shuffle_log_level(level):
@@ -251,6 +262,8 @@ def _lay_out_partition(frame, partition_info=None):
     # One new frame, the features one 2-D block: a shuffle hands back one
     # block per column, which makes every later step slower.
     features = [c for c in frame.columns if not c.startswith("_rankkit_")]
+    if _POS in frame.columns:  # one impression list per query: a rank at most once
+        check_unique_positions(frame[_POS].to_numpy(), np.concatenate([np.flatnonzero(starts), [len(frame)]]))
     others = {c: frame[c].to_numpy() for c in (_Y, _W, _KEY) if c in frame.columns}
     others[_PART] = np.full(len(frame), part, dtype=np.float32)
     others[_LOCAL] = local.astype(np.float32)
@@ -633,15 +646,17 @@ class _DaskRanker:
             )
 
     # -- layout ----------------------------------------------------------------------
-    def _lay_out(self, client, X, y, qid, objective, *, sample_weight=None, where="X", qid_name="qid"):
+    def _lay_out(self, client, X, y, qid, objective, *, sample_weight=None, where="X", qid_name="qid",
+                 position=None):
         """Shuffle the rows so that each query lives in one partition, sorted
         by query; persist; summarise (query keys, largest label, weights)."""
         X, qid = self._split_qid(X, qid, where=where, qid_name=qid_name)
+        X, position = self._split_position(X, position, where)
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: "
                              "pass the relevance labels.")
         n_features = self._n_features(X)
-        others = {"y": y, qid_name: qid, "sample_weight": sample_weight}
+        others = {"y": y, qid_name: qid, "sample_weight": sample_weight, "position": position}
         for name, values in others.items():
             if values is None:
                 continue
@@ -651,10 +666,13 @@ class _DaskRanker:
             _check_aligned(X, values, name, where)
         dtypes = X.dtypes if isinstance(X, dd.DataFrame) else [X.dtype]
         dtype = np.float32 if all(np.dtype(d) == np.float32 for d in dtypes) else np.float64
-        settings = dict(n_features=n_features, dtype=dtype, objective=objective, where=where, qid_name=qid_name)
+        clicks = None if position is None else dask_click_settings(self, objective)
+        settings = dict(n_features=n_features, dtype=dtype, objective=objective, where=where, qid_name=qid_name,
+                        clicks=clicks)
         qid_meta = (qid._meta if isinstance(qid, (dd.Series, dd.DataFrame)) else np.zeros(0, dtype=qid.dtype))
         meta = _assemble(np.zeros((0, n_features), dtype=dtype), np.zeros(0), np.asarray(qid_meta).ravel(),
-                         None if sample_weight is None else np.zeros(0), 0, **settings)
+                         None if sample_weight is None else np.zeros(0), 0,
+                         None if position is None else np.zeros(0, dtype=np.int64), **settings)
         if isinstance(X, dd.DataFrame) and all(v is None or isinstance(v, (dd.Series, dd.DataFrame))
                                                for v in others.values()):
             # One expression for all of them: dask optimises it as a whole, so
@@ -667,8 +685,8 @@ class _DaskRanker:
             x_blocks = _row_blocks(X, where)
             blocks = [[None] * len(x_blocks) if v is None else _row_blocks(v, name) for name, v in others.items()]
             assemble = dask.delayed(_assemble, pure=True)
-            frame = dd.from_delayed([assemble(xb, yb, qb, wb, i, **settings)
-                                     for i, (xb, yb, qb, wb) in enumerate(zip(x_blocks, *blocks))],
+            frame = dd.from_delayed([assemble(xb, yb, qb, wb, i, pb, **settings)
+                                     for i, (xb, yb, qb, wb, pb) in enumerate(zip(x_blocks, *blocks))],
                                     meta=meta, verify_meta=False)
         frame = frame.shuffle(on=_KEY, npartitions=frame.npartitions)
         frame = frame.map_partitions(_lay_out_partition, meta=_lay_out_partition(meta))
@@ -683,13 +701,30 @@ class _DaskRanker:
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
         return _LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None), X
 
-    def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid"):
+    def _split_position(self, X, position, where):
+        """``(features, position)``: ``position=`` or the ``position_col``
+        column of a dask DataFrame, when ``position_bias`` is set."""
+        col = self.position_col
+        if self.position_bias is None:
+            if position is not None:
+                from ._clicks import position_without_debiasing_error
+
+                raise position_without_debiasing_error()
+            return X, None
+        if isinstance(X, dd.DataFrame) and col is not None and col in X.columns:
+            if position is not None:
+                raise ValueError(f"Positions given twice: {where} has a '{col}' column and position= was passed.")
+            return X.drop(columns=[col]), X[col]
+        return X, position
+
+    def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid",
+                 position=None):
         """The Dask counterpart of :meth:`rankkit._estimators.BaseRanker._prepare`
         (which ``_eval_sets`` calls): the rows laid out on the cluster
         (:class:`_LaidOut`); ``reset`` sets the fitted feature attributes,
         otherwise the features are checked against them."""
         laid, X_features = self._lay_out(self._get_client(), X, y, qid, objective, sample_weight=sample_weight,
-                                         where=where, qid_name=qid_name)
+                                         where=where, qid_name=qid_name, position=position)
         if reset:
             self.n_features_in_ = len(laid.features)
             self._set_feature_names(X_features)
@@ -708,7 +743,7 @@ class _DaskRanker:
     # -- fit -----------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
-            eval_group=None, verbose=False, early_stopping_rounds=None):
+            eval_group=None, verbose=False, early_stopping_rounds=None, position=None):
         """Fit on a Dask cluster.
 
         Parameters
@@ -744,6 +779,12 @@ class _DaskRanker:
         early_stopping_rounds : int, optional
             Deprecated: set ``early_stopping_rounds`` on the ranker. Given
             here, it overrides the ranker's value (with a ``FutureWarning``).
+        position : dask Series or array, partitioned like ``X``, optional
+            Click data with ``position_bias="known"``: the 1-based rank each
+            row was shown at (or the ``position_col`` column). Each partition
+            turns its own rows' clicks into debiased labels before any
+            shuffle, so positions stay with their rows; ``"estimate"`` is
+            in-memory only.
 
         Returns
         -------
@@ -771,7 +812,14 @@ class _DaskRanker:
                 f"callbacks run with the in-memory ranker ({self._local_class.__name__})."
             )
         objective = self._objective_for_fit()
-        train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight)
+        self.position_bias_ = None
+        if dask_click_settings(self, objective) is not None:
+            shown = self._split_position(X, position, "X")[1]
+            if shown is None:
+                raise ValueError(f"position_bias={self.position_bias!r} needs the rank each row was shown at: pass "
+                                 f"position= or a DataFrame with a '{self.position_col}' column (position_col).")
+            self.position_bias_ = propensity_table(self.propensities, int(shown.max().compute()))
+        train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
         objective = _pin_err_max_label(objective, train.max_label)
         sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None))
         metrics, settings = self._eval_metrics(objective)

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ._click_simulator import pbm_propensities, simulate_clicks
 from ._groups import group_ptr_from_sizes
 
-__all__ = ["load_svmlight", "make_ranking", "make_stochasticrank_toy"]
+__all__ = ["load_svmlight", "make_ranking", "make_stochasticrank_toy", "pbm_propensities", "simulate_clicks"]
 
 # Above this fraction of non-zero entries ``dense=None`` densifies: a dense
 # float64 array then costs at most about 2.5x the memory of CSR (8 bytes per

@@ -9,6 +9,8 @@
 - :func:`plot_comparison`: the means of several rankers with their
   confidence intervals and the significant differences from a baseline
   (:func:`rankkit.evaluation.compare`).
+- :func:`plot_position_bias`: the propensities a ranker trained on clicks
+  used (``position_bias_``), against reference curves such as the true ones.
 
 matplotlib is optional: it is imported when a function is called, not when
 this module is imported. Every function draws into ``ax`` (a new figure when
@@ -26,7 +28,8 @@ from rankkit._metrics._api import METRICS
 from rankkit._metrics._common import parse_metric
 from rankkit._validation import check_labels, check_same_length, check_scores
 
-__all__ = ["plot_metric", "plot_importance", "plot_query_comparison", "plot_comparison"]
+__all__ = ["plot_metric", "plot_importance", "plot_query_comparison", "plot_comparison",
+           "plot_position_bias"]
 
 
 def _new_axes(ax, figsize):
@@ -568,4 +571,78 @@ def plot_comparison(comparison, metric=None, *, ax=None, title=None, figsize=Non
     ax.set_title(title)
     ax.grid(grid, axis="x")
     ax.set_axisbelow(True)
+    return ax
+
+
+# -- position bias ------------------------------------------------------------------------------------
+def plot_position_bias(ranker, *, reference=None, max_position=None, ax=None, title="Position bias",
+                       xlabel="position (rank shown at)", ylabel="propensity (relative to position 1)",
+                       logy=False, figsize=None, grid=True, **kwargs):
+    """Plot the examination propensity of every position a ranker used.
+
+    ``position_bias_`` of a ranker fitted on clicks with ``position_bias``
+    set: the propensities it was given (``"known"``) or estimated
+    (``"estimate"``), relative to position 1.
+
+    Parameters
+    ----------
+    ranker : fitted rankkit ranker with ``position_bias``, or an array of propensities
+    reference : dict of {label: array-like} or None, default=None
+        Curves to draw beside it, e.g. ``{"true": (1 / k) ** eta}`` from
+        :func:`rankkit.datasets.pbm_propensities` (position ``k`` at index ``k - 1``).
+    max_position : int or None, default=None
+        Draw positions ``1..max_position``; None: every position.
+    ax : matplotlib.axes.Axes or None, default=None
+    title, xlabel, ylabel : str or None
+    logy : bool, default=False
+        Logarithmic propensity axis (a power law ``(1/k)^eta`` becomes a line
+        with ``logx`` too: call ``ax.set_xscale("log")``).
+    figsize : (float, float) or None, default=None
+    grid : bool, default=True
+    **kwargs
+        Passed to ``ax.plot`` for the ranker's curve.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from rankkit.plotting import plot_position_bias
+    >>> from rankkit.datasets import pbm_propensities
+    >>> ax = plot_position_bias(pbm_propensities(10, 0.9), reference={"true": pbm_propensities(10, 1.0)})
+    >>> [line.get_label() for line in ax.get_lines()]
+    ['estimated', 'true']
+    """
+    if hasattr(ranker, "fit"):
+        _check_fitted(ranker, "position bias")
+        theta = getattr(ranker, "position_bias_", None)
+        if theta is None:
+            raise ValueError(
+                f"{type(ranker).__name__} was fitted with position_bias=None: it used no propensities. Fit it on "
+                'clicks with position_bias="known" or "estimate" (and position=).'
+            )
+        label = "estimated" if ranker.position_bias == "estimate" else "given"
+    else:
+        theta, label = np.asarray(ranker, dtype=np.float64).ravel(), "estimated"
+    n = theta.shape[0] if max_position is None else min(int(max_position), theta.shape[0])
+    ax = _new_axes(ax, figsize)
+    positions = np.arange(1, n + 1)
+    ax.plot(positions, theta[:n], marker="o", label=kwargs.pop("label", label), **kwargs)
+    for name, values in (reference or {}).items():
+        values = np.asarray(values, dtype=np.float64).ravel()
+        m = min(n, values.shape[0])
+        ax.plot(positions[:m], values[:m], linestyle="--", label=name)
+    if logy:
+        ax.set_yscale("log")
+    if title is not None:
+        ax.set_title(title)
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.grid(grid)
+    ax.legend()
     return ax

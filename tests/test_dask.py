@@ -448,3 +448,48 @@ def test_callable_eval_metric_is_the_exact_global_mean(client, data):
     local = model.to_local()
     assert model.score(X_eval, y_eval) == pytest.approx(
         ndcg_score(data["y_test"], local.predict(data["test"]), qid=data["test"]["qid"], k=5), abs=1e-12)
+
+
+# -- click data --------------------------------------------------------------------
+def test_positions_stay_with_their_rows(client):
+    """Click sessions shuffled over 3 and 5 partitions, positions as a column
+    and as position=: the model is the in-memory one (features of few
+    distinct values, as above), so each row was debiased at its own position."""
+    from rankkit.datasets import simulate_clicks
+
+    X, y, qid = make_ranking(60, n_features=6, max_docs=15, random_state=5)
+    X = np.round(X * 2)
+    Xc, clicks, sid, position = simulate_clicks(X, y, qid, X[:, 0], n_sessions=600, aggregate=False,
+                                                random_state=0)
+    frame = pd.DataFrame(Xc, columns=[f"x{j}" for j in range(6)]).assign(qid=sid, position=position)
+    perm = np.random.default_rng(0).permutation(len(clicks))
+    frame, clicks = frame.iloc[perm].reset_index(drop=True), clicks[perm]
+    kw = dict(n_estimators=8, max_depth=3, random_state=4, n_jobs=1, min_child_weight=1e-3, backend="xgboost",
+              position_bias="known", propensities=lambda k: 1.0 / k)
+    local = rankkit.LambdaMARTRanker(**kw).fit(frame, clicks)
+    expected = local.predict(frame)
+    naive = rankkit.LambdaMARTRanker(**{**kw, "position_bias": None, "propensities": None})
+    assert np.abs(naive.fit(frame.drop(columns="position"), clicks).predict(frame.drop(columns="position"))
+                  - expected).max() > 1e-3  # the positions matter
+    for n_partitions in (3, 5):
+        parts = dd.from_pandas(frame, npartitions=n_partitions, sort=False)
+        dy = dd.from_pandas(pd.Series(clicks), npartitions=n_partitions, sort=False)
+        by_column = DaskLambdaMARTRanker(**kw, client=client).fit(parts, dy)
+        np.testing.assert_allclose(by_column.to_local().predict(frame), expected, rtol=0, atol=1e-6)
+        by_argument = DaskLambdaMARTRanker(**kw, client=client).fit(parts.drop(columns="position"), dy,
+                                                                    position=parts["position"])
+        np.testing.assert_allclose(by_argument.to_local().predict(frame), expected, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(by_column.position_bias_, local.position_bias_)
+
+
+def test_click_data_errors_on_dask(client):
+    X, y, qid = make_ranking(10, n_features=3, random_state=0)
+    frame = dd.from_pandas(pd.DataFrame(X).rename(columns=str).assign(qid=qid, position=1), npartitions=2)
+    dy = dd.from_pandas(pd.Series(y), npartitions=2)
+    with pytest.raises(ValueError, match="known"):
+        DaskLambdaMARTRanker(position_bias="estimate", client=client).fit(frame, dy)
+    with pytest.raises(ValueError, match="share position 1"):
+        DaskLambdaMARTRanker(position_bias="known", propensities=[1.0], client=client, n_estimators=2).fit(frame, dy)
+    with pytest.raises(ValueError, match="needs the rank"):
+        DaskLambdaMARTRanker(position_bias="known", propensities=[1.0], client=client).fit(
+            frame.drop(columns="position"), dy)

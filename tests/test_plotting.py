@@ -79,7 +79,8 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch):
 
 
 def test_public_names():
-    assert rankkit.plotting.__all__ == ["plot_metric", "plot_importance", "plot_query_comparison", "plot_comparison"]
+    assert rankkit.plotting.__all__ == ["plot_metric", "plot_importance", "plot_query_comparison", "plot_comparison",
+                                        "plot_position_bias"]
     for name in rankkit.plotting.__all__:
         assert callable(getattr(rankkit.plotting, name))
 
@@ -418,3 +419,23 @@ def test_plot_comparison_draws_every_ranker_with_its_interval():
     assert spans == want
     with pytest.raises(ValueError, match="metric 'err' is not in the comparison"):
         plot_comparison(comp, "err", ax=ax)
+
+
+# -- plot_position_bias -------------------------------------------------------------------------------
+def test_plot_position_bias_of_a_fitted_ranker(tmp_path):
+    from rankkit import QueryRMSERanker
+    from rankkit.datasets import make_ranking, pbm_propensities, simulate_clicks
+    from rankkit.plotting import plot_position_bias
+
+    X, y, qid = make_ranking(20, n_features=4, max_docs=10, random_state=0)
+    Xc, clicks, sid, position = simulate_clicks(X, y, qid, X[:, 0], n_sessions=300, aggregate=False,
+                                                random_state=0)
+    ranker = QueryRMSERanker(n_estimators=3, position_bias="estimate").fit(Xc, clicks, qid=sid, position=position)
+    ax = plot_position_bias(ranker, reference={"true": pbm_propensities(10, 1.0)}, max_position=5)
+    (estimated, true) = ax.get_lines()
+    assert estimated.get_label() == "estimated" and true.get_label() == "true"
+    np.testing.assert_array_equal(estimated.get_ydata(), ranker.position_bias_[:5])
+    np.testing.assert_array_equal(true.get_xdata(), np.arange(1, 6))
+    ax.figure.savefig(tmp_path / "bias.png")
+    with pytest.raises(ValueError, match="position_bias=None"):
+        plot_position_bias(QueryRMSERanker(n_estimators=2).fit(X, y, qid=qid))

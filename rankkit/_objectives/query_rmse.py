@@ -38,6 +38,9 @@ class QueryRMSE(RankingObjective):
     #: A sum of squared errors over documents: hessians already count documents.
     per_query_loss = False
 
+    #: Labels enter the loss as they are (``rankkit._clicks`` debiases in this gain).
+    label_gain = "linear"
+
     def __init__(self):
         pass
 

@@ -1,0 +1,192 @@
+"""Semi-synthetic click logs from a labelled LETOR set (Joachims et al. 2017)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._groups import make_groups
+from ._validation import check_labels, check_scores
+
+CLICK_MODELS = ("pbm", "cascade", "noisy")
+
+
+def pbm_propensities(max_position, eta=1.0):
+    """The PBM examination probabilities ``(1 / k) ** eta`` for ``k = 1..max_position``."""
+    return (1.0 / np.arange(1, int(max_position) + 1)) ** float(eta)
+
+
+def _relevance_probability(y, max_label, noise):
+    """``P(click | examined)``: ``eps + (1 - eps) (2^y - 1) / (2^max - 1)``
+    (Chapelle et al. 2009's mapping, with ``eps`` the noise clicks)."""
+    if max_label <= 0:
+        return np.full(y.shape, noise)
+    p = noise + (1.0 - noise) * (np.exp2(y) - 1.0) / (np.exp2(max_label) - 1.0)
+    return np.clip(p, 0.0, 1.0)  # eps + (1 - eps) can round above 1
+
+
+def _check_args(model, n_sessions, eta, noise, top_k):
+    if model not in CLICK_MODELS:
+        raise ValueError(f"click model {model!r} is not one of {list(CLICK_MODELS)}.")
+    if not isinstance(n_sessions, (int, np.integer)) or n_sessions < 1:
+        raise ValueError(f"n_sessions must be a positive int, got {n_sessions!r}.")
+    if not eta >= 0:
+        raise ValueError(f"eta must be >= 0, got {eta!r}.")
+    if not 0 <= noise < 1:
+        raise ValueError(f"noise must lie in [0, 1), got {noise!r}.")
+    if top_k is not None and (not isinstance(top_k, (int, np.integer)) or top_k < 1):
+        raise ValueError(f"top_k must be a positive int or None, got {top_k!r}.")
+
+
+def _shown_lists(scores, groups, top_k):
+    """Per query, the rows shown (logging ranker's order, ties by row order)
+    and their 1-based positions, in the sorted layout."""
+    ptr = groups.group_ptr
+    shown, position, query = [], [], []
+    for q in range(ptr.shape[0] - 1):
+        lo, hi = ptr[q], ptr[q + 1]
+        order = lo + np.argsort(-scores[lo:hi], kind="stable")
+        if top_k is not None:
+            order = order[:top_k]
+        shown.append(order)
+        position.append(np.arange(1, order.shape[0] + 1))
+        query.append(np.full(order.shape[0], q))
+    return np.concatenate(shown), np.concatenate(position), np.concatenate(query)
+
+
+def _cascade_clicks(rel, sessions, rng):
+    """Cascade model (Craswell et al. 2008): scan from the top, click the
+    first document found relevant, stop. ``rel`` is one query's list in
+    shown order; returns (sessions, n) 0/1 clicks."""
+    relevant = rng.random((sessions, rel.shape[0])) < rel
+    clicked = np.zeros(relevant.shape, dtype=np.int8)
+    has = relevant.any(axis=1)
+    clicked[np.flatnonzero(has), relevant.argmax(axis=1)[has]] = 1
+    return clicked
+
+
+def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.0, noise=0.1, top_k=None,
+                    max_label=None, aggregate=True, return_impressions=False, random_state=None):
+    r"""Simulate a click log from graded labels and a logging ranker's scores.
+
+    The semi-synthetic protocol of Joachims, Swaminathan & Schnabel (2017):
+    each session draws a query uniformly at random and shows its documents in
+    the order of the logging ranker's ``scores`` (ties keep row order), the
+    top ``top_k`` of them (all by default). A shown document is clicked when
+    the simulated user examines it and finds it attractive,
+    ``P(attractive) = eps + (1 - eps) (2^r - 1) / (2^{r_max} - 1)``:
+
+    * ``"pbm"``: position-based model, examination ``(1 / k) ** eta`` at rank
+      ``k`` independently per document, ``eps = 0`` (no click on a document
+      with label 0);
+    * ``"noisy"``: the same with ``eps = noise`` (clicks on irrelevant documents);
+    * ``"cascade"``: the user scans from the top and clicks the first
+      attractive document, then leaves (``eps = 0``; ``eta`` unused); its
+      examination depends on the documents above, so no per-position
+      propensity describes it exactly.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+        Graded relevance labels (>= 0).
+    qid : array-like of shape (n_samples,)
+    scores : array-like of shape (n_samples,)
+        The logging ranker's scores.
+    n_sessions : int, default=10_000
+    model : {"pbm", "cascade", "noisy"}, default="pbm"
+    eta : float, default=1.0
+        Severity of the position bias.
+    noise : float, default=0.1
+        ``eps`` of ``"noisy"``.
+    top_k : int or None, default=None
+        Documents shown per session.
+    max_label : float, optional
+        ``r_max`` of the mapping; default the largest label of ``y``.
+    aggregate : bool, default=True
+        True: one row per shown (query, document) with the number of clicks
+        over the query's sessions as the label and the query's own id (each
+        query shows one list, so every position appears once per query).
+        False: one row per shown document per session, 0/1 clicks, and
+        the session number as ``qid`` (a query group is one impression list).
+    return_impressions : bool, default=False
+        With ``aggregate``, also return how many sessions showed each row
+        (its query's sessions): ``clicks / impressions`` are click-through
+        rates, the input of ``propensity_estimator="em"`` with
+        ``sample_weight=impressions``.
+    random_state : int, Generator or None
+
+    Returns
+    -------
+    X_clicks, clicks, qid_clicks, position[, impressions]
+        ``position`` is the 1-based rank at which each row was shown. The
+        true propensities of ``"pbm"`` and ``"noisy"`` are
+        :func:`pbm_propensities`\ ``(max_position, eta)``.
+
+    Examples
+    --------
+    >>> from rankkit.datasets import make_ranking, simulate_clicks
+    >>> X, y, qid = make_ranking(20, random_state=0)
+    >>> Xc, clicks, qc, position = simulate_clicks(X, y, qid, X[:, 0], n_sessions=100, random_state=0)
+    >>> bool(position.min() == 1 and clicks.min() >= 0)
+    True
+    """
+    _check_args(model, n_sessions, eta, noise, top_k)
+    y = check_labels(y, name="y")
+    scores = check_scores(scores, name="scores")
+    groups = make_groups(qid, y.shape[0])
+    rng = np.random.default_rng(random_state)
+    ys, ss = groups.sort(y), groups.sort(scores)
+    shown, position, query = _shown_lists(ss, groups, top_k)
+    rmax = float(ys.max()) if max_label is None else float(max_label)
+    rel = _relevance_probability(ys[shown], rmax, noise if model == "noisy" else 0.0)
+    exam = pbm_propensities(position.max(), eta)[position - 1]
+    n_queries = groups.n_queries
+    per_query = rng.multinomial(n_sessions, np.full(n_queries, 1.0 / n_queries))
+    sizes = np.bincount(query, minlength=n_queries)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    rows = groups.order[shown] if groups.order is not None else shown  # caller's row numbers
+    if aggregate:
+        if model == "cascade":
+            clicks = np.concatenate([
+                _cascade_clicks(rel[starts[q]:starts[q + 1]], per_query[q], rng).sum(axis=0)
+                for q in range(n_queries)])
+        else:  # independent sessions: the sum of Bernoulli clicks is binomial
+            clicks = rng.binomial(per_query[query], exam * rel)
+        out_qid = np.asarray(qid)[rows]
+        out = (_take(X, rows), clicks.astype(np.float64), out_qid, position)
+        return (*out, per_query[query].astype(np.float64)) if return_impressions else out
+    return _sessions(X, rows, rel, exam, position, per_query, starts, model, rng)
+
+
+def _sessions(X, rows, rel, exam, position, per_query, starts, model, rng):
+    """One row per shown document per session (session ids 0, 1, ...)."""
+    parts_rows, parts_clicks, parts_pos, parts_sid = [], [], [], []
+    next_session = 0
+    for q in np.flatnonzero(per_query):
+        lo, hi = starts[q], starts[q + 1]
+        m, n = int(per_query[q]), hi - lo
+        if model == "cascade":
+            clicks = _cascade_clicks(rel[lo:hi], m, rng)
+        else:
+            clicks = (rng.random((m, n)) < exam[lo:hi] * rel[lo:hi]).astype(np.int8)
+        parts_rows.append(np.tile(rows[lo:hi], m))
+        parts_clicks.append(clicks.ravel())
+        parts_pos.append(np.tile(position[lo:hi], m))
+        parts_sid.append(np.repeat(np.arange(next_session, next_session + m), n))
+        next_session += m
+    # Sessions in random order, as a log would interleave queries.
+    sid = np.concatenate(parts_sid)
+    perm = rng.permutation(next_session)
+    sid = perm[sid]
+    order = np.argsort(sid, kind="stable")
+    rows = np.concatenate(parts_rows)[order]
+    return (_take(X, rows), np.concatenate(parts_clicks)[order].astype(np.float64), sid[order],
+            np.concatenate(parts_pos)[order])
+
+
+def _take(X, rows):
+    if hasattr(X, "iloc"):
+        return X.iloc[rows].reset_index(drop=True)
+    if hasattr(X, "tocsr"):
+        return X.tocsr()[rows]
+    return np.asarray(X)[rows]

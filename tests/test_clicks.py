@@ -1,0 +1,364 @@
+"""Learning from clicks: the simulator, positions, IPW and propensity estimation."""
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankkit import LambdaMARTRanker, QueryRMSERanker, Ranker, StochasticRankRanker, XENDCGRanker, YetiRanker
+from rankkit._click_kernels import model_rank_discounts, pair_click_losses
+from rankkit._clicks import RegressionEM, ipw_labels
+from rankkit.datasets import make_ranking, pbm_propensities, simulate_clicks
+from rankkit.metrics import ndcg_score
+from rankkit.objectives import QueryRMSE, StochasticRank
+
+from . import _reference_clicks as ref
+from ._backends import BACKENDS_UNDER_TEST
+
+
+def _click_data(n_queries=60, n_sessions=3000, eta=1.0, aggregate=False, model="pbm", seed=0, top_k=8):
+    X, y, qid = make_ranking(n_queries, n_features=6, max_docs=20, random_state=seed)
+    logger = X[:, 0] + np.random.default_rng(seed).normal(size=y.shape[0])
+    return (X, y, qid), simulate_clicks(X, y, qid, logger, n_sessions=n_sessions, eta=eta, model=model,
+                                        aggregate=aggregate, top_k=top_k, random_state=seed)
+
+
+# -- the simulator -----------------------------------------------------------
+@pytest.mark.parametrize("model", ["pbm", "noisy", "cascade"])
+def test_simulator_sessions_are_impression_lists(model):
+    (X, y, qid), (Xc, clicks, sid, position) = _click_data(model=model, n_sessions=400)
+    assert Xc.shape[0] == clicks.shape[0] == sid.shape[0] == position.shape[0]
+    frame = pd.DataFrame({"sid": sid, "position": position, "clicks": clicks})
+    assert frame.groupby("sid").position.apply(lambda p: sorted(p) == list(range(1, len(p) + 1))).all()
+    assert frame.sid.nunique() == 400
+    assert set(np.unique(clicks)) <= {0.0, 1.0}
+    per_session = frame.groupby("sid").clicks.sum()
+    if model == "cascade":
+        assert per_session.max() == 1
+    else:
+        assert per_session.max() > 1
+
+
+def test_simulator_click_rates_follow_the_pbm():
+    # One query of three documents shown in a fixed order: the click rate at
+    # rank k must be (1/k)^eta (2^r - 1) / (2^rmax - 1), within 5 binomial SEs.
+    X = np.arange(3.0)[:, None]
+    y = np.array([2.0, 0.0, 1.0])
+    scores = np.array([3.0, 2.0, 1.0])
+    n = 40_000
+    _, clicks, qid, position = simulate_clicks(X, y, np.zeros(3), scores, n_sessions=n, eta=2.0, random_state=1)
+    expected = pbm_propensities(3, 2.0) * (np.exp2(y) - 1) / 3.0
+    assert position.tolist() == [1, 2, 3]
+    se = np.sqrt(expected * (1 - expected) / n) + 1e-12
+    assert np.all(np.abs(clicks / n - expected) <= 5 * se)
+    assert clicks[1] == 0  # label 0 is never clicked without noise
+    _, noisy, _, _ = simulate_clicks(X, y, np.zeros(3), scores, n_sessions=n, model="noisy", noise=0.2,
+                                     random_state=1)
+    assert noisy[1] > 0
+
+
+def test_simulator_aggregate_matches_sessions_in_distribution():
+    (_, y, _), (_, agg, qa, pa) = _click_data(aggregate=True, n_sessions=20_000, seed=2)
+    _, (_, ses, _, ps) = _click_data(aggregate=False, n_sessions=20_000, seed=2)
+    by_position_agg = np.bincount(pa - 1, weights=agg)
+    by_position_ses = np.bincount(ps - 1, weights=ses)
+    # Two independent draws of Poisson-like totals: within 5 standard errors.
+    assert np.all(np.abs(by_position_agg - by_position_ses) <= 5 * np.sqrt(by_position_agg + by_position_ses))
+    assert pd.DataFrame({"q": qa, "p": pa}).duplicated().sum() == 0
+
+
+def test_simulator_rejects_bad_arguments():
+    X, y, qid = make_ranking(5, random_state=0)
+    with pytest.raises(ValueError, match="click model"):
+        simulate_clicks(X, y, qid, X[:, 0], model="dbn")
+    with pytest.raises(ValueError, match="n_sessions"):
+        simulate_clicks(X, y, qid, X[:, 0], n_sessions=0)
+
+
+# -- validation ---------------------------------------------------------------
+def _fit(position, clicks=None, **params):
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    clicks = np.array([1.0, 0, 0, 0, 1, 0]) if clicks is None else clicks
+    params.setdefault("position_bias", "known")
+    if params["position_bias"] == "known":
+        params.setdefault("propensities", lambda k: 1.0 / k)
+    return QueryRMSERanker(n_estimators=2, **params).fit(X, clicks, qid=[0, 0, 0, 1, 1, 1], position=position)
+
+
+@pytest.mark.parametrize("position, message", [
+    ([1, 2, 0, 1, 2, 3], "1-based"),
+    ([1, 2, 3.5, 1, 2, 3], "integer"),
+    ([1, 2, np.nan, 1, 2, 3], "missing"),
+    ([1, 2, None, 1, 2, 3], "missing"),
+    ([1, 2, 2, 1, 2, 3], "share position 2"),
+    ([1, 2, 3], "one position per row"),
+    (["a", "b", "c", "a", "b", "c"], "integer"),
+])
+def test_bad_positions_are_clear_errors(position, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        _fit(np.array(position, dtype=object) if None in position else position)
+
+
+def test_bad_clicks_and_parameters_are_clear_errors():
+    with pytest.raises(ValueError, match="negative"):
+        _fit([1, 2, 3, 1, 2, 3], clicks=np.array([1.0, -1, 0, 0, 1, 0]))
+    with pytest.raises(ValueError, match="position_bias=None"):
+        _fit([1, 2, 3, 1, 2, 3], position_bias=None)
+    with pytest.raises(ValueError, match="needs the rank"):
+        _fit(None)
+    with pytest.raises(ValueError, match="needs propensities"):
+        _fit([1, 2, 3, 1, 2, 3], propensities=None)
+    for bad in ([1.0, 0.5, 0.0], [1.0, 1.5, 0.3], lambda k: -1.0 / k):
+        with pytest.raises(ValueError, match=r"\(0, 1\]"):
+            _fit([1, 2, 3, 1, 2, 3], propensities=bad)
+    with pytest.raises(ValueError, match="one propensity per position"):
+        _fit([1, 2, 3, 1, 2, 3], propensities=[1.0, 0.5])
+    with pytest.raises(ValueError, match="used only with"):
+        _fit([1, 2, 3, 1, 2, 3], position_bias="estimate", propensities=[1.0, 0.5, 0.3])
+    with pytest.raises(ValueError, match="counts above 1"):
+        _fit([1, 2, 3, 1, 2, 3], clicks=np.array([3.0, 0, 0, 0, 1, 0]), position_bias="estimate")
+
+
+def test_dataframe_position_column_and_routing():
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=300)
+    df = pd.DataFrame(Xc, columns=[f"f{i}" for i in range(Xc.shape[1])]).assign(qid=sid, position=position)
+    params = dict(n_estimators=5, n_jobs=1, random_state=0, position_bias="known", propensities=lambda k: 1.0 / k)
+    from_frame = QueryRMSERanker(**params).fit(df, clicks)
+    from_args = QueryRMSERanker(**params).fit(Xc, clicks, qid=sid, position=position)
+    assert from_frame.n_features_in_ == Xc.shape[1]
+    assert np.array_equal(from_frame.predict(df), from_args.predict(Xc))
+    with pytest.raises(ValueError, match="Positions given twice"):
+        QueryRMSERanker(**params).fit(df, clicks, position=position)
+    # Debiasing off: the column stays a feature, as before click support existed.
+    assert QueryRMSERanker(n_estimators=2).fit(df, clicks).n_features_in_ == Xc.shape[1] + 1
+
+
+def test_grid_search_routes_positions():
+    import sklearn
+    from sklearn.model_selection import GridSearchCV
+
+    from rankkit.model_selection import QueryKFold
+
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=300)
+    ranker = QueryRMSERanker(n_estimators=3, n_jobs=1, random_state=0, position_bias="known",
+                             propensities=lambda k: 1.0 / k)
+    with sklearn.config_context(enable_metadata_routing=True):
+        search = GridSearchCV(ranker, {"max_depth": [2, 3]}, cv=QueryKFold(2))
+        search.fit(Xc, clicks, qid=sid, position=position)
+    assert np.isfinite(search.best_score_)
+
+
+# -- IPW ----------------------------------------------------------------------
+def _mc_sessions(n_sessions, eta, seed):
+    """One query of 6 documents (graded labels) shown ``n_sessions`` times."""
+    y = np.array([3.0, 0.0, 1.0, 2.0, 0.0, 1.0])
+    X = np.arange(6.0)[:, None]
+    scores = np.array([0.2, 0.9, 0.4, 0.1, 0.7, 0.5])
+    _, clicks, sid, position = simulate_clicks(X, y, np.zeros(6), scores, n_sessions=n_sessions, eta=eta,
+                                               aggregate=False, random_state=seed)
+    relevance = (np.exp2(y) - 1) / 7.0
+    shown = np.argsort(-scores, kind="stable")
+    return clicks, position, relevance[shown], scores[shown]
+
+
+@pytest.mark.parametrize("objective, gain", [
+    (QueryRMSE(), "linear"),
+    # mu = 0: StochasticRank's relevance shift -sigma mu r makes the smoothed
+    # metric nonlinear in the labels; without it DCG is linear in the gains.
+    (StochasticRank("dcg", gain="linear", mu=0.0, random_state=0), "linear"),
+    (StochasticRank("dcg", gain="exp", mu=0.0, random_state=0), "exp"),
+])
+def test_ipw_expected_gradient_is_the_unbiased_gradient(objective, gain):
+    # Per session the IPW gradient and the gradient on the true relevance
+    # (the same random draws: same query keys and seed); their mean difference
+    # must vanish within 4.5 standard errors, while the naive one (clicks as
+    # labels) must not: the test can fail.
+    n = 4000
+    clicks, position, relevance, raw_shown = _mc_sessions(n, 1.0, seed=3)
+    ptr = np.arange(0, clicks.shape[0] + 1, 6, dtype=np.int64)
+    raw = np.tile(raw_shown, n)
+    theta = pbm_propensities(6, 1.0)[position - 1]
+    true_labels = ipw_labels(np.tile(relevance, n), np.ones(clicks.shape[0]), gain)
+    g_true, _ = objective.gradient_hessian(true_labels, raw, group_ptr=ptr, seed=11)
+    g_ipw, _ = objective.gradient_hessian(ipw_labels(clicks, theta, gain), raw, group_ptr=ptr, seed=11)
+    g_naive, _ = objective.gradient_hessian(clicks, raw, group_ptr=ptr, seed=11)
+    for g, unbiased in ((g_ipw, True), (g_naive, False)):
+        diff = (g - g_true).reshape(n, 6)
+        z = np.abs(diff.mean(axis=0)) / (diff.std(axis=0, ddof=1) / np.sqrt(n) + 1e-15)
+        assert (z.max() < 4.5) == unbiased, z
+
+
+def test_ipw_labels_keep_position_one_clicks():
+    assert ipw_labels(np.array([1.0, 0.0]), np.ones(2), "exp").tolist() == [1.0, 0.0]
+    assert ipw_labels(np.array([1.0]), np.array([0.25]), "exp").tolist() == [np.log2(5.0)]
+    assert ipw_labels(np.array([2.0]), np.array([0.25]), "linear").tolist() == [8.0]
+
+
+# -- debiasing off is today's training ---------------------------------------
+#: sha256 prefixes of the predictions of ``_fingerprint_fit`` at commit 404e2af
+#: (before click support), with numba 0.68.1, xgboost 3.2.0, lightgbm 4.7.0.
+_TODAY = {
+    ("numba", "LambdaMARTRanker"): "0a859e9e3dd3f695", ("numba", "XENDCGRanker"): "54a71492e4013c5f",
+    ("numba", "YetiRanker"): "7f247e90cce92099", ("xgboost", "LambdaMARTRanker"): "e99fe729f878f165",
+    ("xgboost", "XENDCGRanker"): "64c1d8fc142b8bb3", ("xgboost", "YetiRanker"): "8729c3480868314e",
+    ("lightgbm", "LambdaMARTRanker"): "b5a9285fee8d5ffb", ("lightgbm", "XENDCGRanker"): "e17b56017bcc9324",
+    ("lightgbm", "YetiRanker"): "4af2a6e9fb2305c3",
+}
+_ENGINES = {"numba": "0.68.1", "xgboost": "3.2.0", "lightgbm": "4.7.0"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+@pytest.mark.parametrize("cls", [LambdaMARTRanker, XENDCGRanker, YetiRanker])
+def test_debiasing_off_is_bit_for_bit_today(backend, cls):
+    import importlib
+
+    version = importlib.import_module(backend).__version__
+    if version != _ENGINES[backend]:
+        pytest.skip(f"fingerprints recorded with {backend} {_ENGINES[backend]}, found {version}")
+    X, y, qid = make_ranking(40, n_features=6, max_docs=15, random_state=5)
+    r = cls(n_estimators=8, n_jobs=1, random_state=3, backend=backend).fit(X, y, qid=qid)
+    digest = hashlib.sha256(np.ascontiguousarray(r.predict(X), dtype=np.float64).tobytes()).hexdigest()[:16]
+    assert digest == _TODAY[(backend, cls.__name__)]
+    assert r.position_bias_ is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_unit_propensities_train_exactly_as_without_positions(backend):
+    # 0/1 clicks at propensity 1 keep their labels, so the model is the same bit for bit.
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=200)
+    params = dict(n_estimators=5, n_jobs=1, random_state=0, backend=backend)
+    plain = LambdaMARTRanker(**params).fit(Xc, clicks, qid=sid)
+    unit = LambdaMARTRanker(position_bias="known", propensities=np.ones(8), **params)
+    unit.fit(Xc, clicks, qid=sid, position=position)
+    assert np.array_equal(plain.predict(Xc), unit.predict(Xc))
+
+
+# -- every objective, every backend ------------------------------------------
+_RANKERS = [
+    LambdaMARTRanker(), YetiRanker(n_permutations=2), StochasticRankRanker(), XENDCGRanker(), QueryRMSERanker(),
+    Ranker(),
+]
+
+
+@pytest.mark.parametrize("ranker", _RANKERS, ids=lambda r: type(r).__name__)
+def test_every_objective_learns_from_clicks(ranker):
+    (X, y, qid), (Xc, clicks, sid, position) = _click_data(n_queries=80, n_sessions=4000, eta=1.5, top_k=10)
+    Xt, yt, qt = make_ranking(60, n_features=6, max_docs=20, random_state=9)
+    params = dict(n_estimators=30, n_jobs=1, random_state=0)
+    debiased = ranker.set_params(position_bias="known", propensities=lambda k: (1.0 / k) ** 1.5, **params)
+    debiased.fit(Xc, clicks, qid=sid, position=position)
+    assert np.allclose(debiased.position_bias_, pbm_propensities(10, 1.5))
+    assert np.isfinite(ndcg_score(yt, debiased.predict(Xt), qid=qt, k=10))
+    # score on click data uses the debiased labels; on graded labels the usual metric.
+    assert debiased.score(Xc, clicks, qid=sid, position=position) != debiased.score(Xc, clicks, qid=sid)
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_ipw_beats_naive_on_every_backend(backend):
+    # Paired over 3 random states: IPW with the true propensities must rank
+    # the held-out queries' true labels better than clicks used as labels.
+    (X, y, qid), (Xc, clicks, qc, position) = _click_data(
+        n_queries=150, n_sessions=100_000, eta=2.0, aggregate=True, top_k=None, seed=4)
+    Xt, yt, qt = make_ranking(150, n_features=6, max_docs=20, random_state=8)
+    gains = []
+    for seed in range(3):
+        params = dict(n_estimators=40, n_jobs=1, random_state=seed, backend=backend, gain="linear")
+        naive = LambdaMARTRanker(**params).fit(Xc, clicks, qid=qc)
+        ipw = LambdaMARTRanker(position_bias="known", propensities=lambda k: (1.0 / k) ** 2, **params)
+        ipw.fit(Xc, clicks, qid=qc, position=position)
+        gains.append(ndcg_score(yt, ipw.predict(Xt), qid=qt, k=10) - ndcg_score(yt, naive.predict(Xt), qid=qt, k=10))
+    assert min(gains) > 0, gains
+
+
+# -- estimation ----------------------------------------------------------------
+def test_pair_click_losses_matches_reference():
+    rng = np.random.default_rng(0)
+    sizes = [1, 4, 6, 3, 5]
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    clicks = rng.integers(0, 3, size=ptr[-1]).astype(float)
+    clicks[ptr[1]:ptr[2]] = 0.0  # an all-zero query
+    raw = rng.integers(0, 3, size=ptr[-1]) * 0.5  # ties
+    position = np.concatenate([rng.permutation(s) + 1 for s in sizes]).astype(np.int64)
+    t_plus, t_minus = rng.uniform(0.2, 1, 6), rng.uniform(0.2, 1, 6)
+    plus, minus = np.empty(ptr[-1]), np.empty(ptr[-1])
+    pair_click_losses(clicks, raw, position, ptr, t_plus, t_minus, plus, minus, model_rank_discounts(raw, ptr))
+    want_plus, want_minus = ref.pair_click_losses(clicks, raw, position, ptr, t_plus, t_minus)
+    assert np.allclose(plus, want_plus, rtol=1e-12) and np.allclose(minus, want_minus, rtol=1e-12)
+    assert np.allclose(model_rank_discounts(raw, ptr), ref.model_rank_discounts(raw, ptr), rtol=1e-15)
+
+
+def test_regression_em_recovers_propensities():
+    # Relevance a logistic function of the score the EM sees, lists shown in a
+    # random order (each document at many ranks): the PBM is identified and EM
+    # must recover (1/k)^eta within 10%.
+    rng = np.random.default_rng(0)
+    n_sessions, n_docs = 20_000, 8
+    score = rng.normal(size=(n_sessions, n_docs))
+    relevance = 1.0 / (1.0 + np.exp(-(2.0 * score - 1.0)))
+    position = np.argsort(rng.random((n_sessions, n_docs)), axis=1) + 1
+    truth = pbm_propensities(n_docs, 1.0)
+    clicks = (rng.random((n_sessions, n_docs)) < truth[position - 1] * relevance).astype(float)
+    em = RegressionEM(clicks.ravel(), position.ravel().astype(np.int64))
+    for _ in range(30):
+        theta, _ = em.update(score.ravel())
+    assert np.max(np.abs(theta / truth - 1)) < 0.10, theta
+
+
+@pytest.mark.parametrize("estimator", ["em", "pairwise"])
+def test_estimated_propensities_fall_with_the_rank(estimator):
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=3000, eta=1.0)
+    r = LambdaMARTRanker(n_estimators=20, n_jobs=1, random_state=0, position_bias="estimate",
+                         propensity_estimator=estimator).fit(Xc, clicks, qid=sid, position=position)
+    theta = r.position_bias_
+    assert theta[0] == 1.0 and theta.shape == (8,)
+    assert theta[-1] < 0.7 * theta[0]
+
+
+def test_eval_set_with_positions_is_scored_on_debiased_labels():
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=600)
+    df = pd.DataFrame(Xc, columns=[f"f{i}" for i in range(Xc.shape[1])]).assign(qid=sid, position=position)
+    train, valid = df[df.qid < 400], df[df.qid >= 400]
+    y_train, y_valid = clicks[df.qid < 400], clicks[df.qid >= 400]
+    ranker = LambdaMARTRanker(n_estimators=5, n_jobs=1, random_state=0, position_bias="known",
+                              propensities=lambda k: 1.0 / k, eval_metric="dcg@10")
+    ranker.fit(train, y_train, eval_set=[(valid, y_valid)])
+    recorded = ranker.evals_result_["validation_0"]["dcg@10"][-1]
+    assert recorded == pytest.approx(ranker.score(valid, y_valid))  # the column: debiased
+    assert recorded != pytest.approx(ranker.score(valid.drop(columns="position"), y_valid))
+
+
+def test_click_models_save_and_load(tmp_path):
+    import rankkit
+
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=200)
+    for params in (dict(position_bias="known", propensities=pbm_propensities(8, 1.0)),
+                   dict(position_bias="estimate")):
+        ranker = QueryRMSERanker(n_estimators=4, n_jobs=1, **params).fit(Xc, clicks, qid=sid, position=position)
+        ranker.save_model(tmp_path / "m.rankkit")
+        loaded = rankkit.load_model(tmp_path / "m.rankkit")
+        assert np.array_equal(loaded.predict(Xc), ranker.predict(Xc))
+        assert np.array_equal(loaded.position_bias_, ranker.position_bias_)
+        assert loaded.score(Xc, clicks, qid=sid, position=position) == ranker.score(Xc, clicks, qid=sid,
+                                                                                    position=position)
+    callable_propensities = QueryRMSERanker(n_estimators=2, position_bias="known", propensities=lambda k: 1.0 / k)
+    callable_propensities.fit(Xc, clicks, qid=sid, position=position)
+    with pytest.raises(TypeError, match="propensities"):
+        callable_propensities.save_model(tmp_path / "c.rankkit")
+
+
+def test_pairwise_estimate_does_not_depend_on_the_thread_count():
+    import numba
+
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=400)
+    models = []
+    for threads in (1, 2):
+        previous = numba.get_num_threads()
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            models.append(LambdaMARTRanker(n_estimators=5, n_jobs=threads, random_state=0, position_bias="estimate",
+                                           propensity_estimator="pairwise").fit(Xc, clicks, qid=sid, position=position))
+        finally:
+            numba.set_num_threads(previous)
+    assert np.array_equal(models[0].position_bias_, models[1].position_bias_)
+    assert np.array_equal(models[0].predict(Xc), models[1].predict(Xc))
