@@ -251,8 +251,11 @@ def _logistic_fit(z, target, weight, a, b, shift=0.0, n_newton=3):
         p = _sigmoid(a * z + b + shift)
         r = weight * (target - p)
         w = weight * np.maximum(p * (1.0 - p), 1e-12)
-        g = np.array([np.dot(r, z), r.sum()])
-        h = np.array([[np.dot(w, z * z), np.dot(w, z)], [np.dot(w, z), w.sum()]]) + 1e-9 * np.eye(2)
+        # Elementwise products summed, not np.dot: BLAS would thread the dot products
+        # of more than 10,000 rows on its own pool, outside n_jobs.
+        wz = (w * z).sum()
+        g = np.array([(r * z).sum(), r.sum()])
+        h = np.array([[(w * z * z).sum(), wz], [wz, w.sum()]]) + 1e-9 * np.eye(2)
         da, db = np.linalg.solve(h, g)
         a, b = a + da, b + db
         if not (math.isfinite(a) and math.isfinite(b)):

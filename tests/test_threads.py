@@ -188,6 +188,15 @@ _THREADS_THAT_RAN = """
     assert len(y) > 20_000
     kw = dict(n_permutations=4, n_estimators=6, max_depth=3, random_state=0, backend=sys.argv[1])
     rankkit.YetiRanker(**kw, n_jobs=2).fit(X, y, qid=qid).score(X, y, qid=qid)  # warm-up: every pool started
+    # Learning from clicks, propensities estimated every iteration (EM's regressions).
+    from rankkit.datasets import simulate_clicks
+    Xc, clicks, session, position = simulate_clicks(X, y, qid, X[:, 0], n_sessions=3_000, top_k=10,
+                                                    aggregate=False, random_state=0)
+    assert len(clicks) > 20_000
+    ckw = dict(n_estimators=4, max_depth=3, random_state=0, backend=sys.argv[1], position_bias="estimate")
+    rankkit.LambdaMARTRanker(**ckw, n_jobs=2).fit(Xc, clicks, qid=session, position=position)
+    clicks_model = rankkit.LambdaMARTRanker(**ckw, n_jobs=1)
+    print("clicks", share_outside_main(lambda: clicks_model.fit(Xc, clicks, qid=session, position=position)))
     for n_jobs in (1, 2):
         model = rankkit.YetiRanker(**kw, n_jobs=n_jobs)
         fit = share_outside_main(lambda: model.fit(X, y, qid=qid))
@@ -212,8 +221,11 @@ def test_n_jobs_1_runs_fit_predict_and_score_on_one_thread(backend):
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_THREADS_THAT_RAN), backend],
                           env=_clean_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    one, two = ([float(v) for v in line.split()] for line in proc.stdout.strip().splitlines()[-2:])
+    lines = proc.stdout.strip().splitlines()
+    one, two = ([float(v) for v in line.split()] for line in lines[-2:])
     assert max(one) < 0.01, f"n_jobs=1: share of CPU outside the calling thread in fit/predict/score: {one}"
+    clicks = float(lines[-3].split()[1])
+    assert clicks < 0.01, f"n_jobs=1, position_bias='estimate': share of CPU outside the calling thread: {clicks}"
     assert two[0] > 0.1
 
 
