@@ -16,23 +16,30 @@ from .tree import NODE_DTYPE
 MISSING_BIN = 255
 
 
+@njit(cache=True, inline="always")
+def _binned_leaf(nodes, X_grouped, i):
+    """The leaf that column ``i`` of the grouped bins reaches (feature ``f`` at
+    ``X_grouped[f // 8, i, f % 8]``; the missing bin follows ``missing_left``)."""
+    node = 0
+    while nodes[node].left >= 0:
+        nd = nodes[node]
+        f = nd.feature
+        v = X_grouped[f >> 3, i, f & 7]
+        if v == MISSING_BIN:
+            go_left = nd.missing_left != 0
+        else:
+            go_left = v <= nd.bin_threshold
+        node = nd.left if go_left else nd.right
+    return node
+
+
 @njit(cache=True, parallel=True)
 def add_tree_binned(nodes, X_grouped, mult, out):
     """``out[i] += mult * value(leaf of row i)`` for one tree on binned rows, in
     the grower's layout (:func:`.grower.group_features`: feature ``f`` of row
     ``i`` at ``X_grouped[f // 8, i, f % 8]``)."""
     for i in numba.prange(X_grouped.shape[1]):
-        node = 0
-        while nodes[node].left >= 0:
-            nd = nodes[node]
-            f = nd.feature
-            v = X_grouped[f >> 3, i, f & 7]
-            if v == MISSING_BIN:
-                go_left = nd.missing_left != 0
-            else:
-                go_left = v <= nd.bin_threshold
-            node = nd.left if go_left else nd.right
-        out[i] += mult * nodes[node].value
+        out[i] += mult * nodes[_binned_leaf(nodes, X_grouped, i)].value
 
 
 @njit(cache=True, parallel=True)
@@ -41,17 +48,7 @@ def add_tree_positions(nodes, X_pos, rows, start, mult, out):
     ``i >= start`` of a matrix kept by position (:class:`.grower.TreeGrower`:
     ``X_pos[:, i]`` holds the bins of row ``rows[i]``)."""
     for i in numba.prange(start, X_pos.shape[1]):
-        node = 0
-        while nodes[node].left >= 0:
-            nd = nodes[node]
-            f = nd.feature
-            v = X_pos[f >> 3, i, f & 7]
-            if v == MISSING_BIN:
-                go_left = nd.missing_left != 0
-            else:
-                go_left = v <= nd.bin_threshold
-            node = nd.left if go_left else nd.right
-        out[rows[i]] += mult * nodes[node].value
+        out[rows[i]] += mult * nodes[_binned_leaf(nodes, X_pos, i)].value
 
 
 #: Rows walked together through each tree: the tree stays in L1 cache.
