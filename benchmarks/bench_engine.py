@@ -55,6 +55,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _common import machine_line, markdown_table, median, reset_peak, save_result  # noqa: E402
+from bench_scale import memory_mb  # noqa: E402
 
 RANKERS = {"lambdamart": ("LambdaMARTRanker", {"metric": "ndcg", "k": 10}),
            "yetirank": ("YetiRanker", {}),
@@ -84,14 +85,6 @@ def make_data(scale, docs):
     s = X @ rng.normal(size=nf) + rng.normal(size=nq * nd) * 2
     y = np.clip(np.floor((s - s.mean()) / s.std() * 1.2 + 1.5), 0, 4)
     return X, y, np.repeat(np.arange(nq), nd)
-
-
-def memory_mb(field):
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 # --------------------------------------------------------------------------- worker side
