@@ -1,0 +1,330 @@
+"""Learning curves: every objective with its defaults, beside its peers, from 40 queries up.
+
+A default must hold at every data size and feature scale, not at one point.
+For each dataset, training sets of ``--sizes`` queries (nested: the 100-query
+set contains the 40-query set) are drawn from the pool of its queries, and
+every learner is tested on the same held-out queries; each random state
+draws new training and test queries, so a curve's spread is the data's as
+well as the learner's. Protocol (fixed, no early stopping, so the learners'
+regularisation is what is compared): ``--n-estimators`` trees (300), depth 6,
+learning rate 0.05; test NDCG@10 by ``rankkit.metrics`` (exp gain, worst
+order among tied scores, a query without a relevant document counts 1).
+
+Datasets: ``mq2008`` (784 queries of ~19 documents), ``clueweb09`` (61 of
+~430), ``yahoo`` (the Yahoo sample, 251 of ~20), ``synthetic``
+(``make_ranking``, 20 features, ~32 documents per query) and ``synthetic-long``
+(``make_ranking`` with 136 features, 12 of them informative, and ~118 documents per
+query, the shape of an MSLR-WEB sample). ``--scales raw heavy``: ``heavy``
+puts every feature through a random monotone, heavy-tailed transform
+(``exp(3 z)`` or ``1e4 * z**5`` of the standardised feature, by feature), the
+look of raw, unnormalised web features.
+
+Learners: the rankkit rankers with their defaults (only the target metric set),
+CatBoost's counterparts, LightGBM's ``lambdarank`` and ``rank_xendcg``,
+XGBoost's ``rank:ndcg``. ``--variant 'name:param=value,...'`` adds rankkit
+rankers with other settings; a value ``leaf*A`` is ``A * n_queries / 2**depth``
+(a share of the mean leaf's query count, in the rankers' query units), to try
+size-relative rules.
+
+Every fit is cached in ``benchmarks/results/curves_cache`` (keyed by the
+rankkit source or the engine's version), so a re-run only trains what changed.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_curves.py                          # everything (long)
+    .venv/bin/python benchmarks/bench_curves.py --datasets mq2008 --sizes 40 100 --seeds 2
+    .venv/bin/python benchmarks/bench_curves.py --only rankkit --variant 'lam1:reg_lambda=1'
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, SHARED_DATA, group_sizes, load_svmlight, machine_line, markdown_table, save_result  # noqa: E402
+from bench_quality import _NEEDS, _engine_version, _rankkit_source_hash  # noqa: E402
+
+CACHE = RESULTS / "curves_cache"
+
+# =========================================================================== data
+
+
+def _pool_mq2008():
+    root = SHARED_DATA / "MQ2008" / "Fold1"
+    parts = [load_svmlight(root / f"{p}.txt.gz", n_features=46) for p in ("train", "vali", "test")]
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+
+def _pool_clueweb09():
+    root = SHARED_DATA / "ClueWeb09-webis" / "Fold1"
+    parts = [load_svmlight(root / f"{p}.txt.gz", n_features=42) for p in ("train", "test")]
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+
+def _pool_yahoo():
+    root = SHARED_DATA / "LightGBM-lambdarank-example"
+    train = load_svmlight(root / "rank.train.gz", n_features=300)
+    test = load_svmlight(root / "rank.test.gz", n_features=300)
+    q_test = test[2] + train[2].max() + 1
+    return np.vstack([train[0], test[0]]), np.concatenate([train[1], test[1]]), np.concatenate([train[2], q_test])
+
+
+def _pool_synthetic():
+    from rankkit.datasets import make_ranking
+
+    X, y, q = make_ranking(1300, random_state=0)
+    return np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.float64), np.asarray(q)
+
+
+def _pool_synthetic_long():
+    from rankkit.datasets import make_ranking
+
+    X, y, q = make_ranking(400, n_features=136, n_informative=12, min_docs=80, max_docs=156, random_state=1)
+    return np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.float64), np.asarray(q)
+
+
+POOLS = {"mq2008": _pool_mq2008, "clueweb09": _pool_clueweb09, "yahoo": _pool_yahoo,
+         "synthetic": _pool_synthetic, "synthetic-long": _pool_synthetic_long}
+#: Held-out test queries per draw (at most a third of the pool).
+TEST_QUERIES = {"mq2008": 200, "clueweb09": 20, "yahoo": 80, "synthetic": 300, "synthetic-long": 100}
+
+
+def heavy_tailed(X, seed=12345):
+    """Every feature through a random monotone heavy-tailed transform (NaN kept)."""
+    rng = np.random.default_rng(seed)
+    X = np.asarray(X, dtype=np.float64)
+    mu = np.nanmean(X, axis=0)
+    sd = np.nanstd(X, axis=0)
+    sd[sd == 0] = 1.0
+    Z = (X - mu) / sd
+    out = np.empty_like(Z)
+    for j in range(Z.shape[1]):
+        out[:, j] = np.exp(3.0 * Z[:, j]) if rng.random() < 0.5 else 1e4 * Z[:, j] ** 5
+    return out
+
+
+def draws(dataset, scale, sizes, seed):
+    """The training sets (nested, by size) and the test set of one random state."""
+    X, y, q = POOLS[dataset]()
+    if scale == "heavy":
+        X = heavy_tailed(X)
+    queries = np.unique(q)
+    rng = np.random.default_rng(1000 + seed)
+    rng.shuffle(queries)
+    n_test = min(TEST_QUERIES[dataset], len(queries) // 3)
+    test_q, rest = queries[:n_test], queries[n_test:]
+
+    def take(qs):
+        rows = np.flatnonzero(np.isin(q, qs))
+        order = np.argsort(q[rows], kind="stable")
+        rows = rows[order]
+        return X[rows], y[rows], q[rows]
+
+    train = {n: take(rest[:n]) for n in sizes if n <= len(rest)}
+    return train, take(test_q)
+
+
+# =========================================================================== learners
+RANKKIT = {
+    "rankkit StochasticRank": ("StochasticRankRanker", dict(metric="ndcg", k=10)),
+    "rankkit YetiRank": ("YetiRanker", dict(metric="classic")),
+    "rankkit YetiLoss": ("YetiRanker", dict(metric="ndcg", k=10)),
+    "rankkit LambdaMART": ("LambdaMARTRanker", dict(metric="ndcg", k=10)),
+    "rankkit QueryRMSE": ("QueryRMSERanker", dict()),
+    "rankkit XE-NDCG": ("XENDCGRanker", dict()),
+}
+CATBOOST = {
+    "CatBoost StochasticRank": "StochasticRank:metric=NDCG;top=10",
+    "CatBoost YetiRank": "YetiRank",
+    "CatBoost YetiLoss": "YetiRank:mode=NDCG;top=10",
+    "CatBoost LambdaMart": "LambdaMart:metric=NDCG;top=10",
+    "CatBoost QueryRMSE": "QueryRMSE",
+}
+LIGHTGBM = {"LightGBM lambdarank": "lambdarank", "LightGBM rank_xendcg": "rank_xendcg"}
+XGBOOST = {"XGBoost rank:ndcg": "rank:ndcg"}
+COUNTERPART = {
+    "StochasticRank": "CatBoost StochasticRank", "YetiRank": "CatBoost YetiRank", "YetiLoss": "CatBoost YetiLoss",
+    "LambdaMART": "CatBoost LambdaMart", "QueryRMSE": "CatBoost QueryRMSE", "XE-NDCG": "LightGBM rank_xendcg",
+}
+
+
+def _resolve(value, n_queries, depth):
+    if isinstance(value, str) and value.startswith("leaf*"):
+        return float(value[5:]) * n_queries / 2 ** depth
+    return value
+
+
+def fit_rankkit(spec, train, cfg, seed):
+    import rankkit
+
+    cls, params = spec
+    n_q = len(np.unique(train[2]))
+    params = {k: _resolve(v, n_q, cfg.depth) for k, v in params.items()}
+    model = getattr(rankkit, cls)(n_estimators=cfg.n_estimators, learning_rate=cfg.lr, max_depth=cfg.depth,
+                                  n_jobs=cfg.n_jobs, random_state=seed, **params)
+    model.fit(train[0], train[1], qid=train[2])
+    return model.predict
+
+
+def fit_catboost(loss, train, cfg, seed):
+    import catboost
+
+    model = catboost.CatBoost({"loss_function": loss, "iterations": cfg.n_estimators, "depth": cfg.depth,
+                               "learning_rate": cfg.lr, "random_seed": seed, "thread_count": cfg.n_jobs,
+                               "verbose": False, "allow_writing_files": False})
+    model.fit(catboost.Pool(train[0], train[1], group_id=train[2]))
+    return model.predict
+
+
+def fit_lightgbm(objective, train, cfg, seed):
+    import lightgbm as lgb
+
+    params = {"objective": objective, "learning_rate": cfg.lr, "max_depth": cfg.depth,
+              "num_leaves": 2 ** cfg.depth, "num_threads": cfg.n_jobs, "seed": seed, "verbose": -1}
+    booster = lgb.train(params, lgb.Dataset(train[0], train[1], group=group_sizes(train[2])),
+                        num_boost_round=cfg.n_estimators)
+    return booster.predict
+
+
+def fit_xgboost(objective, train, cfg, seed):
+    import xgboost as xgb
+
+    d = xgb.DMatrix(train[0], train[1])
+    d.set_group(group_sizes(train[2]))
+    booster = xgb.train({"objective": objective, "eta": cfg.lr, "max_depth": cfg.depth, "tree_method": "hist",
+                         "nthread": cfg.n_jobs, "seed": seed}, d, num_boost_round=cfg.n_estimators)
+    return lambda X: booster.predict(xgb.DMatrix(X))
+
+
+def learners(cfg):
+    """label -> (engine, fit, spec)."""
+    out = {}
+    if cfg.only in (None, "rankkit"):
+        for label, spec in RANKKIT.items():
+            out[label] = ("rankkit", fit_rankkit, spec)
+        for variant in cfg.variants:
+            name, _, settings = variant.partition(":")
+            extra = {}
+            for item in filter(None, settings.split(",")):
+                key, _, value = item.partition("=")
+                try:
+                    extra[key] = json.loads(value)
+                except json.JSONDecodeError:
+                    extra[key] = value
+            for label, (cls, params) in RANKKIT.items():
+                out[f"{label} [{name}]"] = ("rankkit", fit_rankkit, (cls, {**params, **extra}))
+    if cfg.only in (None, "peers"):
+        out.update({k: ("catboost", fit_catboost, v) for k, v in CATBOOST.items()})
+        out.update({k: ("lightgbm", fit_lightgbm, v) for k, v in LIGHTGBM.items()})
+        out.update({k: ("xgboost", fit_xgboost, v) for k, v in XGBOOST.items()})
+    if cfg.objectives:
+        keep = tuple(cfg.objectives)
+        out = {k: v for k, v in out.items() if any(o in k for o in keep) or not k.startswith("rankkit")}
+    return out
+
+
+def per_query_ndcg(y, score, q):
+    from rankkit.metrics import ndcg_score
+
+    return np.asarray(ndcg_score(y, score, qid=q, k=10, empty=1.0, ties="worst", per_query=True))
+
+
+def run(dataset, scale, size, seed, label, engine, fit, spec, train, test, cfg):
+    version = _rankkit_source_hash() if engine == "rankkit" else _engine_version(engine)
+    blob = json.dumps([dataset, scale, size, seed, engine, version, repr(spec), cfg.n_estimators, cfg.lr,
+                       cfg.depth], default=str)
+    path = CACHE / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.json"
+    if path.exists():
+        return np.asarray(json.loads(path.read_text()))
+    predict = fit(spec, train, cfg, seed)
+    pq = per_query_ndcg(test[1], np.asarray(predict(test[0]), dtype=np.float64), test[2])
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(pq.tolist()))
+    return pq
+
+
+# =========================================================================== report
+def _paired(a, b):
+    """Mean difference of paired per-query scores, its standard error, Wilcoxon p."""
+    from scipy.stats import wilcoxon
+
+    d = a - b
+    se = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else float("nan")
+    p = float(wilcoxon(a, b).pvalue) if np.any(d != 0) else 1.0
+    return d.mean(), se, p
+
+
+def report(dataset, scale, results, sizes):
+    labels = list(next(iter(results.values())).keys())
+    header = ["learner"] + [f"{n} queries" for n in sizes]
+    rows = []
+    for label in labels:
+        rows.append([label] + [f"{np.mean(results[n][label]):.4f}" if n in results else "" for n in sizes])
+    text = f"### {dataset}, {scale} features: NDCG@10 (mean over random states and test queries)\n\n"
+    text += markdown_table(header, rows)
+    prow = []
+    for label in labels:
+        if not label.startswith("rankkit"):
+            continue
+        obj = label.split(" ", 1)[1].split(" [")[0]
+        peer = COUNTERPART.get(obj)
+        cells = [f"{label} - {peer}"]
+        for n in sizes:
+            if n not in results or peer not in results[n]:
+                cells.append("")
+                continue
+            d, se, p = _paired(results[n][label], results[n][peer])
+            cells.append(f"{100 * d:+.2f} ± {100 * se:.2f} (p {p:.2g})")
+        prow.append(cells)
+    if prow:
+        text += "\n\nPaired difference to the counterpart, NDCG@10 points (± standard error, Wilcoxon p):\n\n"
+        text += markdown_table(["pair"] + [f"{n} queries" for n in sizes], prow)
+    return text
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datasets", nargs="*", default=list(POOLS), choices=list(POOLS))
+    parser.add_argument("--scales", nargs="*", default=["raw", "heavy"], choices=["raw", "heavy"])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[40, 100, 300, 1000])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--n-estimators", type=int, default=300)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--depth", type=int, default=6)
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--only", choices=["rankkit", "peers"], default=None)
+    parser.add_argument("--objectives", nargs="*", default=None,
+                        help="rankkit objectives to run (substrings of the labels); peers always")
+    parser.add_argument("--variant", dest="variants", action="append", default=[])
+    cfg = parser.parse_args(argv)
+
+    print(machine_line())
+    texts = []
+    for dataset in cfg.datasets:
+        if dataset in _NEEDS and not (SHARED_DATA / _NEEDS[dataset]).exists():
+            print(f"skip {dataset}: {SHARED_DATA / _NEEDS[dataset]} not found")
+            continue
+        for scale in cfg.scales:
+            results = {}
+            for seed in range(cfg.seeds):
+                train_sets, test = draws(dataset, scale, cfg.sizes, seed)
+                for n, train in train_sets.items():
+                    for label, (engine, fit, spec) in learners(cfg).items():
+                        pq = run(dataset, scale, n, seed, label, engine, fit, spec, train, test, cfg)
+                        results.setdefault(n, {}).setdefault(label, []).append(pq)
+                print(f"{dataset} {scale} seed {seed} done", flush=True)
+            results = {n: {k: np.concatenate(v) for k, v in r.items()} for n, r in results.items()}
+            text = report(dataset, scale, results, [n for n in cfg.sizes if n in results])
+            print(text + "\n", flush=True)
+            texts.append(text)
+    save_result("curves.md", "\n\n".join(texts))
+
+
+if __name__ == "__main__":
+    main()
