@@ -34,7 +34,7 @@ MQ2008 Fold1 (42 training queries sampled, test file), ClueWeb09 Fold1
 training queries sampled, test file) and ``make_ranking`` (42 training and
 200 test queries of 80-160 documents, 136 features).
 
-Run from the repository root (about 4 minutes with 3 seeds on 2 cores)::
+Run from the repository root (about 3 minutes with 3 seeds, 5 with 5, on 2 shared cores)::
 
     .venv/bin/python benchmarks/bench_xendcg.py
     .venv/bin/python benchmarks/bench_xendcg.py --datasets mq2008 synthetic --seeds 5
