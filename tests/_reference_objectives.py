@@ -164,3 +164,38 @@ def xendcg_loss(y, z, gamma):
     m = max(z)
     lse = m + math.log(sum(math.exp(v - m) for v in z))
     return -sum((ti / sum(t)) * (zi - lse) for ti, zi in zip(t, z))
+
+
+def xendcg_lightgbm(y, z, gamma):
+    """One query: the ``(lambda, h)`` LightGBM's ``rank_xendcg`` hands its trees,
+    written as matrices (Bruch 2019, section 4.4). With ``D = diag(rho (1 - rho))``
+    and ``O_ij = rho_i rho_j`` off the diagonal, the Hessian of the loss is
+    ``H = D - O``; ``H^-1 = sum_k (D^-1 O)^k D^-1`` (Neumann series) is cut
+    after ``k = 2`` and the tree gets ``lambda = D (I + A + A^2) D^-1 g``,
+    ``A = D^-1 O``, ``g = rho - phi``: so that the leaf ``-sum lambda / sum h``
+    approximates a Newton step with the full Hessian. LightGBM truncates labels
+    to integers in ``2^r``."""
+    z = np.asarray(z, dtype=np.float64)
+    e = np.exp(z - z.max())
+    rho = e / e.sum()
+    t = np.array([2.0 ** int(r) - gm for r, gm in zip(y, gamma)])
+    g = rho - t / t.sum()
+    D = np.diag(rho * (1 - rho))
+    O = np.outer(rho, rho)
+    np.fill_diagonal(O, 0.0)
+    A = np.linalg.solve(D, O)
+    lam = D @ (np.eye(len(z)) + A + A @ A) @ np.linalg.solve(D, g)
+    return lam, rho * (1 - rho)
+
+
+def lightgbm_uniforms(seed, n):
+    """``n`` draws of LightGBM's ``Random(seed).NextFloat()``: the LCG
+    ``x <- 214013 x + 2531011 (mod 2^32)``, ``((x >> 16) & 0x7FFF) / 32768``.
+    ``rank_xendcg`` draws the gammas of query ``q`` from ``Random(objective_seed + q)``
+    in row order, continuing the stream from one iteration to the next."""
+    x = int(seed) % 2**32
+    out = []
+    for _ in range(n):
+        x = (214013 * x + 2531011) % 2**32
+        out.append(((x >> 16) & 0x7FFF) / 32768.0)
+    return np.array(out)

@@ -312,3 +312,38 @@ def test_constant_features_give_the_constant_model(data):
     assert len(seen) == 3 and backend.n_iterations_ == 3
     with pytest.raises(ValueError, match="NaN or infinite"):
         _backend(n_estimators=2).fit(Xc, lambda raw, t: (np.full_like(y, np.nan), np.ones_like(y)))
+
+
+def test_reference_reproduces_lightgbm_rank_xendcg():
+    """tests._reference_objectives.xendcg_lightgbm, with LightGBM's own gamma
+    stream, is what LightGBM's ``rank_xendcg`` hands its first tree: every
+    leaf is ``-sum lambda / sum h`` over its documents (learning rate 1, no
+    regularisation). rankkit's exact gradient ``g = rho - phi`` is not: the two
+    objectives compute different vectors (tests/test_objectives.py says which
+    is which; benchmarks/bench_xendcg.py measures what it costs)."""
+    from . import _reference_objectives as ref
+
+    sizes = [6, 5, 7]
+    y = np.array([0, 0, 1, 2, 0, 3, 1, 1, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0], dtype=float)
+    n = y.size
+    z = np.random.default_rng(3).normal(0, 2.0, n)  # a concentrated softmax
+    X = np.arange(n, dtype=float)[:, None]
+    params = dict(objective="rank_xendcg", objective_seed=0, num_leaves=n, min_data_in_leaf=1,
+                  min_sum_hessian_in_leaf=0.0, lambda_l2=0.0, learning_rate=1.0, min_data_in_bin=1,
+                  verbosity=-1, num_threads=1)
+    booster = lgb.train(params, lgb.Dataset(X, y, group=sizes, init_score=z, params=params), num_boost_round=1)
+    leaf = booster.predict(X, pred_leaf=True).ravel()
+    value = booster.predict(X, raw_score=True)
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    lam, g, h = np.empty(n), np.empty(n), np.empty(n)
+    for q in range(len(sizes)):
+        lo, hi = ptr[q], ptr[q + 1]
+        gamma = ref.lightgbm_uniforms(params["objective_seed"] + q, hi - lo)
+        lam[lo:hi], h[lo:hi] = ref.xendcg_lightgbm(y[lo:hi], z[lo:hi], gamma)
+        g[lo:hi], _ = ref.xendcg(y[lo:hi], z[lo:hi], gamma)
+    leaves = np.unique(leaf)
+    assert leaves.size >= n // 2
+    newton = {k: -lam[leaf == k].sum() / h[leaf == k].sum() for k in leaves}
+    exact = {k: -g[leaf == k].sum() / h[leaf == k].sum() for k in leaves}
+    np.testing.assert_allclose(value, [newton[k] for k in leaf], rtol=1e-5, atol=1e-6)
+    assert np.abs(value - [exact[k] for k in leaf]).max() > 0.05

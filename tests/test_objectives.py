@@ -331,6 +331,61 @@ def test_xendcg_matches_reference_and_finite_differences():
             assert g[lo + i] == pytest.approx(fd, rel=1e-6, abs=1e-9)
 
 
+def test_xendcg_is_the_exact_gradient_and_lightgbms_lambdas_are_not():
+    """rankkit and LightGBM's ``rank_xendcg`` hand the trees different vectors
+    for the same gamma: rankkit the exact gradient ``rho - phi`` of Bruch's loss
+    (finite differences), LightGBM ``D (I + A + A^2) D^-1 g``, a truncated
+    Neumann series of the inverse Hessian (Bruch 2019, section 4.4; the
+    reference reproduces LightGBM's leaves in tests/test_lightgbm_backend.py).
+    The two agree to first order when the softmax is flat and part when it
+    concentrates (LightGBM's terms grow like ``rho_i / (1 - rho_j)``)."""
+    y, z, ptr = make_queries(11)
+    gamma = np.array(ref_random.xendcg_gammas(y, 3.0 * z, ptr, 7))
+    g, _ = XENDCG().gradient_hessian(y, 3.0 * z, group_ptr=ptr, seed=7)
+    eps = 1e-6
+    gaps = []
+    for q in range(len(ptr) - 1):
+        lo, hi = ptr[q], ptr[q + 1]
+        if hi - lo < 2:
+            continue
+        zq, yq, gm = 3.0 * z[lo:hi], y[lo:hi], gamma[lo:hi]
+        fd = [(ref.xendcg_loss(yq, zq + eps * e, gm) - ref.xendcg_loss(yq, zq - eps * e, gm)) / (2 * eps)
+              for e in np.eye(hi - lo)]
+        np.testing.assert_allclose(g[lo:hi], fd, rtol=1e-6, atol=1e-9)
+        lam, h = ref.xendcg_lightgbm(yq, zq, gm)
+        gaps.append(np.abs(lam - g[lo:hi]).max())
+        flat_lam, _ = ref.xendcg_lightgbm(yq, np.zeros(hi - lo), gm)
+        flat_g, _ = ref.xendcg(yq, np.zeros(hi - lo), gm)
+        n = hi - lo
+        # Flat softmax: the correction is of order 1/n of the gradient.
+        assert np.abs(flat_lam - flat_g).max() <= 2.0 / (n - 1) * np.abs(flat_g).max() + 1e-12
+    assert max(gaps) > 0.05
+
+
+def test_xendcg_lightgbm_lambdas_approximate_a_full_newton_step():
+    """On a query with a flat-enough softmax the Neumann series converges:
+    ``D^-1 lambda`` is closer than ``D^-1 g`` to the Newton direction ``H^+ g``
+    (up to a constant shift per query, to which the softmax is blind), with
+    ``H = diag(rho) - rho rho^T`` the Hessian of Bruch's loss."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        n = int(rng.integers(4, 30))
+        y = rng.integers(0, 5, n).astype(float)
+        z = rng.normal(0, 0.5, n)
+        gm = rng.random(n)
+        lam, h = ref.xendcg_lightgbm(y, z, gm)
+        g, _ = ref.xendcg(y, z, gm)
+        rho = np.exp(z - z.max())
+        rho /= rho.sum()
+        newton = np.linalg.pinv(np.diag(rho) - np.outer(rho, rho)) @ g
+
+        def dist(v):
+            d = v - newton
+            return np.abs(d - d.mean()).max()
+
+        assert dist(lam / h) < dist(g / h)
+
+
 def test_xendcg_stable_for_large_scores():
     g, h = XENDCG().gradient_hessian([0, 1, 2], [1000.0, -1000.0, 999.0], qid=[1, 1, 1], seed=1)
     assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))

@@ -82,11 +82,19 @@ class XENDCG(RankingObjective):
 
     Notes
     -----
-    LightGBM's ``rank_xendcg`` computes the same :math:`\rho - \phi` and then
-    adds second- and third-order terms of an expansion in :math:`\rho`
-    (``lambdas += rho_i (sum_j l_j/(1 - rho_j) - l_i/(1 - rho_i))`` twice);
-    it also truncates labels to ints in :math:`2^{r}`. rankkit returns the exact
-    gradient of the loss above, for real-valued labels. Unlike the pairwise
+    LightGBM's ``rank_xendcg`` hands its trees another vector for the same
+    :math:`\gamma`: :math:`\lambda = D (I + A + A^2) D^{-1} g` with
+    :math:`D = \operatorname{diag}(\rho_i (1 - \rho_i))`, :math:`A = D^{-1} O`,
+    :math:`O_{ij} = \rho_i \rho_j` (:math:`i \ne j`): the first terms of a
+    Neumann series of the inverse Hessian :math:`H = D - O` (Bruch 2019,
+    section 4.4), so that its leaves approximate a Newton step with the full
+    Hessian; it also truncates labels to ints in :math:`2^{r}`. rankkit returns
+    the exact gradient of the loss above (a Newton step with the diagonal of the
+    Hessian, as for every other objective), for real-valued labels. The two
+    agree to first order while the softmax is flat; on LightGBM's engine with
+    the same regularisation they differ by a few tenths of a point of test
+    NDCG@10, not significantly (``benchmarks/bench_xendcg.py``;
+    ``docs/backends.md``). Unlike the pairwise
     objectives, a query whose labels are all equal still gets a gradient:
     the random target pulls the softmax towards a random split of the mass
     (zero in expectation only when the scores are equal too). Queries of one
