@@ -181,6 +181,51 @@ def yetirank_kernel(
                 first, second = swap_prepare(mode, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2)
             pi_a = 1.0
             decay_a = inv_p
+            if reach == 1:
+                # Adjacent pairs (the default): the document at position a + 1
+                # meets pair (a, a + 1), then pair (a + 1, a + 2); its sums are
+                # carried in registers from one to the next rather than stored
+                # and reloaded. Same additions in the same order as below.
+                ia = order[lo]
+                ra = y[ia]
+                g_a = grad[ia]
+                h_a = hess[ia]
+                for a in range(a_end):
+                    ib = order[lo + a + 1]
+                    rb = y[ib]
+                    g_b = grad[ib]
+                    h_b = hess[ib]
+                    if ra != rb:
+                        if mode == CLASSIC:
+                            w = abs(ra - rb) * decay_a
+                        elif mode == ERR:
+                            w = err_delta(a, a + 1, lo, val, disc, pi_a, 0.0, 1.0) * inv_p
+                        else:
+                            w = swap_delta(mode, a, a + 1, lo, val, disc, aux1, aux2, first, second, scale) * inv_p
+                        if w > 0.0:
+                            up = ra > rb  # the upper document is the more relevant
+                            e_a = ez[ia]
+                            e_b = ez[ib]
+                            if up:
+                                rho = pair_rho(e_a, e_b, raw[ia], raw[ib], 1.0)
+                            else:
+                                rho = pair_rho(e_b, e_a, raw[ib], raw[ia], 1.0)
+                            wr = w * rho
+                            signed = wr if up else -wr  # x - (-wr) == x + wr exactly
+                            g_a -= signed
+                            g_b += signed
+                            h = wr * (1.0 - rho)
+                            h_a += h
+                            h_b += h
+                    grad[ia] = g_a
+                    hess[ia] = h_a
+                    if mode == ERR:
+                        pi_a *= 1.0 - val[lo + a]
+                    decay_a *= decay
+                    ia, ra, g_a, h_a = ib, rb, g_b, h_b
+                grad[ia] = g_a
+                hess[ia] = h_a
+                continue
             for a in range(a_end):
                 ia = order[lo + a]
                 ra = y[ia]
@@ -213,7 +258,6 @@ def yetirank_kernel(
                 if mode == ERR:
                     pi_a *= 1.0 - val[lo + a]
                 decay_a *= decay
-
 
 class YetiRank(MetricObjective):
     r"""YetiRank (Gulin et al. 2011) and YetiLoss (Lyzhin et al. 2022).
