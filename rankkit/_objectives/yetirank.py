@@ -45,7 +45,7 @@ def yeti_noisy_scores(raw, rank, group_ptr, noise, noise_scale, seed, query_key,
 
 
 @njit(cache=True)
-def bucket_worst_order(score, y, lo, hi, order, key, bucket, count):
+def bucket_worst_order(score, y, lo, hi, order, key, count):
     """:func:`~rankkit._metrics._common.worst_order` of ``score[lo:hi]`` by a
     bucket sort: the same ``order[lo:hi]`` (score descending, ties by label
     ascending, then by row), in ``O(n)`` for spread-out scores instead of a
@@ -57,8 +57,8 @@ def bucket_worst_order(score, y, lo, hi, order, key, bucket, count):
     pass with the ``worst`` comparison on the bucketed keys (``key``) finishes
     the order. Insertion is stable and the bucketing keeps row order, so ties
     keep ascending rows: the result is the unique ``worst`` order, whatever the
-    bucket boundaries. ``bucket``, ``count`` (int) and ``key`` (float) are
-    scratch over ``lo:hi``.
+    bucket boundaries. ``count`` (int) and ``key`` (float) are scratch over
+    ``lo:hi``.
 
     Returns False, with ``order`` undefined, when it does not apply: a
     non-finite score, all scores equal, or a distribution so skewed that the
@@ -85,18 +85,14 @@ def bucket_worst_order(score, y, lo, hi, order, key, bucket, count):
     for i in range(lo, hi):
         count[i] = 0
     for i in range(lo, hi):
-        b = int((top - score[i]) * scale)
-        if b >= n:
-            b = n - 1
-        bucket[i] = b
-        count[lo + b] += 1
+        count[lo + min(int((top - score[i]) * scale), n - 1)] += 1
     start = lo
     for i in range(lo, hi):
         c = count[i]
         count[i] = start
         start += c
-    for i in range(lo, hi):
-        b = lo + bucket[i]
+    for i in range(lo, hi):  # the same buckets, recomputed rather than stored
+        b = lo + min(int((top - score[i]) * scale), n - 1)
         p = count[b]
         count[b] = p + 1
         order[p] = i
@@ -138,10 +134,10 @@ def yetirank_kernel(
     The sorts are :func:`bucket_worst_order` (``worst_order`` as fallback),
     which gives exactly ``worst_order``'s ranking.
 
-    Scratch indexed like ``y``: ``iwork`` (4, n) int64, ``work`` (8, n)
+    Scratch indexed like ``y``: ``iwork`` (3, n) int64, ``work`` (8, n)
     float64; ``dtab`` the discount table (length >= the longest query).
     """
-    order, buf, rank, count = iwork[0], iwork[1], iwork[2], iwork[3]
+    order, buf, rank = iwork[0], iwork[1], iwork[2]
     val, disc, aux1, aux2, dval = work[0], work[1], work[2], work[3], work[4]
     noisy, ez, key = work[5], work[6], work[7]
     n_queries = group_ptr.shape[0] - 1
@@ -167,14 +163,14 @@ def yetirank_kernel(
         a_end = n - 1 if mode == CLASSIC else min(n - 1, k)
         if noise != 0:  # without noise the counters are never read
             # noise_ranks, with the bucket sort.
-            if bucket_worst_order(raw, y, lo, hi, order, key, buf, count):
+            if bucket_worst_order(raw, y, lo, hi, order, key, buf):
                 for p in range(lo, hi):
                     rank[order[p]] = p - lo
             else:
                 noise_ranks(raw, y, lo, hi, order, buf, rank)
         for perm in range(n_permutations):
             yeti_noisy_scores(raw, rank, group_ptr, noise, noise_scale, seed, query_key[q], q, perm, noisy)
-            if not bucket_worst_order(noisy, y, lo, hi, order, key, buf, count):
+            if not bucket_worst_order(noisy, y, lo, hi, order, key, buf):
                 worst_order(noisy, y, lo, hi, order, buf)
             first, second = n, n
             if mode != CLASSIC:
@@ -204,12 +200,10 @@ def yetirank_kernel(
                             w = swap_delta(mode, a, a + 1, lo, val, disc, aux1, aux2, first, second, scale) * inv_p
                         if w > 0.0:
                             up = ra > rb  # the upper document is the more relevant
-                            e_a = ez[ia]
-                            e_b = ez[ib]
-                            if up:
-                                rho = pair_rho(e_a, e_b, raw[ia], raw[ib], 1.0)
-                            else:
-                                rho = pair_rho(e_b, e_a, raw[ib], raw[ia], 1.0)
+                            # Selects, not branches: ``up`` is a coin flip.
+                            win = ia if up else ib
+                            lose = ib if up else ia
+                            rho = pair_rho(ez[win], ez[lose], raw[win], raw[lose], 1.0)
                             wr = w * rho
                             signed = wr if up else -wr  # x - (-wr) == x + wr exactly
                             g_a -= signed
@@ -398,5 +392,5 @@ class YetiRank(MetricObjective):
             y, raw, group_ptr, query_keys, mode, k, int(self.n_permutations), NOISES[self.noise],
             float(self.noise_scale), int(self.num_neighbors), float(self.decay), exp_gain,
             float(self.relevance_threshold), self._err_scale(y, mode), np.uint64(seed), grad, hess,
-            np.empty((4, n), dtype=np.int64), np.empty((8, n)), discount_table_for(group_ptr),
+            np.empty((3, n), dtype=np.int64), np.empty((8, n)), discount_table_for(group_ptr),
         )
