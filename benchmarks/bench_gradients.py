@@ -14,6 +14,7 @@ Run::
 
     python benchmarks/bench_gradients.py            # 2 threads
     python benchmarks/bench_gradients.py --threads 1
+    python benchmarks/bench_gradients.py --objective yeti --queries 2000   # YetiRank/YetiLoss only
 """
 
 import argparse
@@ -59,6 +60,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--queries", type=int, default=10_000)
+    parser.add_argument("--objective", default="", help="only objectives whose name contains this (case-insensitive)")
     args = parser.parse_args()
     numba.set_num_threads(args.threads)
     y, raw, ptr = make_data(args.queries)
@@ -67,6 +69,8 @@ def main():
           f"median of {args.repeats} after warm-up")
     print(f"{'objective':36s} {'median s':>9s} {'cpu s':>7s} {'Mdoc/s':>8s} {'peak MB':>8s} {'B/doc':>6s}")
     for name, obj in objectives().items():
+        if args.objective.lower() not in name.lower():
+            continue
         obj._check_params()
         yy = obj._check_labels(y)
         obj._gradient_hessian_sorted(yy, raw, ptr, 1)  # compile / load cache

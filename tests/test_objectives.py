@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from rankkit._metrics._common import METRIC_IDS, SWAP_METRICS, discount_table, doc_values, inverse_normaliser
+from rankkit._metrics._common import METRIC_IDS, SWAP_METRICS, discount_table, doc_values, inverse_normaliser, worst_order
 from rankkit._objectives._base import HESSIAN_FLOOR, MetricObjective
 from rankkit._objectives._swap import (
     NO_CUTOFF,
@@ -26,7 +26,7 @@ from rankkit._random import noise_ranks
 from rankkit._objectives.lambdamart import LambdaMART, lambdamart_gradients
 from rankkit._objectives.stochastic_rank import StochasticRank
 from rankkit._objectives.xendcg import XENDCG
-from rankkit._objectives.yetirank import NOISES, YetiRank, yeti_noisy_scores
+from rankkit._objectives.yetirank import NOISES, YetiRank, bucket_worst_order, yeti_noisy_scores
 from rankkit._sglb import SGLB
 from rankkit.objectives import OBJECTIVES
 
@@ -257,6 +257,77 @@ def test_yetirank_matches_reference(metric, k, num_neighbors, noise):
     g_ref, h_ref, _ = yeti_reference(obj, y, z, ptr, seed)
     np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(h, np.maximum(h_ref, HESSIAN_FLOOR), rtol=1e-10, atol=1e-13)
+
+
+
+@pytest.mark.parametrize(
+    "metric,k,num_neighbors,noise",
+    [
+        ("classic", None, 1, "logistic"),
+        ("classic", None, 2, "gaussian"),
+        ("ndcg", 10, 1, "logistic"),
+        ("err", 3, 1, "logistic"),
+        ("map", None, 1, "gaussian"),
+        ("mrr", 5, 2, "logistic"),
+    ],
+)
+def test_yetirank_matches_reference_on_long_queries(metric, k, num_neighbors, noise):
+    """Queries longer than any run or bucket of the kernel's sort, next to
+    short ones, with near-continuous scores (the bucket-sort path) and ties;
+    ``num_neighbors=1`` takes the kernel's adjacent-pair loop, also with a
+    cut-off that stops it before the end of the list."""
+    rng = np.random.default_rng(11)
+    sizes = [150, 1, 2, 37, 120, 3]
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    y = rng.integers(0, 4, size=ptr[-1]).astype(float)
+    z = rng.normal(size=ptr[-1])
+    z[ptr[4]:ptr[5]] = z[ptr[4]:ptr[5]].round(0)  # ties in a long query
+    obj_kw, _ = metric_kw(metric)
+    obj = YetiRank(metric, k, n_permutations=3, noise=noise, num_neighbors=num_neighbors, decay=0.9, **obj_kw)
+    seed = 2024
+    g, h = obj.gradient_hessian(y, z, group_ptr=ptr, seed=seed)
+    g_ref, h_ref, _ = yeti_reference(obj, y, z, ptr, seed)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(h, np.maximum(h_ref, HESSIAN_FLOOR), rtol=1e-10, atol=1e-13)
+
+
+def test_bucket_worst_order_is_worst_order():
+    """The kernel's bucket sort gives exactly ``worst_order``'s ranking
+    (score descending, ties by label ascending, then by row), or declines
+    (returns False) for inputs it does not handle."""
+    rng = np.random.default_rng(5)
+    cases = []  # (scores, whether the bucket sort must take them)
+    for n in [2, 3, 7, 16, 17, 100, 257, 3000]:
+        cases += [
+            (rng.normal(size=n), True),  # distinct scores
+            (rng.logistic(size=n) + rng.normal(size=n).round(1), True),  # YetiRank's noisy scores
+            (rng.normal(size=n).round(1), n <= 100),  # ties (large tied blocks sorted by label: declined)
+            (rng.integers(0, 3, size=n) * 0.5, n <= 100),  # a few values, many ties
+            (np.where(rng.random(n) < 0.5, -0.0, 0.0) + rng.integers(0, 2, size=n), False),  # signed zeros
+            (np.concatenate([rng.normal(size=n - 1) * 1e-3, [1e6]]), False),  # skewed: one outlier
+            (rng.standard_t(1, size=n), False),  # heavy tails
+            (np.full(n, 1.5), False),  # all equal: always declined
+        ]
+    for bad in (np.inf, -np.inf, np.nan):  # non-finite: always declined
+        score = rng.normal(size=50)
+        score[[3, 9]] = bad
+        cases.append((score, False))
+    for score, must in cases:
+        n = score.shape[0]
+        y = rng.integers(0, 4, size=n).astype(float)
+        expect = np.empty(n, dtype=np.int64)
+        worst_order(score, y, 0, n, expect, np.empty(n, dtype=np.int64))
+        # the query at an offset in larger arrays, as in the kernel
+        big = np.concatenate([[9.0, -9.0], score, [4.0]])
+        yy = np.concatenate([[0.0, 1.0], y, [2.0]])
+        order = np.full(n + 3, -1, dtype=np.int64)
+        taken = bucket_worst_order(big, yy, 2, n + 2, order, np.empty(n + 3), np.empty(n + 3, dtype=np.int64))
+        assert taken or not (must and np.ptp(score) > 0), (n, score[:5])
+        if taken:
+            np.testing.assert_array_equal(order[2:n + 2] - 2, expect)
+            assert order[0] == order[1] == order[-1] == -1  # only the query's slice is written
+        if not np.isfinite(score).all() or np.ptp(score) == 0:
+            assert not taken
 
 
 def test_yetirank_noise_distribution():

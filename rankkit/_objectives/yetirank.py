@@ -44,6 +44,78 @@ def yeti_noisy_scores(raw, rank, group_ptr, noise, noise_scale, seed, query_key,
         out[i] = raw[i] + _noise(noise, noise_scale, kk, rank[i])
 
 
+@njit(cache=True)
+def bucket_worst_order(score, y, lo, hi, order, key, count):
+    """:func:`~rankkit._metrics._common.worst_order` of ``score[lo:hi]`` by a
+    bucket sort: the same ``order[lo:hi]`` (score descending, ties by label
+    ascending, then by row), in ``O(n)`` for spread-out scores instead of a
+    merge sort's ``O(n log n)`` indirect comparisons.
+
+    Rows go, in row order, to ``n`` equal-width buckets of
+    ``(max - score) / (max - min)`` (monotone in the score: equal scores share a
+    bucket, a higher score never lands in a later one), then one insertion
+    pass with the ``worst`` comparison on the bucketed keys (``key``) finishes
+    the order. Insertion is stable and the bucketing keeps row order, so ties
+    keep ascending rows: the result is the unique ``worst`` order, whatever the
+    bucket boundaries. ``count`` (int) and ``key`` (float) are scratch over
+    ``lo:hi``.
+
+    Returns False, with ``order`` undefined, when it does not apply: a
+    non-finite score, all scores equal, or a distribution so skewed that the
+    insertion pass would take more than ``8 n`` moves; the caller then runs
+    ``worst_order``.
+    """
+    n = hi - lo
+    top = score[lo]
+    bottom = top
+    for i in range(lo, hi):
+        v = score[i]
+        if not (v - v == 0.0):  # NaN or infinite
+            return False
+        if v > top:
+            top = v
+        if v < bottom:
+            bottom = v
+    span = top - bottom
+    if not (span > 0.0):
+        return False
+    scale = n / span
+    if not (scale < math.inf):
+        return False
+    for i in range(lo, hi):
+        count[i] = 0
+    for i in range(lo, hi):
+        count[lo + min(int((top - score[i]) * scale), n - 1)] += 1
+    start = lo
+    for i in range(lo, hi):
+        c = count[i]
+        count[i] = start
+        start += c
+    for i in range(lo, hi):  # the same buckets, recomputed rather than stored
+        b = lo + min(int((top - score[i]) * scale), n - 1)
+        p = count[b]
+        count[b] = p + 1
+        order[p] = i
+        key[p] = score[i]
+    budget = 8 * n
+    for p in range(lo + 1, hi):
+        v = key[p]
+        row = order[p]
+        j = p - 1
+        # ``worst``: move left past lower scores, and past equal scores with
+        # a higher label (rows of equal score and label keep their order).
+        while j >= lo and (key[j] < v or (key[j] == v and y[order[j]] > y[row])):
+            key[j + 1] = key[j]
+            order[j + 1] = order[j]
+            j -= 1
+        budget -= p - 1 - j
+        if budget < 0:
+            return False
+        key[j + 1] = v
+        order[j + 1] = row
+    return True
+
+
 @njit(cache=True, parallel=True)
 def yetirank_kernel(
     y, raw, group_ptr, query_key, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay, exp_gain,
@@ -59,12 +131,15 @@ def yetirank_kernel(
     with ``rho = 1/(1 + exp(z_win - z_lose))`` of the noise-free scores. No
     pair matrix: O(n) memory, ``O(P (n log n + n d))`` time per query.
 
-    Scratch indexed like ``y``: ``iwork`` (3, n) int64, ``work`` (7, n)
+    The sorts are :func:`bucket_worst_order` (``worst_order`` as fallback),
+    which gives exactly ``worst_order``'s ranking.
+
+    Scratch indexed like ``y``: ``iwork`` (3, n) int64, ``work`` (8, n)
     float64; ``dtab`` the discount table (length >= the longest query).
     """
     order, buf, rank = iwork[0], iwork[1], iwork[2]
     val, disc, aux1, aux2, dval = work[0], work[1], work[2], work[3], work[4]
-    noisy, ez = work[5], work[6]
+    noisy, ez, key = work[5], work[6], work[7]
     n_queries = group_ptr.shape[0] - 1
     inv_p = 1.0 / n_permutations
     for q in numba.prange(n_queries):
@@ -87,15 +162,64 @@ def yetirank_kernel(
         reach = n - 1 if num_neighbors < 0 else min(num_neighbors, n - 1)
         a_end = n - 1 if mode == CLASSIC else min(n - 1, k)
         if noise != 0:  # without noise the counters are never read
-            noise_ranks(raw, y, lo, hi, order, buf, rank)
+            # noise_ranks, with the bucket sort.
+            if bucket_worst_order(raw, y, lo, hi, order, key, buf):
+                for p in range(lo, hi):
+                    rank[order[p]] = p - lo
+            else:
+                noise_ranks(raw, y, lo, hi, order, buf, rank)
         for perm in range(n_permutations):
             yeti_noisy_scores(raw, rank, group_ptr, noise, noise_scale, seed, query_key[q], q, perm, noisy)
-            worst_order(noisy, y, lo, hi, order, buf)
+            if not bucket_worst_order(noisy, y, lo, hi, order, key, buf):
+                worst_order(noisy, y, lo, hi, order, buf)
             first, second = n, n
             if mode != CLASSIC:
                 first, second = swap_prepare(mode, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2)
             pi_a = 1.0
             decay_a = inv_p
+            if reach == 1:
+                # Adjacent pairs (the default): the document at position a + 1
+                # meets pair (a, a + 1), then pair (a + 1, a + 2); its sums are
+                # carried in registers from one to the next rather than stored
+                # and reloaded. Same additions in the same order as below.
+                ia = order[lo]
+                ra = y[ia]
+                g_a = grad[ia]
+                h_a = hess[ia]
+                for a in range(a_end):
+                    ib = order[lo + a + 1]
+                    rb = y[ib]
+                    g_b = grad[ib]
+                    h_b = hess[ib]
+                    if ra != rb:
+                        if mode == CLASSIC:
+                            w = abs(ra - rb) * decay_a
+                        elif mode == ERR:
+                            w = err_delta(a, a + 1, lo, val, disc, pi_a, 0.0, 1.0) * inv_p
+                        else:
+                            w = swap_delta(mode, a, a + 1, lo, val, disc, aux1, aux2, first, second, scale) * inv_p
+                        if w > 0.0:
+                            up = ra > rb  # the upper document is the more relevant
+                            # Selects, not branches: ``up`` is a coin flip.
+                            win = ia if up else ib
+                            lose = ib if up else ia
+                            rho = pair_rho(ez[win], ez[lose], raw[win], raw[lose], 1.0)
+                            wr = w * rho
+                            signed = wr if up else -wr  # x - (-wr) == x + wr exactly
+                            g_a -= signed
+                            g_b += signed
+                            h = wr * (1.0 - rho)
+                            h_a += h
+                            h_b += h
+                    grad[ia] = g_a
+                    hess[ia] = h_a
+                    if mode == ERR:
+                        pi_a *= 1.0 - val[lo + a]
+                    decay_a *= decay
+                    ia, ra, g_a, h_a = ib, rb, g_b, h_b
+                grad[ia] = g_a
+                hess[ia] = h_a
+                continue
             for a in range(a_end):
                 ia = order[lo + a]
                 ra = y[ia]
@@ -128,7 +252,6 @@ def yetirank_kernel(
                 if mode == ERR:
                     pi_a *= 1.0 - val[lo + a]
                 decay_a *= decay
-
 
 class YetiRank(MetricObjective):
     r"""YetiRank (Gulin et al. 2011) and YetiLoss (Lyzhin et al. 2022).
@@ -269,5 +392,5 @@ class YetiRank(MetricObjective):
             y, raw, group_ptr, query_keys, mode, k, int(self.n_permutations), NOISES[self.noise],
             float(self.noise_scale), int(self.num_neighbors), float(self.decay), exp_gain,
             float(self.relevance_threshold), self._err_scale(y, mode), np.uint64(seed), grad, hess,
-            np.empty((3, n), dtype=np.int64), np.empty((7, n)), discount_table_for(group_ptr),
+            np.empty((3, n), dtype=np.int64), np.empty((8, n)), discount_table_for(group_ptr),
         )
