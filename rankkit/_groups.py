@@ -21,7 +21,7 @@ __all__ = ["QueryGroups", "make_groups", "check_qid", "factorize_qid", "split_qi
            "group_ptr_from_sizes", "qid_from_sizes"]
 
 
-def _is_dataframe(X):
+def is_dataframe(X):
     return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
@@ -189,7 +189,7 @@ class QueryGroups:
         """Rows of ``a`` (array, sparse matrix or DataFrame) in query-sorted layout."""
         if a is None or self.order is None:
             return a
-        if _is_dataframe(a):
+        if is_dataframe(a):
             return a.iloc[self.order]
         return a[self.order]
 
@@ -218,7 +218,7 @@ def split_qid(X, qid=None, qid_col="qid"):
     :func:`missing_qid_error`). Giving both is an error. Non-DataFrame inputs
     pass through.
     """
-    if _is_dataframe(X) and qid_col is not None and qid_col in X.columns:
+    if is_dataframe(X) and qid_col is not None and qid_col in X.columns:
         if qid is not None:
             raise ValueError(
                 f"Query ids given twice: X has a '{qid_col}' column and qid= was passed. "
@@ -232,7 +232,7 @@ def missing_qid_error(X, qid_col="qid", *, where="X", qid_name="qid"):
     """The error for rows without query ids, saying every way to pass them."""
     column = (
         f"{where} is a DataFrame without a {qid_col!r} column"
-        if _is_dataframe(X) and qid_col is not None
+        if is_dataframe(X) and qid_col is not None
         else f"{where} has no query column"
     )
     return ValueError(

@@ -38,7 +38,7 @@ How training works, and why:
    query gets the same gradients for the same scores on any worker.
 4. **The in-memory gradient pipeline, its global quantities global.** Each
    worker runs the in-memory ranker's own pipeline
-   (:meth:`rankkit._estimators.BaseRanker._gradient_function`: gradients,
+   (:func:`rankkit._training.gradient_function`: gradients,
    sample weights, query units, Langevin noise) with its ``total`` hook
    all-reducing over the workers (``xgboost.collective``): the hessian sum
    and number of queries of the query units every iteration, and the first
@@ -49,7 +49,7 @@ How training works, and why:
    custom metric over workers without weights; here each worker sums its
    queries' values of every ``eval_metric``, the sums and counts are
    all-reduced, and every worker records the exact means with the in-memory
-   rule (:meth:`rankkit._estimators._EvalMonitor.record`: best iteration,
+   rule (:meth:`rankkit._estimators.EvalMonitor.record`: best iteration,
    early stopping), so all stop together; the driver replays the record.
    ``verbose=N`` lines are sent by worker 0 as Dask events and printed by
    the driver. ``callbacks`` are refused: they take the ranker and may stop
@@ -100,12 +100,21 @@ from xgboost import collective
 from xgboost.callback import TrainingCallback
 
 from . import _estimators
-from ._estimators import BaseRanker, _EvalMonitor, _metric_sum_count, _QueryData, _store_arguments
+from ._estimators import store_arguments
 from ._clicks import check_unique_positions, dask_click_settings, debias_partition, propensity_table
 from ._groups import factorize_qid, missing_qid_error
 from ._random import query_keys, seed_from
 from ._sglb import shrink_factor, shrink_schedule
 from ._threads import limit_threads
+from ._training import (
+    EvalMonitor,
+    QueryData,
+    check_y,
+    gradient_function,
+    langevin_scale,
+    metric_sum_count,
+    resolve_diffusion_temperature,
+)
 from .callback import CallbackList
 from ._validation import check_sample_weight
 
@@ -182,7 +191,7 @@ def _assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, w
                 f"{name} is not partitioned like {where}: partition {source} of {where} has {n} rows but "
                 f"{len(values)} entries of {name}. Pass {name} with the same partitions (chunks) as {where}."
             )
-    labels = BaseRanker._check_y(np.asarray(y).ravel(), n, where)
+    labels = check_y(np.asarray(y).ravel(), n, where)
     if clicks is not None:  # the objective checks the debiased labels, not the clicks
         if pos is None:
             raise ValueError(f"position_bias is set but {where} came without positions: pass position= "
@@ -364,7 +373,7 @@ class _ShrunkMargin:
 def _allreduce_sum(values):
     """Sums over all the workers of ``xgboost.dask.train`` (XGBoost's
     collective): the ``total`` of the in-memory gradient pipeline
-    (:meth:`rankkit._estimators.BaseRanker._gradient_function`)."""
+    (:func:`rankkit._training.gradient_function`)."""
     return [float(v) for v in collective.allreduce(np.asarray(values, dtype=np.float64), collective.Op.SUM)]
 
 
@@ -395,12 +404,15 @@ class _WorkerObjective:
             if not hasattr(self, "_data"):
                 y, group_ptr, places, w = _local_queries(dtrain)
                 keys = self.keys[self.offsets[places // _PLACE_LIMIT] + places % _PLACE_LIMIT]
-                self._data = _QueryData(None, y, group_ptr, w, keys)
-                # Sets ranker.diffusion_temperature_ (the same on every worker).
-                noise = self.ranker._langevin_noise_scale(self.objective, self._data, self.seed_base,
-                                                          total=_allreduce_sum)
-                self._step = self.ranker._gradient_function(self.objective, self._data, self.seed_base, noise,
-                                                            total=_allreduce_sum)
+                self._data = QueryData(None, y, group_ptr, w, keys)
+                # The same beta on every worker (all-reduced sums).
+                r = self.ranker
+                self.diffusion_temperature = resolve_diffusion_temperature(
+                    r.langevin, r.diffusion_temperature, r.learning_rate, self.objective, self._data, self.seed_base,
+                    total=_allreduce_sum)
+                noise = langevin_scale(r.learning_rate, self.diffusion_temperature)
+                self._step = gradient_function(self.objective, self._data, self.seed_base, noise,
+                                               total=_allreduce_sum)
                 self._model = _ShrunkMargin(shrink_schedule(*self.shrink_args))
                 self._model.start(preds)
                 t = 0
@@ -432,7 +444,7 @@ class _WorkerMetric:
         y, group_ptr = self._sets_by_index[index][1:3]
         sums = []
         for metric in self.metrics:
-            sums += _metric_sum_count(metric, y, raw, group_ptr, self.settings[index]) if y.size else [0.0, 0]
+            sums += metric_sum_count(metric, y, raw, group_ptr, self.settings[index]) if y.size else [0.0, 0]
         sums = _allreduce_sum(sums)
         return {m: sums[2 * j] / sums[2 * j + 1] if sums[2 * j + 1] else float("nan")
                 for j, m in enumerate(self.metrics)}
@@ -468,7 +480,7 @@ class _WorkerMetric:
 class _WorkerLog(TrainingCallback):
     """After every iteration on every worker: the exact metric values (from
     the :class:`_WorkerMetric`) recorded by the in-memory monitor's own rule
-    (:meth:`rankkit._estimators._EvalMonitor.record`: best iteration, early
+    (:meth:`rankkit._estimators.EvalMonitor.record`: best iteration, early
     stopping); the values are the same on every worker, so all stop
     together. With ``verbose``, worker 0 sends each progress line to the
     driver (a Dask event on ``topic``), which prints it. At the end the
@@ -506,7 +518,7 @@ class _WorkerLog(TrainingCallback):
         return stop
 
     def after_training(self, model):
-        beta = getattr(self.objective.ranker, "diffusion_temperature_", None)
+        beta = getattr(self.objective, "diffusion_temperature", None)
         model.set_attr(**{self.ATTRIBUTE: json.dumps({"history": self.monitor.history,
                                                        "diffusion_temperature": beta})})
         return model
@@ -530,14 +542,14 @@ def _predict_partition(x, backend, iteration_range=None):
 
 def _score_partition(frame, backend, features, metric, settings):
     """``(sum, count)`` of the metric over the queries of a laid-out partition
-    (query-weighted with the rows' weights, as :func:`rankkit._estimators._mean_metric`)."""
+    (query-weighted with the rows' weights, as :func:`rankkit._training.mean_metric`)."""
     if not len(frame):
         return pd.DataFrame({"sum": [0.0], "count": [0.0]})
     raw = backend.predict(frame[features].to_numpy())
     local = frame[_LOCAL].to_numpy()
     ptr = np.concatenate([[0], np.flatnonzero(np.diff(local)) + 1, [local.size]]).astype(np.int64)
     weight = frame[_W].to_numpy() if _W in frame.columns else None
-    total, count = _metric_sum_count(metric, frame[_Y].to_numpy(), raw, ptr, settings, weight)
+    total, count = metric_sum_count(metric, frame[_Y].to_numpy(), raw, ptr, settings, weight)
     return pd.DataFrame({"sum": [total], "count": [float(count)]})
 
 
@@ -733,7 +745,7 @@ class _DaskRanker:
             self._check_features(X_features)
         return laid
 
-    def _why_constant(self, train, grad_fn):
+    def _why_constant(self, train, grad_fn, objective):
         return (
             "rankkit.dask does not look for the cause: the in-memory ranker finds it from the training rows and "
             "the first gradients in one process. Fit the in-memory ranker "
@@ -823,7 +835,7 @@ class _DaskRanker:
         objective = _pin_err_max_label(objective, train.max_label)
         sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None))
         metrics, settings = self._eval_metrics(objective)
-        monitor = _EvalMonitor(self, None, sets, metrics, settings,
+        monitor = EvalMonitor(self, None, sets, metrics, settings,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=None)
         seed_base = seed_from(self.random_state)
@@ -846,7 +858,7 @@ class _DaskRanker:
         # The in-memory ranker of the same parameters runs the gradient
         # pipeline and records the metrics on the workers.
         local = self._local_class(**self._local_params())
-        worker_monitor = _EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets],
+        worker_monitor = EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets],
                                       metrics, {}, early_stopping_rounds=monitor.early_stopping_rounds,
                                       verbose=verbose, callbacks=None)
         worker_objective = _WorkerObjective(local, objective, seed_base, train.query_keys, shrink_args)
@@ -981,7 +993,7 @@ def _dask_class(local_class):
     def __init__(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        _store_arguments(self, bound.arguments)
+        store_arguments(self, bound.arguments)
 
     __init__.__signature__ = signature
     name = f"Dask{local_class.__name__}"

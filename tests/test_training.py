@@ -10,6 +10,7 @@ import sklearn
 from sklearn.model_selection import KFold, cross_validate
 
 import rankkit._estimators as est
+import rankkit._training as training
 from rankkit import LambdaMARTRanker, QueryRMSERanker
 from rankkit.callback import CallbackEnv, TrainingCallback
 from rankkit.datasets import make_ranking
@@ -272,8 +273,8 @@ def test_verbose_without_eval_set_prints_the_training_metric_and_a_final_line(da
 def test_training_metric_computed_only_when_printed_or_asked(data, monkeypatch, capsys):
     X, y, qid, _, _, _ = data
     calls = []
-    real = est._mean_metric
-    monkeypatch.setattr(est, "_mean_metric", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    real = training.mean_metric
+    monkeypatch.setattr(training, "mean_metric", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
     _lambdamart().fit(X, y, qid=qid)
     assert calls == []  # no eval set, no verbose: no metric at all
     _lambdamart().fit(X, y, qid=qid, verbose=5)

@@ -12,8 +12,9 @@ import importlib
 import sys
 
 from .._threads import openmp_wait_policy
+from ._adapters import EngineInputs
 
-__all__ = ["BACKENDS", "get_backend"]
+__all__ = ["BACKENDS", "EngineInputs", "get_backend"]
 
 #: ``backend=`` name -> ``"module:Class"`` (resolved lazily by :func:`get_backend`).
 BACKENDS = {
