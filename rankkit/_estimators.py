@@ -74,12 +74,10 @@ from ._sglb import SGLB, shrink_schedule
 from ._threads import limit_threads
 from ._training import (
     EvalMonitor,
+    GradientPipeline,
     QueryData,
     check_y,
-    gradient_function,
-    langevin_scale,
     mean_metric,
-    resolve_diffusion_temperature,
     why_constant,
 )
 from ._validation import check_sample_weight
@@ -304,10 +302,14 @@ class BaseRanker(BaseEstimator):
                 continue
         return "numba"
 
-    def _make_backend(self, seed_base, engine):
+    def _backend_settings(self, seed_base):
+        """The backend's settings: the ranker's, with the fit's seed."""
         settings = {name: getattr(self, name) for name in BACKEND_SETTINGS}
         settings["random_state"] = seed_base % (2**31)
-        return get_backend(engine)(**settings)
+        return settings
+
+    def _make_backend(self, seed_base, engine):
+        return get_backend(engine)(**self._backend_settings(seed_base))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
@@ -374,11 +376,9 @@ class BaseRanker(BaseEstimator):
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
         seed_base = seed_from(self.random_state)
-        self.diffusion_temperature_ = resolve_diffusion_temperature(
-            self.langevin, self.diffusion_temperature, self.learning_rate, objective, train, seed_base)
-        noise_scale = langevin_scale(self.learning_rate, self.diffusion_temperature_)
+        grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(train)
         backend = self._make_backend(seed_base, self._engine_name())
-        grad_fn = debias(gradient_function(objective, train, seed_base, noise_scale))
+        grad_fn = debias(grad_fn)
         monitor.before_training(self)
         backend.fit(
             train.X,
@@ -392,6 +392,11 @@ class BaseRanker(BaseEstimator):
         self._finish(backend, objective, monitor, train, grad_fn)
         monitor.after_training(self)
         return self
+
+    def _gradient_pipeline(self, objective, seed_base):
+        """The fit's :class:`~rankkit._training.GradientPipeline`."""
+        return GradientPipeline(objective, seed_base, langevin=self.langevin,
+                                diffusion_temperature=self.diffusion_temperature, learning_rate=self.learning_rate)
 
     def _training_data(self, objective, training, sample_weight, position, evals):
         """``(train, sets, debias)``: the training rows, the eval sets, and

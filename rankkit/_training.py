@@ -6,10 +6,13 @@
 * :func:`resolve_diffusion_temperature` and :func:`langevin_scale` -- SGLB's
   ``beta`` (``"auto"`` resolved from the first gradients) and the noise scale,
   pure functions: the ranker stores ``diffusion_temperature_`` itself;
+  :class:`GradientPipeline` bundles them with :func:`gradient_function`;
 * :class:`EvalMonitor` -- the backend's ``callback``: eval metrics, progress
   lines, best iteration, early stopping, the user's callbacks;
 * :func:`mean_metric` / :func:`metric_sum_count` -- per-query metric means and
   sums (``score``, eval sets, ``rankkit.dask``'s global sums);
+* :class:`PartMonitor` -- the eval monitor on one part of the rows (a Dask
+  worker's): sums all-reduced over the parts, then :meth:`EvalMonitor.record`;
 * :func:`why_constant` -- the diagnosis of a model without any split.
 
 The rankers (:mod:`rankkit._estimators`) and ``rankkit.dask`` both use these,
@@ -142,6 +145,28 @@ def langevin_scale(learning_rate, beta):
             "or diffusion_temperature."
         )
     return scale
+
+
+class GradientPipeline:
+    """The settings of a fit's gradient pipeline, picklable, so the same
+    pipeline runs in memory and on every Dask worker: :meth:`build` resolves
+    SGLB's ``beta`` (:func:`resolve_diffusion_temperature`) and returns the
+    :func:`gradient_function` with its Langevin noise."""
+
+    def __init__(self, objective, seed_base, *, langevin, diffusion_temperature, learning_rate):
+        self.objective = objective
+        self.seed_base = seed_base
+        self.langevin = langevin
+        self.diffusion_temperature = diffusion_temperature
+        self.learning_rate = learning_rate
+
+    def build(self, train, total=None):
+        """``(grad_fn, beta)`` on ``train`` (``total``: as in :func:`gradient_function`);
+        ``beta`` is None without Langevin noise."""
+        beta = resolve_diffusion_temperature(self.langevin, self.diffusion_temperature, self.learning_rate,
+                                             self.objective, train, self.seed_base, total=total)
+        scale = langevin_scale(self.learning_rate, beta)
+        return gradient_function(self.objective, train, self.seed_base, scale, total=total), beta
 
 
 def mean_metric(metric, y, raw, group_ptr, settings, weight=None):
@@ -305,6 +330,55 @@ class EvalMonitor:
             print(line, file=sys.stdout, flush=True)
         if self.callbacks:
             self.callbacks.after_training(ranker)
+
+
+class PartMonitor:
+    """The backend's callback on one part of the training rows and eval sets
+    (a Dask worker's queries): every metric's per-query values summed over
+    the part's queries and turned into sums over all the parts by ``total``
+    (an all-reduction), so every part holds the exact means over all the
+    queries; then the in-memory rule (:meth:`EvalMonitor.record`: best
+    iteration, early stopping), the same on every part, so all stop together.
+
+    ``monitor`` is an :class:`EvalMonitor` whose sets' data are placeholders
+    (None for the training data); ``settings`` maps every set's name, and
+    ``EvalMonitor.TRAINING``, to its metric settings. :meth:`start` gives the
+    part's rows (:class:`QueryData` of the training rows and of every eval
+    set but the training data), ``total`` and ``emit(t, line)`` for the
+    progress lines (None on the parts that do not print).
+    """
+
+    def __init__(self, monitor, settings):
+        self.monitor = monitor
+        self.settings = settings
+
+    def start(self, train, evals, total, emit):
+        """This monitor on the part's rows (see the class docstring); returns self."""
+        self.train, self.evals, self.total, self.emit = train, list(evals), total, emit
+        return self
+
+    def _values(self, data, raw, settings):
+        metrics = self.monitor.metrics
+        sums = []
+        for metric in metrics:
+            sums += metric_sum_count(metric, data.y, raw, data.group_ptr, settings) if data.y.size else [0.0, 0]
+        sums = self.total(sums)
+        return {m: sums[2 * j] / sums[2 * j + 1] if sums[2 * j + 1] else float("nan") for j, m in enumerate(metrics)}
+
+    def __call__(self, t, raw_train, raw_evals):
+        monitor = self.monitor
+        values, evals = {}, iter(zip(self.evals, raw_evals))
+        for name, data in monitor.sets:
+            data, raw = (self.train, raw_train) if data is None else next(evals)
+            values[name] = self._values(data, raw, self.settings[name])
+        stop = monitor.record(t, values)
+        if monitor.prints(t, stop):
+            training = None
+            if monitor.TRAINING not in monitor.history:  # on every part: all-reduced
+                training = self._values(self.train, raw_train, self.settings[monitor.TRAINING])
+            if self.emit is not None:
+                self.emit(t, monitor.progress_line(t, training))
+        return stop
 
 
 def has_varying_feature(X):

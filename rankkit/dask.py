@@ -72,12 +72,9 @@ floating-point rounding, not bit for bit.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
-import json
 import logging
-import sys
-import threading
-import uuid
 
 import numpy as np
 
@@ -96,25 +93,15 @@ import xgboost.dask as dxgb
 from sklearn.base import _fit_context
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
-from xgboost import collective
-from xgboost.callback import TrainingCallback
 
 from . import _estimators
-from ._estimators import store_arguments
+from ._backends.xgboost_dask import XGBoostDaskBackend
 from ._clicks import check_unique_positions, dask_click_settings, debias_partition, propensity_table
+from ._estimators import store_arguments
 from ._groups import factorize_qid, missing_qid_error
 from ._random import query_keys, seed_from
-from ._sglb import shrink_factor, shrink_schedule
-from ._threads import limit_threads
-from ._training import (
-    EvalMonitor,
-    QueryData,
-    check_y,
-    gradient_function,
-    langevin_scale,
-    metric_sum_count,
-    resolve_diffusion_temperature,
-)
+from ._sglb import shrink_schedule
+from ._training import EvalMonitor, PartMonitor, QueryData, check_y, metric_sum_count
 from .callback import CallbackList
 from ._validation import check_sample_weight
 
@@ -335,193 +322,31 @@ def _local_queries(dmat):
     return y, group_ptr, first, w
 
 
-class _ShrunkMargin:
-    """The SGLB-shrunk model on one set of rows, tracked from XGBoost's
-    unshrunk margins: with ``P_k`` the margin of trees ``0..k-1`` and ``c_k``
-    the factor applied before tree ``k``, ``F_{k+1} = c_k F_k + (P_{k+1} - P_k)``
-    (the in-memory backend's recursion, :mod:`rankkit._backends.xgboost`).
-    Without shrinkage ``F_k`` is ``P_k`` itself."""
+class _LocalReader:
+    """Run on a worker: its part of a laid-out set's DMatrix as
+    :class:`~rankkit._training.QueryData`; for the training rows with the
+    keys of the queries' random draws, found from their places
+    (``query_keys``: per partition, the keys of its queries, in order)."""
 
-    def __init__(self, shrink):
-        self.shrink = shrink
-        self.model = None  # F_k once a factor differed from 1
-        self.margin = None  # P_k
-        self.k = 0
-
-    def advance(self, margin):
-        """``F_{k+1}`` from ``P_{k+1}`` (one more tree than last time)."""
-        previous = np.zeros_like(margin) if self.margin is None else self.margin
-        factor = shrink_factor(self.shrink, self.k)
-        if self.model is not None or factor != 1.0:
-            base = previous if self.model is None else self.model
-            self.model = base * factor + (margin - previous)
-        self.margin = margin
-        self.k += 1
-        return margin if self.model is None else self.model
-
-    def start(self, margin):
-        """Record ``P_0`` (the model before any tree)."""
-        self.margin = margin
-
-    def before_next_tree(self):
-        """``c_k F_k``: the model the gradients of iteration ``k`` see."""
-        factor = shrink_factor(self.shrink, self.k)
-        current = self.margin if self.model is None else self.model
-        return current if factor == 1.0 else current * factor
-
-
-def _allreduce_sum(values):
-    """Sums over all the workers of ``xgboost.dask.train`` (XGBoost's
-    collective): the ``total`` of the in-memory gradient pipeline
-    (:func:`rankkit._training.gradient_function`)."""
-    return [float(v) for v in collective.allreduce(np.asarray(values, dtype=np.float64), collective.Op.SUM)]
-
-
-class _WorkerObjective:
-    """The custom objective each worker runs on its local DMatrix: the
-    in-memory ranker's gradient pipeline (same per-iteration seeds, query
-    keys by id value, sample weights, query units, Langevin noise) on the
-    SGLB-shrunk model, with its global quantities global: the hessian sum and
-    number of queries of the query units every iteration, and the first
-    iteration's ``sum g^2`` and number of documents of
-    ``diffusion_temperature="auto"``, are all-reduced over the workers.
-
-    ``ranker`` is the in-memory ranker with the Dask ranker's parameters
-    (no data, no client): the worker runs its own methods."""
-
-    def __init__(self, ranker, objective, seed_base, query_keys, shrink_args):
-        self.ranker = ranker
-        self.objective = objective
-        self.seed_base = seed_base
+    def __init__(self, query_keys):
         # Keys of all queries, partition after partition; query q of partition p is offsets[p] + q.
         self.keys = np.concatenate(query_keys).astype(np.uint64)
         self.offsets = np.concatenate([[0], np.cumsum([k.size for k in query_keys])]).astype(np.int64)
-        self.shrink_args = shrink_args
 
-    def __call__(self, preds, dtrain):
-        preds = np.asarray(preds, dtype=np.float64).ravel()
-        with limit_threads(self.ranker.n_jobs):
-            if not hasattr(self, "_data"):
-                y, group_ptr, places, w = _local_queries(dtrain)
-                keys = self.keys[self.offsets[places // _PLACE_LIMIT] + places % _PLACE_LIMIT]
-                self._data = QueryData(None, y, group_ptr, w, keys)
-                # The same beta on every worker (all-reduced sums).
-                r = self.ranker
-                self.diffusion_temperature = resolve_diffusion_temperature(
-                    r.langevin, r.diffusion_temperature, r.learning_rate, self.objective, self._data, self.seed_base,
-                    total=_allreduce_sum)
-                noise = langevin_scale(r.learning_rate, self.diffusion_temperature)
-                self._step = gradient_function(self.objective, self._data, self.seed_base, noise,
-                                               total=_allreduce_sum)
-                self._model = _ShrunkMargin(shrink_schedule(*self.shrink_args))
-                self._model.start(preds)
-                t = 0
-            else:
-                t = self._model.k + 1
-                self._model.advance(preds)
-            # Called on empty rows too: the all-reductions need every worker.
-            return self._step(self._model.before_next_tree(), t)
+    def __call__(self, dmat, with_keys=True):
+        y, group_ptr, places, w = _local_queries(dmat)
+        keys = self.keys[self.offsets[places // _PLACE_LIMIT] + places % _PLACE_LIMIT] if with_keys else None
+        return QueryData(None, y, group_ptr, w, keys)
 
 
-class _WorkerMetric:
-    """The eval metrics each worker runs on the sets XGBoost evaluates (in
-    the order of ``names``): every metric's per-query values summed over the
-    worker's queries and all-reduced with the other workers', so every worker
-    holds the exact mean over all queries of the set (on the SGLB-shrunk
-    model). A set in ``lazy`` (the training rows watched only for progress
-    lines) has its model tracked every iteration but its metrics computed
-    only when :meth:`lazy_values` asks (on every worker at once)."""
-
-    def __init__(self, metrics, names, settings, shrink_args, n_jobs, lazy=()):
-        self.metrics = metrics
-        self.names = names
-        self.settings = settings  # one dict per set
-        self.shrink_args = shrink_args
-        self.n_jobs = n_jobs
-        self.lazy = set(lazy)
-
-    def _values(self, index, raw):
-        y, group_ptr = self._sets_by_index[index][1:3]
-        sums = []
-        for metric in self.metrics:
-            sums += metric_sum_count(metric, y, raw, group_ptr, self.settings[index]) if y.size else [0.0, 0]
-        sums = _allreduce_sum(sums)
-        return {m: sums[2 * j] / sums[2 * j + 1] if sums[2 * j + 1] else float("nan")
-                for j, m in enumerate(self.metrics)}
-
-    def __call__(self, predt, dmat):
-        if not hasattr(self, "_sets"):
-            self._sets, self._sets_by_index, self.values, self.raw = {}, [], {}, {}
-        handle = dmat.handle.value
-        if handle not in self._sets:  # the sets come in order at the first iteration
-            y, group_ptr, _, _ = _local_queries(dmat)
-            entry = (len(self._sets), y, group_ptr, _ShrunkMargin(shrink_schedule(*self.shrink_args)))
-            self._sets[handle] = entry
-            self._sets_by_index.append(entry)
-        index, _, _, model = self._sets[handle]
-        name = self.names[index]
-        # XGBoost evaluates after each tree: the model with one more tree than last time.
-        self.raw[name] = model.advance(np.asarray(predt, dtype=np.float64).ravel())
-        if name in self.lazy:
-            return self.metrics[0], float("nan")
-        with limit_threads(self.n_jobs):
-            values = self._values(index, self.raw[name])
-        # XGBoost keeps a custom metric's value with six digits: the exact
-        # values go to _WorkerLog, which shares this object on the worker.
-        self.values[name] = values
-        return self.metrics[0], values[self.metrics[0]]
-
-    def lazy_values(self, name):
-        """``{metric: value}`` of a lazy set at the last evaluated iteration."""
-        with limit_threads(self.n_jobs):
-            return self._values(self.names.index(name), self.raw[name])
+def _dmatrix(client, max_bin, laid, ref=None):
+    """The data factory of the Dask backend: a laid-out set's ``DaskQuantileDMatrix``."""
+    return laid.dmatrix(client, max_bin, ref=ref)
 
 
-class _WorkerLog(TrainingCallback):
-    """After every iteration on every worker: the exact metric values (from
-    the :class:`_WorkerMetric`) recorded by the in-memory monitor's own rule
-    (:meth:`rankkit._estimators.EvalMonitor.record`: best iteration, early
-    stopping); the values are the same on every worker, so all stop
-    together. With ``verbose``, worker 0 sends each progress line to the
-    driver (a Dask event on ``topic``), which prints it. At the end the
-    history and the ``diffusion_temperature_`` used ride back to the driver
-    in the booster (attribute ``rankkit_fit``, JSON, exact floats).
-
-    ``xgboost.dask.train`` ships the objective, the metric and the callbacks
-    to a worker in one pickle (the training function's closure), so on the
-    worker this callback, the metric and the objective are the objects it
-    was given (checked)."""
-
-    ATTRIBUTE = "rankkit_fit"
-
-    def __init__(self, monitor, objective, metric, topic):
-        super().__init__()
-        self.monitor = monitor
-        self.objective = objective
-        self.metric = metric
-        self.topic = topic
-
-    def after_iteration(self, model, epoch, evals_log):
-        names = list(self.monitor.history)
-        values = getattr(self.metric, "values", {}) if self.metric is not None else {}
-        if any(name not in values for name in names):
-            raise RuntimeError("rankkit.dask: the eval metric's values did not reach the eval callback.")
-        stop = self.monitor.record(epoch, values)
-        for name in names:
-            del values[name]  # each iteration's values are recorded once
-        if self.monitor.prints(epoch, stop):
-            training = None
-            if self.monitor.TRAINING not in self.monitor.history:  # on every worker: all-reduced
-                training = self.metric.lazy_values(self.monitor.TRAINING)
-            if collective.get_rank() == 0:
-                distributed.get_worker().log_event(self.topic, [epoch, self.monitor.progress_line(epoch, training)])
-        return stop
-
-    def after_training(self, model):
-        beta = getattr(self.objective, "diffusion_temperature", None)
-        model.set_attr(**{self.ATTRIBUTE: json.dumps({"history": self.monitor.history,
-                                                       "diffusion_temperature": beta})})
-        return model
+def _history(loop):
+    """What the driver gets back of a worker's monitor: the metric history."""
+    return {} if loop.callback is None else loop.callback.monitor.history
 
 
 # ---------------------------------------------------------------------------
@@ -559,34 +384,6 @@ def _with_err_max_label(settings, max_label):
     if settings.get("err_mapping") is not None and settings.get("err_max_label") is None:
         return {**settings, "err_max_label": max_label}
     return settings
-
-
-class _Progress:
-    """The driver's end of the progress lines of ``fit(verbose=N)``: worker 0
-    sends each line as a Dask event on a topic of this fit
-    (:class:`_WorkerLog`); the client prints them as they come."""
-
-    def __init__(self, client):
-        self.client = client
-        self.topic = f"rankkit-progress-{uuid.uuid4().hex}"
-        self.last = -1
-        self._received = threading.Condition()
-        client.subscribe_topic(self.topic, self._print)
-
-    def _print(self, event):
-        t, line = event[1]
-        print(line, file=sys.stdout, flush=True)
-        with self._received:
-            self.last = int(t)
-            self._received.notify_all()
-
-    def wait_for(self, t, timeout=60.0):
-        """Until the line of iteration ``t`` is printed (events come in order)."""
-        with self._received:
-            self._received.wait_for(lambda: self.last >= t, timeout)
-
-    def close(self):
-        self.client.unsubscribe_topic(self.topic)
 
 
 class _DaskRanker:
@@ -839,66 +636,28 @@ class _DaskRanker:
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=None)
         seed_base = seed_from(self.random_state)
-        backend = self._make_backend(seed_base, "xgboost")
-        params = backend._params()
-        backend.params_ = params
-        shrink_args = (self.model_shrink_rate, self.model_shrink_mode, self.learning_rate)
-        # What XGBoost evaluates: the sets in eval_set order, then the
-        # training rows for the progress lines if they are not among them.
-        tracked = [(name, train if data is None else data) for name, data in sets]
-        lazy = []
-        if monitor.period and monitor.TRAINING not in monitor.history:
-            tracked.append((monitor.TRAINING, train))
-            lazy.append(monitor.TRAINING)
-        metric = None
-        if tracked:
-            metric = _WorkerMetric(metrics, [name for name, _ in tracked],
-                                   [_with_err_max_label(settings, data.max_label) for _, data in tracked],
-                                   shrink_args, self.n_jobs, lazy)
-        # The in-memory ranker of the same parameters runs the gradient
-        # pipeline and records the metrics on the workers.
+        # The in-memory ranker of the same parameters records the metrics on the workers.
         local = self._local_class(**self._local_params())
-        worker_monitor = EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets],
-                                      metrics, {}, early_stopping_rounds=monitor.early_stopping_rounds,
-                                      verbose=verbose, callbacks=None)
-        worker_objective = _WorkerObjective(local, objective, seed_base, train.query_keys, shrink_args)
-        progress = _Progress(client) if monitor.period else None
-        try:
-            # xgboost.dask (3.2) asks distributed for the current client even
-            # when given one (xgboost.dask._get_client calls
-            # distributed.get_client() to check the type): make ours the
-            # current one while it runs.
-            with client.as_current():
-                dtrain = train.dmatrix(client, int(self.max_bin))
-                devals = [(dtrain if data is train else data.dmatrix(client, int(self.max_bin), ref=dtrain), name)
-                          for name, data in tracked]
-                result = dxgb.train(
-                    client, params, dtrain, num_boost_round=int(self.n_estimators), evals=devals or None,
-                    obj=worker_objective, custom_metric=metric,
-                    callbacks=[_WorkerLog(worker_monitor, worker_objective, metric,
-                                          None if progress is None else progress.topic)],
-                    verbose_eval=False,
-                )
-            booster = result["booster"]
-            # Trained on frames with columns f0, f1, ...: drop the names, as a
-            # booster trained in memory on arrays has none.
-            booster.feature_names = None
-            booster.feature_types = None
-            fitted = json.loads(booster.attr(_WorkerLog.ATTRIBUTE))
-            booster.set_attr(**{_WorkerLog.ATTRIBUTE: None})
-            n_done = booster.num_boosted_rounds()
-            for t in range(n_done):  # the workers' record, replayed by the same rule
-                monitor.record(t, {name: {m: curve[t] for m, curve in result.items()}
-                                   for name, result in fitted["history"].items()})
-            if progress is not None:
-                progress.wait_for(n_done - 1)  # the last iteration always has a line
-        finally:
-            if progress is not None:
-                progress.close()
-        self.diffusion_temperature_ = fitted["diffusion_temperature"]
-        schedule = shrink_schedule(*shrink_args)
-        backend._keep(booster, [shrink_factor(schedule, t) for t in range(n_done)])
-        self._finish(backend, objective, monitor, None, None)
+        worker_monitor = PartMonitor(
+            EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets], metrics, {},
+                        early_stopping_rounds=monitor.early_stopping_rounds, verbose=verbose, callbacks=None),
+            {name: _with_err_max_label(settings, (train if data is None else data).max_label)
+             for name, data in [*sets, (EvalMonitor.TRAINING, None)]},
+        )
+        backend = XGBoostDaskBackend(
+            client=client, data_factory=functools.partial(_dmatrix, client, int(self.max_bin)),
+            local_reader=_LocalReader(train.query_keys), report=_history, progress=bool(monitor.period),
+            **self._backend_settings(seed_base),
+        )
+        backend.fit(train, self._gradient_pipeline(objective, seed_base).build,
+                    eval_X=[data for _, data in sets if data is not None],
+                    shrink=shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate),
+                    callback=worker_monitor.start if monitor.active else None)
+        for t in range(backend.n_iterations_):  # the workers' record, replayed by the same rule
+            monitor.record(t, {name: {m: curve[t] for m, curve in result.items()}
+                               for name, result in backend.report_.items()})
+        self.diffusion_temperature_ = backend.diffusion_temperature_
+        self._finish(backend.in_memory(), objective, monitor, None, None)
         monitor.after_training(self)
         return self
 

@@ -165,25 +165,10 @@ class Backend:
 
     def _boost(self, n, grad_fn, scores, callback):
         """The boosting loop (module docstring), on the engine's hooks."""
-        current = None  # the engine's training sums while they are the model
+        loop = BoostingLoop(self, n, grad_fn, scores, callback)
         for t in range(int(self.n_estimators)):
-            factor = scores.before_tree(t, lambda: self._running_scores(t))
-            if factor != 1.0:
-                self._shrink_model(factor)
-            if scores.tracking:
-                current = scores.scores[0]
-            elif current is None:
-                current = self._running_scores(t, train_only=True)[0]
-            grad, hess = check_gradients(*grad_fn(current, t), n, t)
-            self._grow(t, grad, hess)
-            current = None
-            if scores.tracking:
-                scores.add_tree(self._tree_scores(t))
-                now = scores.scores
-            elif callback is not None:
-                now = self._running_scores(t + 1)
-                current = now[0]
-            if callback is not None and callback(t, now[0], now[1:]):
+            self._grow(t, *loop.gradients(t))
+            if loop.after_tree(t):
                 break
 
     # -- the engine's hooks (module docstring) -------------------------------------
@@ -297,6 +282,48 @@ class Backend:
         backend.shrink_factors_ = np.asarray(state["shrink_factors"], dtype=np.float64)
         backend.n_iterations_ = int(state["n_iterations"])
         return backend
+
+
+class BoostingLoop:
+    """The two halves of an iteration of the loop, around growing the tree:
+    :meth:`gradients` (shrink, then the gradients at the shrunk model) and
+    :meth:`after_tree` (the new tree's scores, then the callback).
+    :meth:`Backend._boost` calls them around the engine's ``_grow``; an
+    engine whose own loop grows the trees (``xgboost.dask.train`` on every
+    worker) calls them from its objective and its after-iteration callback.
+    ``engine`` supplies the hooks of the module docstring."""
+
+    def __init__(self, engine, n, grad_fn, scores, callback):
+        self.engine = engine
+        self.n = n
+        self.grad_fn = grad_fn
+        self.scores = scores  # rankkit._sglb.ShrunkScores
+        self.callback = callback
+        self.current = None  # the engine's training sums while they are the model
+
+    def gradients(self, t):
+        """``(grad, hess)`` of iteration ``t``, after the shrinkage ``c_t``."""
+        engine, scores = self.engine, self.scores
+        factor = scores.before_tree(t, lambda: engine._running_scores(t))
+        if factor != 1.0:
+            engine._shrink_model(factor)
+        if scores.tracking:
+            self.current = scores.scores[0]
+        elif self.current is None:
+            self.current = engine._running_scores(t, train_only=True)[0]
+        return check_gradients(*self.grad_fn(self.current, t), self.n, t)
+
+    def after_tree(self, t):
+        """Add the tree of iteration ``t`` to the tracked scores, then the
+        callback; True to stop."""
+        self.current = None
+        if self.scores.tracking:
+            self.scores.add_tree(self.engine._tree_scores(t))
+            now = self.scores.scores
+        elif self.callback is not None:
+            now = self.engine._running_scores(t + 1)
+            self.current = now[0]
+        return self.callback is not None and bool(self.callback(t, now[0], now[1:]))
 
 
 def check_iteration_range(start_iteration, n_iterations, n_total):
