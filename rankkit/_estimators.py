@@ -48,26 +48,23 @@ from __future__ import annotations
 import inspect
 import textwrap
 import warnings
-from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._backends import BACKENDS, get_backend
+from ._backends import get_backend, resolve_backend
 from ._categorical import apply_categories, fit_categories
 from ._clicks import check_clicks, debiased_score_labels, split_position, sorted_positions, start_click_training
 from .callback import CallbackList
-from ._groups import is_dataframe, make_groups, missing_qid_error, qid_from_sizes, split_qid
-from ._metrics._callable import CALLABLE_METRICS, metric_function, metric_name
-from ._metrics._common import parse_metric
+from ._groups import make_groups, missing_qid_error, qid_from_group_sizes, split_qid
 from ._objectives._base import RankingObjective
 from ._objectives.lambdamart import LambdaMART
 from ._objectives.query_rmse import QueryRMSE
 from ._objectives.stochastic_rank import StochasticRank
 from ._objectives.xendcg import XENDCG
 from ._objectives.yetirank import YetiRank
-from ._params import BACKEND_SETTINGS, BOOSTING_CONSTRAINTS, parameter_docs
+from ._params import BACKEND_SETTINGS, BOOSTING_CONSTRAINTS, parameter_docs, store_arguments
 from ._persistence import save_model
 from ._random import seed_from
 from ._sglb import SGLB, shrink_schedule
@@ -77,21 +74,11 @@ from ._training import (
     GradientPipeline,
     QueryData,
     check_y,
+    eval_metrics,
     mean_metric,
     why_constant,
 )
-from ._validation import check_sample_weight
-
-#: The metric of ``score``, ``scoring=None`` and early stopping for every ranker
-#: without ``eval_metric``: one metric, so rankers compare on the same footing.
-DEFAULT_METRIC = "ndcg@10"
-
-
-def store_arguments(estimator, arguments):
-    """``__init__``'s body: store every argument under its own name."""
-    for name, value in arguments.items():
-        if name != "self":
-            setattr(estimator, name, value)
+from ._validation import check_iteration_range, check_sample_weight
 
 
 class BaseRanker(BaseEstimator):
@@ -218,24 +205,8 @@ class BaseRanker(BaseEstimator):
         return out
 
     def _qid_from_group(self, X, qid, group, *, where="X", qid_name="qid", group_name="group"):
-        """Per-row query ids from LightGBM-style ``group`` sizes, or ``qid`` as given.
-
-        Sizes describe consecutive rows, so they cannot be combined with
-        another source of query ids, and must add up to the number of rows.
-        """
-        if group is None:
-            return qid
-        if qid is not None:
-            raise ValueError(
-                f"Query ids given twice: {qid_name}= and {group_name}= were both passed; pass one "
-                f"(per-row {qid_name}= works inside cross-validation, group sizes do not)."
-            )
-        if is_dataframe(X) and self.qid_col is not None and self.qid_col in X.columns:
-            raise ValueError(
-                f"Query ids given twice: {where} has a '{self.qid_col}' column and {group_name}= was passed. "
-                f"Drop the column or pass qid_col=None to use {group_name}=."
-            )
-        return qid_from_sizes(group, _num_samples(X), name=group_name)
+        """Per-row query ids from ``group`` sizes, or ``qid`` as given (:func:`rankkit._groups.qid_from_group_sizes`)."""
+        return qid_from_group_sizes(X, qid, group, self.qid_col, where=where, qid_name=qid_name, group_name=group_name)
 
     # -- fit -----------------------------------------------------------------
     def _objective_for_fit(self):
@@ -245,62 +216,14 @@ class BaseRanker(BaseEstimator):
         return objective
 
     def _eval_metrics(self, objective):
-        """``(metrics, settings)`` of ``score``, eval sets and early stopping:
-        the names of ``eval_metric`` (a name, a callable or a list of them), or
-        :data:`DEFAULT_METRIC` for every ranker, with the objective's metric
-        settings (gain, ...); the first is the main one. Callables are named by
-        :func:`~rankkit._metrics._callable.metric_name` and carried in
-        ``settings`` (:data:`~rankkit._metrics._callable.CALLABLE_METRICS`)."""
-        given = self.eval_metric if self.eval_metric is not None else DEFAULT_METRIC
-        names = [given] if isinstance(given, str) or callable(given) else list(given)
-        if not names:
-            raise ValueError(
-                "eval_metric is empty: pass a metric name such as 'ndcg@10', a list of them "
-                f"(the first drives early stopping and score), or None for {DEFAULT_METRIC!r}."
-            )
-        metrics, functions = [], {}
-        for metric in names:
-            if callable(metric):
-                canonical = metric_name(metric)
-                functions[canonical] = metric_function(metric)
-            elif isinstance(metric, str):
-                name, k = parse_metric(metric)
-                canonical = name if k is None else f"{name}@{k}"
-            else:
-                raise TypeError(
-                    f"eval_metric entries must be metric names such as 'ndcg@10' or callables "
-                    f"f(y_true, y_score, qid), got {metric!r}."
-                )
-            if canonical in metrics:
-                raise ValueError(f"eval_metric={self.eval_metric!r} lists {canonical!r} twice (give "
-                                 "callables distinct __name__s).")
-            metrics.append(canonical)
-        settings = objective._eval_metric_settings()
-        if functions:
-            settings[CALLABLE_METRICS] = functions
-        return metrics, settings
+        """``(metrics, settings)`` of ``score``, eval sets and early stopping
+        (:func:`rankkit._training.eval_metrics` of ``eval_metric``)."""
+        return eval_metrics(self.eval_metric, objective)
 
     def _engine_name(self):
-        """The backend ``backend`` stands for on the data just prepared.
-
-        ``"auto"`` is the numba engine, whose CatBoost-style learner (oblivious
-        trees, random split strength) the defaults were chosen with, unless
-        the data has categorical columns, which it cannot split on: then the
-        first installed engine that can (``supports_categorical``; XGBoost,
-        then LightGBM). Without one, the numba engine's error names the
-        columns and the ways out.
-        """
-        if self.backend != "auto":
-            return self.backend
-        if not self.categories_:
-            return "numba"
-        for name in BACKENDS:
-            try:
-                if get_backend(name).supports_categorical:
-                    return name
-            except ImportError:
-                continue
-        return "numba"
+        """The backend ``backend`` stands for on the data just prepared
+        (:func:`rankkit._backends.resolve_backend`)."""
+        return resolve_backend(self.backend, bool(self.categories_))
 
     def _backend_settings(self, seed_base):
         """The backend's settings: the ranker's, with the fit's seed."""
@@ -490,26 +413,7 @@ class BaseRanker(BaseEstimator):
 
     def _check_iteration_range(self, iteration_range):
         """``(start, end)`` with ``0 <= start < end <=`` the iterations the model kept."""
-        n_kept = int(self.backend_.n_iterations_)
-        try:
-            start, end = iteration_range
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"iteration_range must be a (start, end) pair of ints, got {iteration_range!r}."
-            ) from None
-        if not all(isinstance(v, Integral) and not isinstance(v, (bool, np.bool_)) for v in (start, end)):
-            raise TypeError(f"iteration_range must be a (start, end) pair of ints, got {iteration_range!r}.")
-        if not 0 <= start < end <= n_kept:
-            kept = f"the model has {n_kept} iterations"
-            if n_kept < self.n_iterations_:
-                kept += (f" (early stopping cut it back to best_iteration_ + 1 = {n_kept} of the "
-                         f"{self.n_iterations_} run)")
-            hint = " (XGBoost reads (0, 0) as the whole model: pass None)" if (start, end) == (0, 0) else ""
-            raise ValueError(
-                f"iteration_range={tuple(iteration_range)!r} must satisfy 0 <= start < end <= {n_kept}: "
-                f"{kept}{hint}."
-            )
-        return int(start), int(end)
+        return check_iteration_range(iteration_range, int(self.backend_.n_iterations_), self.n_iterations_)
 
     def score(self, X, y, *, qid=None, sample_weight=None, position=None):
         """Mean per-query ranking metric of the predictions.

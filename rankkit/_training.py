@@ -9,6 +9,7 @@
   :class:`GradientPipeline` bundles them with :func:`gradient_function`;
 * :class:`EvalMonitor` -- the backend's ``callback``: eval metrics, progress
   lines, best iteration, early stopping, the user's callbacks;
+* :func:`eval_metrics` -- the metrics of ``score``, eval sets and early stopping;
 * :func:`mean_metric` / :func:`metric_sum_count` -- per-query metric means and
   sums (``score``, eval sets, ``rankkit.dask``'s global sums);
 * :class:`PartMonitor` -- the eval monitor on one part of the rows (a Dask
@@ -29,10 +30,15 @@ from typing import NamedTuple
 import numpy as np
 
 from ._metrics._api import evaluate_sorted
-from ._metrics._callable import CALLABLE_METRICS, callable_sum_count
+from ._metrics._callable import CALLABLE_METRICS, callable_sum_count, metric_function, metric_name
+from ._metrics._common import parse_metric
 from ._objectives._base import query_hessian_units
 from ._random import mix64
 from ._sglb import add_gaussian_noise, auto_diffusion_temperature, langevin_noise_scale
+#: The metric of ``score``, ``scoring=None`` and early stopping for every ranker
+#: without ``eval_metric``: one metric, so rankers compare on the same footing.
+DEFAULT_METRIC = "ndcg@10"
+
 
 def iteration_seed(seed_base, t):
     """Seed of iteration ``t``: a pure function of the fit's seed, so the same
@@ -196,6 +202,43 @@ def metric_sum_count(metric, y, raw, group_ptr, settings, weight=None):
     query_weight = np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr) if keep.size else np.zeros(0)
     # Not np.dot: above 10,000 queries BLAS would run it on its own threads, outside n_jobs.
     return float((query_weight[keep] * values[keep]).sum()), float(query_weight[keep].sum())
+
+
+def eval_metrics(eval_metric, objective):
+    """``(metrics, settings)`` of ``score``, eval sets and early stopping:
+    the names of ``eval_metric`` (a name, a callable or a list of them), or
+    :data:`DEFAULT_METRIC` for every ranker, with the objective's metric
+    settings (gain, ...); the first is the main one. Callables are named by
+    :func:`~rankkit._metrics._callable.metric_name` and carried in
+    ``settings`` (:data:`~rankkit._metrics._callable.CALLABLE_METRICS`)."""
+    given = eval_metric if eval_metric is not None else DEFAULT_METRIC
+    names = [given] if isinstance(given, str) or callable(given) else list(given)
+    if not names:
+        raise ValueError(
+            "eval_metric is empty: pass a metric name such as 'ndcg@10', a list of them "
+            f"(the first drives early stopping and score), or None for {DEFAULT_METRIC!r}."
+        )
+    metrics, functions = [], {}
+    for metric in names:
+        if callable(metric):
+            canonical = metric_name(metric)
+            functions[canonical] = metric_function(metric)
+        elif isinstance(metric, str):
+            name, k = parse_metric(metric)
+            canonical = name if k is None else f"{name}@{k}"
+        else:
+            raise TypeError(
+                f"eval_metric entries must be metric names such as 'ndcg@10' or callables "
+                f"f(y_true, y_score, qid), got {metric!r}."
+            )
+        if canonical in metrics:
+            raise ValueError(f"eval_metric={eval_metric!r} lists {canonical!r} twice (give "
+                             "callables distinct __name__s).")
+        metrics.append(canonical)
+    settings = objective._eval_metric_settings()
+    if functions:
+        settings[CALLABLE_METRICS] = functions
+    return metrics, settings
 
 
 class EvalMonitor:

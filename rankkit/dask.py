@@ -31,7 +31,7 @@ How training works, and why:
    integers below 2^24, read by XGBoost only for survival objectives). On a
    worker the objective reads the query boundaries from them, whatever
    partitions XGBoost gave that worker and in whatever order, and checks that
-   no query is cut.
+   no query is cut. Both steps are :mod:`rankkit._dask_layout`'s.
 3. **Randomness independent of the layout.** A random objective keys each
    query's draws by a hash of the query id's value (:mod:`rankkit._random`),
    and every worker seeds iteration ``t`` as the in-memory ranker does, so a
@@ -49,15 +49,19 @@ How training works, and why:
    custom metric over workers without weights; here each worker sums its
    queries' values of every ``eval_metric``, the sums and counts are
    all-reduced, and every worker records the exact means with the in-memory
-   rule (:meth:`rankkit._estimators.EvalMonitor.record`: best iteration,
-   early stopping), so all stop together; the driver replays the record.
+   rule (:class:`rankkit._training.PartMonitor`, :meth:`~rankkit._training.EvalMonitor.record`:
+   best iteration, early stopping), so all stop together; the driver replays the record.
    ``verbose=N`` lines are sent by worker 0 as Dask events and printed by
    the driver. ``callbacks`` are refused: they take the ranker and may stop
    training, but the iterations run on the workers.
-6. **Exact SGLB.** With ``model_shrink_rate > 0`` each worker tracks the
-   shrunk model on its own rows (training and eval) from XGBoost's margins;
-   the driver folds the shrink factors into the leaves once, as the in-memory
-   XGBoost backend does, so the saved model predicts what training used.
+6. **Exact SGLB, the one boosting loop.** Training is the XGBoost backend
+   with a Dask data factory (:mod:`rankkit._backends.xgboost_dask`): every
+   worker runs the in-memory loop's steps on XGBoost's margins, so with
+   ``model_shrink_rate > 0`` it tracks the shrunk model on its own rows
+   (training and eval) with the in-memory bookkeeping
+   (:class:`rankkit._sglb.ShrunkScores`); the driver folds the shrink factors
+   into the leaves once, as in memory, so the saved model predicts what
+   training used.
 
 Only XGBoost trains here (``backend="xgboost"``, or the default ``"auto"``, which
 means it here: the Dask rankers grow depth-wise trees, not the in-memory
@@ -71,16 +75,13 @@ floating-point rounding, not bit for bit.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
-import logging
 
 import numpy as np
 
 try:
     import dask
-    import dask.array as da
     import dask.dataframe as dd
     import distributed
 except ImportError as error:  # pragma: no cover - exercised without the extra
@@ -89,21 +90,34 @@ except ImportError as error:  # pragma: no cover - exercised without the extra
     ) from error
 
 import pandas as pd
-import xgboost.dask as dxgb
 from sklearn.base import _fit_context
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
 from . import _estimators
 from ._backends.xgboost_dask import XGBoostDaskBackend
-from ._clicks import check_unique_positions, dask_click_settings, debias_partition, propensity_table
-from ._estimators import store_arguments
-from ._groups import factorize_qid, missing_qid_error
-from ._random import query_keys, seed_from
+from ._clicks import dask_click_settings, propensity_table
+from ._dask_layout import (
+    KEY,
+    LaidOut,
+    LocalReader,
+    assemble,
+    assemble_frames,
+    check_aligned,
+    dmatrix_factory,
+    is_dask,
+    lay_out_partition,
+    partition_summary,
+    quiet_shuffle_log,
+    row_blocks,
+    score_partition,
+)
+from ._groups import missing_qid_error
+from ._params import store_arguments
+from ._random import seed_from
 from ._sglb import shrink_schedule
-from ._training import EvalMonitor, PartMonitor, QueryData, check_y, metric_sum_count
+from ._training import EvalMonitor, PartMonitor
 from .callback import CallbackList
-from ._validation import check_sample_weight
 
 __all__ = [
     "DaskRanker",
@@ -113,236 +127,6 @@ __all__ = [
     "DaskXENDCGRanker",
     "DaskQueryRMSERanker",
 ]
-
-# Columns of the laid-out frame besides the features ("f0", "f1", ...).
-_Y, _W, _QID, _KEY = "_rankkit_y", "_rankkit_w", "_rankkit_qid", "_rankkit_key"
-_SOURCE, _ROW = "_rankkit_source", "_rankkit_row"  # input partition and row: the caller's order
-_PART, _LOCAL = "_rankkit_part", "_rankkit_local"  # a query's place, sent in the label bounds
-_POS = "_rankkit_position"  # click data: the rank a row was shown at
-#: float32 holds every integer below 2^24 exactly: the limit of both parts of a query's place.
-_PLACE_LIMIT = 2**24
-
-
-# ---------------------------------------------------------------------------
-# Laying out rows: whole queries per partition, sorted by query.
-# ---------------------------------------------------------------------------
-def _is_dask(x):
-    return isinstance(x, (dd.DataFrame, dd.Series, da.Array))
-
-
-def _row_blocks(x, name):
-    """One delayed block per row partition of a dask DataFrame, Series or array."""
-    if isinstance(x, (dd.DataFrame, dd.Series)):
-        return list(x.to_delayed())
-    if isinstance(x, da.Array):
-        if x.ndim == 2:
-            return list(x.rechunk({1: -1}).to_delayed()[:, 0])
-        if x.ndim == 1:
-            return list(x.to_delayed())
-        raise ValueError(f"{name} must be one- or two-dimensional, got {x.ndim} dimensions.")
-    raise TypeError(
-        f"{name} must be a dask collection (dask.dataframe or dask.array), got {type(x).__name__}; "
-        "for data in memory use the in-memory ranker (rankkit.LambdaMARTRanker, ...)."
-    )
-
-
-def _check_aligned(X, other, name, where):
-    """``other`` is partitioned like ``X`` (same number of partitions; chunk
-    sizes too when both are dask arrays), or a clear error."""
-    n_x = X.npartitions if isinstance(X, dd.DataFrame) else X.numblocks[0]
-    n_o = other.npartitions if isinstance(other, (dd.DataFrame, dd.Series)) else other.numblocks[0]
-    hint = (
-        f"{name} must be partitioned like {where}: one partition (chunk) per partition of {where}, "
-        f"with the same rows (e.g. {name} = {where}_frame[column], or a dask array rechunked to "
-        f"{where}'s row chunks)."
-    )
-    if n_x != n_o:
-        raise ValueError(f"{name} has {n_o} partitions but {where} has {n_x}: {hint}")
-    if isinstance(X, da.Array) and isinstance(other, da.Array) and other.chunks[0] != X.chunks[0]:
-        raise ValueError(f"{name} has row chunks {other.chunks[0]} but {where} has {X.chunks[0]}: {hint}")
-
-
-def _assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, where, qid_name, clicks=None):
-    """One input partition as a pandas frame: features ``f0..``, label,
-    weight, query id, its key, and the row's place in the caller's order;
-    with ``clicks`` (:func:`rankkit._clicks.dask_click_settings`), the
-    labels debiased at the positions ``pos``, kept beside them."""
-    x = check_array(x, dtype=(np.float64, np.float32), ensure_all_finite="allow-nan", ensure_min_samples=0,
-                    input_name=where)
-    n = x.shape[0]
-    if x.shape[1] != n_features:
-        raise ValueError(f"{where} has {x.shape[1]} features in partition {source}, expected {n_features}.")
-    for name, values in (("y", y), (qid_name, qid), ("sample_weight", w), ("position", pos)):
-        if values is not None and len(values) != n:
-            raise ValueError(
-                f"{name} is not partitioned like {where}: partition {source} of {where} has {n} rows but "
-                f"{len(values)} entries of {name}. Pass {name} with the same partitions (chunks) as {where}."
-            )
-    labels = check_y(np.asarray(y).ravel(), n, where)
-    if clicks is not None:  # the objective checks the debiased labels, not the clicks
-        if pos is None:
-            raise ValueError(f"position_bias is set but {where} came without positions: pass position= "
-                             "(partitioned like X) or a DataFrame with the position column.")
-        labels, pos = debias_partition(labels, np.asarray(pos).ravel(), clicks, n)
-    labels = objective._check_labels(labels) if n else labels.astype(np.float64)
-    frame = pd.DataFrame(x.astype(dtype, copy=False), columns=[f"f{j}" for j in range(n_features)])
-    frame[_Y] = labels
-    if pos is not None:
-        frame[_POS] = pos
-    if w is not None:
-        frame[_W] = check_sample_weight(np.asarray(w).ravel(), n)
-    if n:
-        codes, uniques = factorize_qid(qid, n, name=qid_name)
-        frame[_QID] = np.asarray(uniques)[codes]
-        frame[_KEY] = query_keys(uniques)[codes]
-    else:
-        frame[_QID] = np.asarray(qid).ravel()
-        frame[_KEY] = np.zeros(0, dtype=np.uint64)
-    frame[_SOURCE] = np.int64(source)
-    frame[_ROW] = np.arange(n, dtype=np.int64)
-    return frame
-
-
-def _assemble_frames(x, *columns, present, partition_info=None, **settings):
-    """:func:`_assemble` for ``dask.dataframe.map_partitions`` over X and
-    whichever of y, qid, sample_weight are given (``present``)."""
-    given = iter(columns)
-    y, qid, w, pos = (next(given) if p else None for p in present)
-    number = 0 if partition_info is None else int(partition_info["number"])
-    return _assemble(x, y, qid, w, number, pos, **settings)
-
-
-def _shuffle_log_level(level):
-    """Set the level of the scheduler's shuffle logger; returns the previous one (run on the scheduler)."""
-    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
-    previous = logger.level
-    logger.setLevel(level)
-    return previous
-
-
-@contextlib.contextmanager
-def _quiet_shuffle_log(client):
-    """Without distributed's two WARNING lines per shuffle ("initialized by
-    task", "deactivated due to stimulus"): routine events of laying out the
-    rows by query, not problems. The scheduler's logger is restored after."""
-    previous = client.run_on_scheduler(_shuffle_log_level, logging.ERROR)
-    try:
-        yield
-    finally:
-        client.run_on_scheduler(_shuffle_log_level, previous)
-
-
-def _lay_out_partition(frame, partition_info=None):
-    """Sort a shuffled partition by query (rows of a query in the caller's
-    order) and number its queries: the query's place goes in ``_PART`` and
-    ``_LOCAL`` (float32, for the DMatrix's label bounds)."""
-    part = 0 if partition_info is None else int(partition_info["number"])
-    if part >= _PLACE_LIMIT:
-        raise ValueError(f"rankkit.dask handles fewer than {_PLACE_LIMIT} partitions; repartition the data.")
-    try:
-        ids, _ = pd.factorize(frame[_QID], sort=True)
-    except TypeError:  # ids of mixed types: any fixed order will do
-        ids, _ = pd.factorize(frame[_QID], sort=False)
-    keys = frame[_KEY].to_numpy()
-    order = np.lexsort((frame[_ROW].to_numpy(), frame[_SOURCE].to_numpy(), ids, keys))
-    frame = frame.iloc[order]
-    ids = ids[order]
-    starts = np.ones(len(frame), dtype=bool)
-    starts[1:] = ids[1:] != ids[:-1]
-    local = np.cumsum(starts) - 1
-    if len(local) and local[-1] >= _PLACE_LIMIT:
-        raise ValueError(
-            f"Partition {part} holds {local[-1] + 1} queries; rankkit.dask handles fewer than {_PLACE_LIMIT} "
-            "per partition: use more partitions."
-        )
-    # One new frame, the features one 2-D block: a shuffle hands back one
-    # block per column, which makes every later step slower.
-    features = [c for c in frame.columns if not c.startswith("_rankkit_")]
-    if _POS in frame.columns:  # one impression list per query: a rank at most once
-        check_unique_positions(frame[_POS].to_numpy(), np.concatenate([np.flatnonzero(starts), [len(frame)]]))
-    others = {c: frame[c].to_numpy() for c in (_Y, _W, _KEY) if c in frame.columns}
-    others[_PART] = np.full(len(frame), part, dtype=np.float32)
-    others[_LOCAL] = local.astype(np.float32)
-    return pd.concat([pd.DataFrame(frame[features].to_numpy(), columns=features), pd.DataFrame(others)], axis=1)
-
-
-def _partition_summary(frame):
-    """What the driver needs of a laid-out partition: the keys of its queries
-    (in order), its largest label and its weight sum."""
-    starts = np.ones(len(frame), dtype=bool)
-    local = frame[_LOCAL].to_numpy()
-    starts[1:] = local[1:] != local[:-1]
-    keys = frame[_KEY].to_numpy()[starts]
-    max_label = float(frame[_Y].max()) if len(frame) else -np.inf
-    weight_sum = float(frame[_W].sum()) if _W in frame.columns else None
-    return keys, max_label, weight_sum
-
-
-class _LaidOut:
-    """A dask set laid out by query, persisted, with its summary."""
-
-    def __init__(self, frame, n_features, query_keys, max_label, has_weight):
-        self.frame = frame
-        self.features = [f"f{j}" for j in range(n_features)]
-        self.query_keys = query_keys  # list: per partition, the keys of its queries
-        self.max_label = max_label
-        self.has_weight = has_weight
-
-    def dmatrix(self, client, max_bin, ref=None):
-        f = self.frame
-        return dxgb.DaskQuantileDMatrix(
-            client, f[self.features], label=f[_Y], weight=f[_W] if self.has_weight else None,
-            label_lower_bound=f[_PART], label_upper_bound=f[_LOCAL], max_bin=max_bin, ref=ref,
-        )
-
-
-# ---------------------------------------------------------------------------
-# What runs on the workers.
-# ---------------------------------------------------------------------------
-def _local_queries(dmat):
-    """``(labels, group_ptr, places, weights)`` of a worker's DMatrix, from the
-    query places in its label bounds; an error if a query is cut."""
-    y = np.asarray(dmat.get_label(), dtype=np.float64)
-    part = np.asarray(dmat.get_float_info("label_lower_bound"), dtype=np.int64)
-    local = np.asarray(dmat.get_float_info("label_upper_bound"), dtype=np.int64)
-    if part.shape[0] != y.shape[0] or local.shape[0] != y.shape[0]:
-        raise RuntimeError("rankkit.dask: the DMatrix lost its query places (label bounds).")
-    place = part * _PLACE_LIMIT + local
-    starts = np.flatnonzero(np.diff(place)) + 1 if place.size else np.zeros(0, dtype=np.int64)
-    group_ptr = np.concatenate([[0], starts, [place.size]]).astype(np.int64) if place.size else \
-        np.zeros(1, dtype=np.int64)
-    first = place[group_ptr[:-1]]
-    if np.unique(first).size != first.size:
-        raise RuntimeError(
-            "rankkit.dask: a query's rows are not contiguous on a worker (the DMatrix reordered rows); "
-            "list-wise gradients need whole queries."
-        )
-    w = dmat.get_weight()
-    w = None if w is None or len(w) == 0 else np.asarray(w, dtype=np.float64)
-    return y, group_ptr, first, w
-
-
-class _LocalReader:
-    """Run on a worker: its part of a laid-out set's DMatrix as
-    :class:`~rankkit._training.QueryData`; for the training rows with the
-    keys of the queries' random draws, found from their places
-    (``query_keys``: per partition, the keys of its queries, in order)."""
-
-    def __init__(self, query_keys):
-        # Keys of all queries, partition after partition; query q of partition p is offsets[p] + q.
-        self.keys = np.concatenate(query_keys).astype(np.uint64)
-        self.offsets = np.concatenate([[0], np.cumsum([k.size for k in query_keys])]).astype(np.int64)
-
-    def __call__(self, dmat, with_keys=True):
-        y, group_ptr, places, w = _local_queries(dmat)
-        keys = self.keys[self.offsets[places // _PLACE_LIMIT] + places % _PLACE_LIMIT] if with_keys else None
-        return QueryData(None, y, group_ptr, w, keys)
-
-
-def _dmatrix(client, max_bin, laid, ref=None):
-    """The data factory of the Dask backend: a laid-out set's ``DaskQuantileDMatrix``."""
-    return laid.dmatrix(client, max_bin, ref=ref)
-
 
 def _history(loop):
     """What the driver gets back of a worker's monitor: the metric history."""
@@ -363,19 +147,6 @@ def _predict_partition(x, backend, iteration_range=None):
     else:
         out = backend.predict(x, iteration_range[1], start_iteration=iteration_range[0])
     return out if index is None else pd.Series(out, index=index)
-
-
-def _score_partition(frame, backend, features, metric, settings):
-    """``(sum, count)`` of the metric over the queries of a laid-out partition
-    (query-weighted with the rows' weights, as :func:`rankkit._training.mean_metric`)."""
-    if not len(frame):
-        return pd.DataFrame({"sum": [0.0], "count": [0.0]})
-    raw = backend.predict(frame[features].to_numpy())
-    local = frame[_LOCAL].to_numpy()
-    ptr = np.concatenate([[0], np.flatnonzero(np.diff(local)) + 1, [local.size]]).astype(np.int64)
-    weight = frame[_W].to_numpy() if _W in frame.columns else None
-    total, count = metric_sum_count(metric, frame[_Y].to_numpy(), raw, ptr, settings, weight)
-    return pd.DataFrame({"sum": [total], "count": [float(count)]})
 
 
 def _with_err_max_label(settings, max_label):
@@ -414,8 +185,8 @@ class _DaskRanker:
     def _split_qid(self, X, qid, *, where, qid_name):
         """``(features, qid)`` of a dask input: the query column of a dask
         DataFrame or ``qid=``; a clear error when there are none or both."""
-        if not _is_dask(X):
-            _row_blocks(X, where)  # raises the type error
+        if not is_dask(X):
+            row_blocks(X, where)  # raises the type error
         if isinstance(X, dd.DataFrame) and self.qid_col is not None and self.qid_col in X.columns:
             if qid is not None:
                 raise ValueError(
@@ -469,17 +240,17 @@ class _DaskRanker:
         for name, values in others.items():
             if values is None:
                 continue
-            if not _is_dask(values):
+            if not is_dask(values):
                 raise TypeError(f"{name} must be a dask collection partitioned like {where} "
                                 f"(a dask Series or array), got {type(values).__name__}.")
-            _check_aligned(X, values, name, where)
+            check_aligned(X, values, name, where)
         dtypes = X.dtypes if isinstance(X, dd.DataFrame) else [X.dtype]
         dtype = np.float32 if all(np.dtype(d) == np.float32 for d in dtypes) else np.float64
         clicks = None if position is None else dask_click_settings(self, objective)
         settings = dict(n_features=n_features, dtype=dtype, objective=objective, where=where, qid_name=qid_name,
                         clicks=clicks)
         qid_meta = (qid._meta if isinstance(qid, (dd.Series, dd.DataFrame)) else np.zeros(0, dtype=qid.dtype))
-        meta = _assemble(np.zeros((0, n_features), dtype=dtype), np.zeros(0), np.asarray(qid_meta).ravel(),
+        meta = assemble(np.zeros((0, n_features), dtype=dtype), np.zeros(0), np.asarray(qid_meta).ravel(),
                          None if sample_weight is None else np.zeros(0), 0,
                          None if position is None else np.zeros(0, dtype=np.int64), **settings)
         if isinstance(X, dd.DataFrame) and all(v is None or isinstance(v, (dd.Series, dd.DataFrame))
@@ -488,27 +259,27 @@ class _DaskRanker:
             # the partitions stay aligned (optimised separately, a column read
             # from Parquet alone may come in fewer, fused partitions).
             present = tuple(v is not None for v in others.values())
-            frame = dd.map_partitions(_assemble_frames, X, *[v for v in others.values() if v is not None],
+            frame = dd.map_partitions(assemble_frames, X, *[v for v in others.values() if v is not None],
                                       present=present, **settings, meta=meta, align_dataframes=False)
         else:
-            x_blocks = _row_blocks(X, where)
-            blocks = [[None] * len(x_blocks) if v is None else _row_blocks(v, name) for name, v in others.items()]
-            assemble = dask.delayed(_assemble, pure=True)
-            frame = dd.from_delayed([assemble(xb, yb, qb, wb, i, pb, **settings)
+            x_blocks = row_blocks(X, where)
+            blocks = [[None] * len(x_blocks) if v is None else row_blocks(v, name) for name, v in others.items()]
+            delayed_assemble = dask.delayed(assemble, pure=True)
+            frame = dd.from_delayed([delayed_assemble(xb, yb, qb, wb, i, pb, **settings)
                                      for i, (xb, yb, qb, wb, pb) in enumerate(zip(x_blocks, *blocks))],
                                     meta=meta, verify_meta=False)
-        frame = frame.shuffle(on=_KEY, npartitions=frame.npartitions)
-        frame = frame.map_partitions(_lay_out_partition, meta=_lay_out_partition(meta))
-        with _quiet_shuffle_log(client):
+        frame = frame.shuffle(on=KEY, npartitions=frame.npartitions)
+        frame = frame.map_partitions(lay_out_partition, meta=lay_out_partition(meta))
+        with quiet_shuffle_log(client):
             frame = client.persist(frame)
-            summaries = client.compute([dask.delayed(_partition_summary)(p) for p in frame.to_delayed()],
+            summaries = client.compute([dask.delayed(partition_summary)(p) for p in frame.to_delayed()],
                                        sync=True)
         keys = [s[0] for s in summaries]
         if sum(k.size for k in keys) == 0:
             raise ValueError(f"{where} has no rows.")
         if sample_weight is not None and not sum(s[2] for s in summaries) > 0:
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
-        return _LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None), X
+        return LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None), X
 
     def _split_position(self, X, position, where):
         """``(features, position)``: ``position=`` or the ``position_col``
@@ -530,7 +301,7 @@ class _DaskRanker:
                  position=None):
         """The Dask counterpart of :meth:`rankkit._estimators.BaseRanker._prepare`
         (which ``_eval_sets`` calls): the rows laid out on the cluster
-        (:class:`_LaidOut`); ``reset`` sets the fitted feature attributes,
+        (:class:`LaidOut`); ``reset`` sets the fitted feature attributes,
         otherwise the features are checked against them."""
         laid, X_features = self._lay_out(self._get_client(), X, y, qid, objective, sample_weight=sample_weight,
                                          where=where, qid_name=qid_name, position=position)
@@ -645,8 +416,8 @@ class _DaskRanker:
              for name, data in [*sets, (EvalMonitor.TRAINING, None)]},
         )
         backend = XGBoostDaskBackend(
-            client=client, data_factory=functools.partial(_dmatrix, client, int(self.max_bin)),
-            local_reader=_LocalReader(train.query_keys), report=_history, progress=bool(monitor.period),
+            client=client, data_factory=functools.partial(dmatrix_factory, client, int(self.max_bin)),
+            local_reader=LocalReader(train.query_keys), report=_history, progress=bool(monitor.period),
             **self._backend_settings(seed_base),
         )
         backend.fit(train, self._gradient_pipeline(objective, seed_base).build,
@@ -663,7 +434,7 @@ class _DaskRanker:
 
     # -- predict / score / to_local ------------------------------------------------
     def _features(self, X):
-        if not _is_dask(X) or isinstance(X, dd.Series):
+        if not is_dask(X) or isinstance(X, dd.Series):
             raise TypeError(f"{type(self).__name__}.predict takes a dask DataFrame or array, got "
                             f"{type(X).__name__}; for data in memory use to_local().predict(X).")
         if isinstance(X, dd.DataFrame) and self.qid_col is not None and self.qid_col in X.columns:
@@ -705,7 +476,7 @@ class _DaskRanker:
         metrics, settings = self._eval_metrics(self.objective_)
         settings = _with_err_max_label(settings, laid.max_label)
         backend = dask.delayed(self.backend_, pure=True)
-        sums = laid.frame.map_partitions(_score_partition, backend, laid.features, metrics[0], settings,
+        sums = laid.frame.map_partitions(score_partition, backend, laid.features, metrics[0], settings,
                                          meta=pd.DataFrame({"sum": [0.0], "count": [0.0]}).iloc[:0])
         sums = client.compute(sums).result()
         count = float(sums["count"].sum())
