@@ -398,3 +398,35 @@ def test_rankers_take_eval_and_callback_parameters():
         assert params["early_stopping_rounds"] is None and params["callbacks"] is None
         assert "eval_metric" in params
     assert QueryRMSERanker(eval_metric=["mrr", "map"]).get_params()["eval_metric"] == ["mrr", "map"]
+
+
+def test_every_engine_runs_the_one_loop():
+    """Backend.fit owns the boosting loop; the engines supply hooks only."""
+    from rankkit._backends import BACKENDS, get_backend
+    from rankkit._backends._base import Backend
+
+    for name in BACKENDS:
+        try:
+            cls = get_backend(name)
+        except ImportError:
+            continue
+        assert cls.fit is Backend.fit, name
+        assert "_boost" not in vars(cls), name
+
+
+def test_noise_resolver_is_pure(data):
+    """resolve_diffusion_temperature returns beta and sets nothing; fit stores it."""
+    X, y, qid, _, _, _ = data
+    ranker = LambdaMARTRanker(n_estimators=2, langevin=True, random_state=0, n_jobs=1)
+    objective = ranker._objective_for_fit()
+    train = ranker._prepare(X, y, qid, objective, reset=True)
+    before = dict(vars(ranker))
+    beta = training.resolve_diffusion_temperature(True, "auto", 0.1, objective, train, 7)
+    assert vars(ranker).keys() == before.keys()
+    assert beta == training.resolve_diffusion_temperature(True, "auto", 0.1, objective, train, 7) > 0
+    assert training.resolve_diffusion_temperature(False, "auto", 0.1, objective, train, 7) is None
+    assert training.resolve_diffusion_temperature(True, 5.0, 0.1, objective, train, 7) == 5.0
+    assert training.langevin_scale(0.1, None) == 0.0
+    with pytest.raises(ValueError, match="overflows"):
+        training.langevin_scale(1e-160, 1e-160)
+    assert ranker.fit(X, y, qid=qid).diffusion_temperature_ > 0
