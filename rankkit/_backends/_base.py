@@ -152,11 +152,11 @@ class Backend:
         categorical_features : sequence of int
             Indices of the columns holding category codes.
         """
+        sizes = self._begin(X, list(eval_X), shrink=shrink, feature_names=feature_names,
+                            categorical_features=categorical_features)
         # rankkit's kernels (gradients, eval metrics) get n_jobs threads; the
         # engines run their own (nthread, num_threads).
         with limit_threads(self.n_jobs):
-            sizes = self._begin(X, list(eval_X), shrink=shrink, feature_names=feature_names,
-                                categorical_features=categorical_features)
             start = None if self.keeps_sums else [np.zeros(k) for k in sizes]
             scores = ShrunkScores(shrink, start)
             self._boost(sizes[0], grad_fn, scores, callback)

@@ -210,15 +210,16 @@ class NumbaBackend(Backend):
         eval_X = [_check_X(E, f"eval_X[{i}]", n_features) for i, E in enumerate(eval_X)]
         self.n_features_in_ = n_features
         self.feature_names_in_ = None if feature_names is None else np.asarray(feature_names, dtype=object)
-        edges, edges_ptr = fit_bin_edges(X, min(int(self.max_bin), 255), p["border_type"])
+        with limit_threads(self.n_jobs):
+            edges, edges_ptr = fit_bin_edges(X, min(int(self.max_bin), 255), p["border_type"])
+            # One binned copy of each set, in the grower's layout (the column-major
+            # one from binning is dropped at once); the grower reorders the training one.
+            Xb = group_features(transform(X, edges, edges_ptr))
+            self._Eb = [group_features(transform(E, edges, edges_ptr)) for E in eval_X]
+            self._grower = TreeGrower(Xb, np.diff(edges_ptr) + 1, edges, edges_ptr, max_depth=self.max_depth,
+                                      min_child_weight=self.min_child_weight, reg_lambda=self.reg_lambda,
+                                      min_split_gain=p["min_split_gain"], grow_policy=p["grow_policy"])
         self.bin_edges_, self.bin_edges_ptr_ = edges, edges_ptr
-        # One binned copy of each set, in the grower's layout (the column-major
-        # one from binning is dropped at once); the grower reorders the training one.
-        Xb = group_features(transform(X, edges, edges_ptr))
-        self._Eb = [group_features(transform(E, edges, edges_ptr)) for E in eval_X]
-        self._grower = TreeGrower(Xb, np.diff(edges_ptr) + 1, edges, edges_ptr, max_depth=self.max_depth,
-                                  min_child_weight=self.min_child_weight, reg_lambda=self.reg_lambda,
-                                  min_split_gain=p["min_split_gain"], grow_policy=p["grow_policy"])
         self._p, self._seed = p, seed_from(self.random_state)
         self._u_rows = np.empty(n) if self.subsample < 1 else None
         self._u_cols = np.empty(n_features)
