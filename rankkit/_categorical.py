@@ -30,7 +30,7 @@ import numpy as np
 __all__ = ["fit_categories", "apply_categories"]
 
 
-def _is_dataframe(X):
+def is_dataframe(X):
     return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
@@ -83,7 +83,7 @@ def fit_categories(X, *, where="X"):
     categories (a NumPy array, code order); ``{}`` for anything but a
     DataFrame with ``category`` columns (then ``X`` is returned as is).
     """
-    if not _is_dataframe(X):
+    if not is_dataframe(X):
         return X, {}
     _check_no_strings(X, where)
     indices = [i for i in range(X.shape[1]) if _is_categorical(X.iloc[:, i])]
@@ -104,7 +104,7 @@ def apply_categories(X, categories, *, where="X"):
     saw numbers, or an array's categorical column holding anything but
     codes, is an error.
     """
-    if not _is_dataframe(X):
+    if not is_dataframe(X):
         if categories:
             _check_codes(X, categories, where)
         return X

@@ -46,240 +46,39 @@ and a DataFrame with the query column works with no set-up at all.
 from __future__ import annotations
 
 import inspect
-import sys
 import textwrap
 import warnings
-from numbers import Integral
-from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._backends import BACKENDS, get_backend
+from ._backends import get_backend, resolve_backend
 from ._categorical import apply_categories, fit_categories
 from ._clicks import check_clicks, debiased_score_labels, split_position, sorted_positions, start_click_training
 from .callback import CallbackList
-from ._groups import _is_dataframe, make_groups, missing_qid_error, qid_from_sizes, split_qid
-from ._metrics._api import evaluate_sorted
-from ._metrics._callable import CALLABLE_METRICS, callable_sum_count, metric_function, metric_name
-from ._metrics._common import parse_metric
-from ._objectives._base import RankingObjective, query_hessian_units
+from ._groups import make_groups, missing_qid_error, qid_from_group_sizes, split_qid
+from ._objectives._base import RankingObjective
 from ._objectives.lambdamart import LambdaMART
 from ._objectives.query_rmse import QueryRMSE
 from ._objectives.stochastic_rank import StochasticRank
 from ._objectives.xendcg import XENDCG
 from ._objectives.yetirank import YetiRank
-from ._params import BACKEND_SETTINGS, BOOSTING_CONSTRAINTS, parameter_docs
-from ._random import mix64, seed_from
-from ._sglb import SGLB, add_gaussian_noise, auto_diffusion_temperature, langevin_noise_scale, shrink_schedule
+from ._params import BACKEND_SETTINGS, BOOSTING_CONSTRAINTS, parameter_docs, store_arguments
+from ._persistence import save_model
+from ._random import seed_from
+from ._sglb import SGLB, shrink_schedule
 from ._threads import limit_threads
-from ._validation import check_sample_weight
-
-#: The metric of ``score``, ``scoring=None`` and early stopping for every ranker
-#: without ``eval_metric``: one metric, so rankers compare on the same footing.
-DEFAULT_METRIC = "ndcg@10"
-
-
-def _iteration_seed(seed_base, t):
-    """Seed of iteration ``t``: a pure function of the fit's seed, so the same
-    ``random_state`` gives the same model whatever the thread count."""
-    return int(mix64(np.uint64(seed_base) + np.uint64(t + 1))) >> 1
-
-
-def _store_arguments(estimator, arguments):
-    """``__init__``'s body: store every argument under its own name."""
-    for name, value in arguments.items():
-        if name != "self":
-            setattr(estimator, name, value)
-
-
-class _QueryData(NamedTuple):
-    """Validated rows sorted by query."""
-
-    X: object
-    y: np.ndarray
-    group_ptr: np.ndarray
-    weight: np.ndarray | None
-    #: Keys of the queries' random draws (the hashes of their ids' values).
-    query_keys: np.ndarray | None = None
-    #: 1-based ranks the rows were shown at (click data), or None.
-    position: np.ndarray | None = None
-
-
-class _EvalMonitor:
-    """The backend's callback ``callback(t, raw_train, raw_evals)``: eval
-    metrics every iteration, progress lines, the best iteration, early
-    stopping and the user's callbacks (:mod:`rankkit.callback`).
-
-    ``sets`` are the eval sets in ``eval_set`` order as ``(name, data)``;
-    ``data`` is None for the training data itself (``"training"``), whose
-    metrics come from the training scores. Early stopping watches the first
-    metric on the last set that is not the training data, with strict
-    improvement, like XGBoost: ties keep the earlier, smaller model. With
-    ``verbose=N`` a line every ``N`` iterations (and at the last one) shows
-    the training metrics, computed on those iterations only, and every set's;
-    :meth:`after_training` prints the final line.
-    """
-
-    TRAINING = "training"
-
-    def __init__(self, ranker, train, sets, metrics, settings, *, early_stopping_rounds, verbose, callbacks):
-        if isinstance(verbose, (bool, np.bool_)):
-            self.period = 1 if verbose else 0
-        elif isinstance(verbose, Integral) and verbose >= 0:
-            self.period = int(verbose)
-        else:
-            raise ValueError(
-                f"verbose must be a bool or a non-negative int (print every N iterations), got {verbose!r}."
-            )
-        watched = [name for name, data in sets if data is not None]
-        self.watch = watched[-1] if watched else None
-        if early_stopping_rounds is not None:
-            if isinstance(early_stopping_rounds, bool) or not isinstance(early_stopping_rounds, Integral) \
-                    or early_stopping_rounds < 1:
-                raise ValueError(
-                    f"early_stopping_rounds must be a positive int or None, got {early_stopping_rounds!r}."
-                )
-            if self.watch is None:
-                raise ValueError(
-                    "early_stopping_rounds needs an eval_set other than the training data: pass "
-                    "eval_set=[(X_val, y_val)] with eval_qid=[qid_val] (or a DataFrame with the query column)."
-                )
-        self.ranker = ranker
-        self.train = train
-        self.sets = sets
-        self.metrics = metrics
-        self.settings = settings
-        self.early_stopping_rounds = early_stopping_rounds
-        self.callbacks = callbacks
-        self.n_estimators = int(ranker.n_estimators)
-        self.history = {name: {m: [] for m in metrics} for name, _ in sets}
-        self.best_score = None
-        self.best_iteration = None
-        self.n_done = None  # iterations seen; None when the monitor was not called
-        self.stopped_by = None
-
-    @property
-    def eval_X(self):
-        """Features of the sets the backend tracks (all but the training data)."""
-        return [data.X for _, data in self.sets if data is not None]
-
-    @property
-    def active(self):
-        """Whether the backend must call the monitor at all."""
-        return bool(self.sets) or self.period > 0 or bool(self.callbacks)
-
-    def _metric(self, metric, data, raw):
-        return _mean_metric(metric, data.y, raw, data.group_ptr, self.settings)
-
-    def __call__(self, t, raw_train, raw_evals):
-        raws = iter(raw_evals)
-        values = {}
-        for name, data in self.sets:
-            data, raw = (self.train, raw_train) if data is None else (data, next(raws))
-            values[name] = {metric: self._metric(metric, data, raw) for metric in self.metrics}
-        stop = self.record(t, values)
-        if self.prints(t, stop):
-            training = None
-            if self.TRAINING not in self.history:  # computed for this line only
-                training = {m: self._metric(m, self.train, raw_train) for m in self.metrics}
-            print(self.progress_line(t, training), file=sys.stdout, flush=True)
-        return stop
-
-    def record(self, t, values):
-        """Record the metric values of iteration ``t``, already computed
-        (``values[name][metric]`` for every set and metric), and apply the
-        stopping rule: the best iteration, early stopping, then the callbacks.
-        True to stop. The one home of that rule: :meth:`__call__` and
-        ``rankkit.dask`` (on the workers, and on the driver) use it."""
-        for name, result in self.history.items():
-            for metric, curve in result.items():
-                curve.append(float(values[name][metric]))
-        self.n_done = t + 1
-        stop = False
-        if self.watch is not None:
-            score = self.history[self.watch][self.metrics[0]][-1]
-            if self.best_iteration is None or score > self.best_score:
-                self.best_score, self.best_iteration = score, t
-            if self.early_stopping_rounds is not None and t - self.best_iteration >= self.early_stopping_rounds:
-                stop, self.stopped_by = True, "early stopping"
-        if self.callbacks and self.callbacks.after_iteration(self.ranker, t, self.history):
-            stop = True
-            self.stopped_by = self.stopped_by or "a callback"
-        return stop
-
-    def prints(self, t, stop):
-        """Whether iteration ``t`` has a progress line (``stop``: training stops there)."""
-        return bool(self.period) and (t % self.period == 0 or stop or t == self.n_estimators - 1)
-
-    def progress_line(self, t, training=None):
-        """``[t]\ttraining-ndcg@10:0.81234\tvalidation_0-ndcg@10:0.71234`` (XGBoost's format):
-        ``training`` (``{metric: value}``, when the training data is not an
-        eval set), then the last recorded value of every set and metric."""
-        values = [] if training is None else [(self.TRAINING, m, v) for m, v in training.items()]
-        values += [(name, m, curve[-1]) for name, result in self.history.items() for m, curve in result.items()]
-        return f"[{t}]" + "".join(f"\t{name}-{m}:{v:.5f}" for name, m, v in values)
-
-    def before_training(self, ranker):
-        """The callbacks' ``before_training``."""
-        if self.callbacks:
-            self.callbacks.before_training(ranker)
-
-    def after_training(self, ranker):
-        """The final progress line, then the callbacks' ``after_training``."""
-        if self.period and self.n_done is not None:
-            if self.stopped_by is not None:
-                line = f"stopped at iteration {self.n_done - 1} by {self.stopped_by}"
-            else:
-                line = f"trained {self.n_done} iterations"
-            if self.watch is not None:
-                line += (f", best iteration {self.best_iteration}, best {self.watch}-{self.metrics[0]} "
-                         f"{self.best_score:.5f}")
-            print(line, file=sys.stdout, flush=True)
-        if self.callbacks:
-            self.callbacks.after_training(ranker)
-
-
-def _has_varying_feature(X):
-    """Whether some feature takes two values on the rows (missing counts as a value)."""
-    if hasattr(X, "toarray"):
-        X = X.toarray()  # only reached to explain a constant model
-    X = np.asarray(X, dtype=np.float64)
-    missing = np.isnan(X)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
-        varies = np.nanmax(X, axis=0, initial=-np.inf) > np.nanmin(X, axis=0, initial=np.inf)
-    return bool(np.any(varies) or np.any(missing.any(axis=0) & ~missing.all(axis=0)))
-
-
-def _mean_metric(metric, y, raw, group_ptr, settings, weight=None):
-    """Mean over queries (excluded queries left out) with worst-order ties.
-
-    With row weights ``weight``, the mean is weighted by query: a query
-    weighs the mean of its rows' weights (LightGBM's query weights), so
-    giving every row of a query the weight ``w`` weighs the query ``w``.
-    """
-    total, count = _metric_sum_count(metric, y, raw, group_ptr, settings, weight)
-    return total / count if count > 0 else float("nan")
-
-
-def _metric_sum_count(metric, y, raw, group_ptr, settings, weight=None):
-    """``(sum, number)`` of the per-query values of :func:`_mean_metric`
-    (with ``weight``: the query-weighted sum and the sum of the query
-    weights): what a part of the queries contributes to the mean over all
-    of them."""
-    functions = settings.get(CALLABLE_METRICS, {})
-    if metric in functions:  # a callable eval_metric: unweighted, its own ties
-        return callable_sum_count(metric, functions[metric], y, raw, group_ptr)
-    settings = {key: value for key, value in settings.items() if key != CALLABLE_METRICS}
-    values = evaluate_sorted(metric, y, raw, group_ptr, ties="worst", **settings)
-    keep = ~np.isnan(values)
-    if weight is None:
-        return float(values[keep].sum()), int(keep.sum())
-    query_weight = np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr) if keep.size else np.zeros(0)
-    # Not np.dot: above 10,000 queries BLAS would run it on its own threads, outside n_jobs.
-    return float((query_weight[keep] * values[keep]).sum()), float(query_weight[keep].sum())
+from ._training import (
+    EvalMonitor,
+    GradientPipeline,
+    QueryData,
+    check_y,
+    eval_metrics,
+    mean_metric,
+    why_constant,
+)
+from ._validation import check_iteration_range, check_sample_weight
 
 
 class BaseRanker(BaseEstimator):
@@ -352,7 +151,7 @@ class BaseRanker(BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "
                 "pass the relevance labels."
             )
-        y = self._check_y(y, X.shape[0], where)
+        y = check_y(y, X.shape[0], where)
         # Clicks are checked as clicks; the objective checks the debiased labels (rankkit._clicks).
         y = objective._check_labels(y) if position is None else check_clicks(y, name="y")
         w = check_sample_weight(sample_weight, X.shape[0])
@@ -361,29 +160,12 @@ class BaseRanker(BaseEstimator):
         if qid is None:
             qid = self._default_qid(X_in, X.shape[0], where=where, qid_name=qid_name)
         groups = make_groups(qid, X.shape[0], name=qid_name)
-        return _QueryData(
+        return QueryData(
             groups.sort(X), np.ascontiguousarray(groups.sort(y)), groups.group_ptr,
             None if w is None else np.ascontiguousarray(groups.sort(w)),
             groups.query_keys if reset else None,  # only training draws random numbers
             None if position is None else sorted_positions(position, groups, X.shape[0]),
         )
-
-    @staticmethod
-    def _check_y(y, n_rows, where):
-        y = np.asarray(y)
-        if y.dtype.kind == "O":
-            try:
-                y = y.astype(np.float64)
-            except (TypeError, ValueError):
-                raise ValueError(
-                    "Unknown label type: relevance labels must be numbers (grades such as 0-4, "
-                    "or probabilities for ERR)."
-                ) from None
-        if y.ndim == 0 or y.shape[0] != n_rows:
-            raise ValueError(
-                f"{where} has {n_rows} rows but {y.size} labels were given: pass one label per row."
-            )
-        return y
 
     def _eval_sets(self, eval_set, eval_qid, eval_group, objective, training):
         """``[(name, data)]`` for ``eval_set``: ``"validation_<i>"`` with the
@@ -413,7 +195,7 @@ class BaseRanker(BaseEstimator):
             if len(pair) != 2:
                 raise ValueError(f"eval_set[{i}] must be an (X, y) pair.")
             if pair[0] is training[0] and pair[1] is training[1] and q is training[2] and g is training[3]:
-                out.append((_EvalMonitor.TRAINING, None))
+                out.append((EvalMonitor.TRAINING, None))
                 continue
             q = self._qid_from_group(pair[0], q, g, where=f"eval_set[{i}]", qid_name=f"eval_qid[{i}]",
                                      group_name=f"eval_group[{i}]")
@@ -423,24 +205,8 @@ class BaseRanker(BaseEstimator):
         return out
 
     def _qid_from_group(self, X, qid, group, *, where="X", qid_name="qid", group_name="group"):
-        """Per-row query ids from LightGBM-style ``group`` sizes, or ``qid`` as given.
-
-        Sizes describe consecutive rows, so they cannot be combined with
-        another source of query ids, and must add up to the number of rows.
-        """
-        if group is None:
-            return qid
-        if qid is not None:
-            raise ValueError(
-                f"Query ids given twice: {qid_name}= and {group_name}= were both passed; pass one "
-                f"(per-row {qid_name}= works inside cross-validation, group sizes do not)."
-            )
-        if _is_dataframe(X) and self.qid_col is not None and self.qid_col in X.columns:
-            raise ValueError(
-                f"Query ids given twice: {where} has a '{self.qid_col}' column and {group_name}= was passed. "
-                f"Drop the column or pass qid_col=None to use {group_name}=."
-            )
-        return qid_from_sizes(group, _num_samples(X), name=group_name)
+        """Per-row query ids from ``group`` sizes, or ``qid`` as given (:func:`rankkit._groups.qid_from_group_sizes`)."""
+        return qid_from_group_sizes(X, qid, group, self.qid_col, where=where, qid_name=qid_name, group_name=group_name)
 
     # -- fit -----------------------------------------------------------------
     def _objective_for_fit(self):
@@ -449,130 +215,24 @@ class BaseRanker(BaseEstimator):
         objective._check_params()
         return objective
 
-    def _langevin_noise_scale(self, objective, train, seed_base, total=None):
-        """The SGLB noise scale ``sqrt(2 / (learning_rate * beta))`` (0 without
-        ``langevin``), with ``diffusion_temperature="auto"`` resolved from the
-        first iteration's gradients (every backend starts from scores 0);
-        sets ``diffusion_temperature_`` to the ``beta`` used. ``total``: as in
-        :meth:`_gradient_function`, when ``train`` is a part of the training rows."""
-        self.diffusion_temperature_ = None
-        if not self.langevin:
-            return 0.0
-        beta = self.diffusion_temperature
-        if isinstance(beta, str):  # "auto"
-            first = self._gradient_function(objective, train, seed_base, total=total)
-            beta = auto_diffusion_temperature(first(np.zeros(train.y.shape[0]), 0)[0], self.learning_rate,
-                                              total=total)
-        self.diffusion_temperature_ = float(beta)
-        scale = langevin_noise_scale(self.learning_rate, beta)
-        if not np.isfinite(scale):
-            raise ValueError(
-                "sqrt(2 / (learning_rate * diffusion_temperature)) overflows; raise learning_rate "
-                "or diffusion_temperature."
-            )
-        return scale
-
     def _eval_metrics(self, objective):
-        """``(metrics, settings)`` of ``score``, eval sets and early stopping:
-        the names of ``eval_metric`` (a name, a callable or a list of them), or
-        :data:`DEFAULT_METRIC` for every ranker, with the objective's metric
-        settings (gain, ...); the first is the main one. Callables are named by
-        :func:`~rankkit._metrics._callable.metric_name` and carried in
-        ``settings`` (:data:`~rankkit._metrics._callable.CALLABLE_METRICS`)."""
-        given = self.eval_metric if self.eval_metric is not None else DEFAULT_METRIC
-        names = [given] if isinstance(given, str) or callable(given) else list(given)
-        if not names:
-            raise ValueError(
-                "eval_metric is empty: pass a metric name such as 'ndcg@10', a list of them "
-                f"(the first drives early stopping and score), or None for {DEFAULT_METRIC!r}."
-            )
-        metrics, functions = [], {}
-        for metric in names:
-            if callable(metric):
-                canonical = metric_name(metric)
-                functions[canonical] = metric_function(metric)
-            elif isinstance(metric, str):
-                name, k = parse_metric(metric)
-                canonical = name if k is None else f"{name}@{k}"
-            else:
-                raise TypeError(
-                    f"eval_metric entries must be metric names such as 'ndcg@10' or callables "
-                    f"f(y_true, y_score, qid), got {metric!r}."
-                )
-            if canonical in metrics:
-                raise ValueError(f"eval_metric={self.eval_metric!r} lists {canonical!r} twice (give "
-                                 "callables distinct __name__s).")
-            metrics.append(canonical)
-        settings = objective._eval_metric_settings()
-        if functions:
-            settings[CALLABLE_METRICS] = functions
-        return metrics, settings
+        """``(metrics, settings)`` of ``score``, eval sets and early stopping
+        (:func:`rankkit._training.eval_metrics` of ``eval_metric``)."""
+        return eval_metrics(self.eval_metric, objective)
 
     def _engine_name(self):
-        """The backend ``backend`` stands for on the data just prepared.
+        """The backend ``backend`` stands for on the data just prepared
+        (:func:`rankkit._backends.resolve_backend`)."""
+        return resolve_backend(self.backend, bool(self.categories_))
 
-        ``"auto"`` is the numba engine, whose CatBoost-style learner (oblivious
-        trees, random split strength) the defaults were chosen with, unless
-        the data has categorical columns, which it cannot split on: then the
-        first installed engine that can (``supports_categorical``; XGBoost,
-        then LightGBM). Without one, the numba engine's error names the
-        columns and the ways out.
-        """
-        if self.backend != "auto":
-            return self.backend
-        if not self.categories_:
-            return "numba"
-        for name in BACKENDS:
-            try:
-                if get_backend(name).supports_categorical:
-                    return name
-            except ImportError:
-                continue
-        return "numba"
-
-    def _make_backend(self, seed_base, engine):
+    def _backend_settings(self, seed_base):
+        """The backend's settings: the ranker's, with the fit's seed."""
         settings = {name: getattr(self, name) for name in BACKEND_SETTINGS}
         settings["random_state"] = seed_base % (2**31)
-        return get_backend(engine)(**settings)
+        return settings
 
-    @staticmethod
-    def _gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
-        """``grad_fn(raw, t)`` of the backend contract, on the training rows:
-
-        1. the objective's gradients and hessians, seeded per iteration;
-        2. times the sample weights;
-        3. for objectives with Newton leaves and a loss per query, both
-           scaled so that the mean hessian per query is 1 (:func:`~rankkit._objectives._base.query_hessian_units`):
-           ``min_child_weight`` and ``reg_lambda`` then count in queries
-           whatever the objective's scale;
-        4. plus SGLB's Langevin noise ``noise_scale * N(0, 1)`` per document
-           (:func:`~rankkit._sglb.add_gaussian_noise`).
-
-        ``total(sums) -> sums`` turns sums over ``train`` into sums over all
-        the training rows when ``train`` is a part of them (``rankkit.dask``:
-        one worker's queries; it all-reduces over the workers), so that the
-        query units of step 3 are global; None when ``train`` is all of them.
-        """
-        n_queries = train.group_ptr.shape[0] - 1
-        scratch = np.empty((3, train.y.shape[0]), dtype=np.int64) if noise_scale else None
-
-        def grad_fn(raw, t):
-            seed = _iteration_seed(seed_base, t)
-            grad, hess = objective._gradient_hessian_sorted(train.y, raw, train.group_ptr, seed, train.query_keys)
-            if train.weight is not None:
-                grad *= train.weight
-                hess *= train.weight
-            if objective.uses_hessian and objective.per_query_loss:
-                hess_sum, queries = float(hess.sum()), n_queries
-                if total is not None:
-                    hess_sum, queries = total([hess_sum, queries])
-                query_hessian_units(grad, hess, queries, hess_sum=hess_sum)
-            if noise_scale:
-                add_gaussian_noise(grad, train.y, raw, train.group_ptr, train.query_keys, noise_scale, np.int64(seed),
-                                   scratch)
-            return grad, hess
-
-        return grad_fn
+    def _make_backend(self, seed_base, engine):
+        return get_backend(engine)(**self._backend_settings(seed_base))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
@@ -635,13 +295,13 @@ class BaseRanker(BaseEstimator):
         objective = self._objective_for_fit()
         train, sets, debias = self._training_data(objective, (X, y, qid, group), sample_weight, position,
                                                   (eval_set, eval_qid, eval_group))
-        monitor = _EvalMonitor(self, train, sets, *self._eval_metrics(objective),
+        monitor = EvalMonitor(self, train, sets, *self._eval_metrics(objective),
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
         seed_base = seed_from(self.random_state)
-        noise_scale = self._langevin_noise_scale(objective, train, seed_base)
+        grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(train)
         backend = self._make_backend(seed_base, self._engine_name())
-        grad_fn = debias(self._gradient_function(objective, train, seed_base, noise_scale))
+        grad_fn = debias(grad_fn)
         monitor.before_training(self)
         backend.fit(
             train.X,
@@ -655,6 +315,11 @@ class BaseRanker(BaseEstimator):
         self._finish(backend, objective, monitor, train, grad_fn)
         monitor.after_training(self)
         return self
+
+    def _gradient_pipeline(self, objective, seed_base):
+        """The fit's :class:`~rankkit._training.GradientPipeline`."""
+        return GradientPipeline(objective, seed_base, langevin=self.langevin,
+                                diffusion_temperature=self.diffusion_temperature, learning_rate=self.learning_rate)
 
     def _training_data(self, objective, training, sample_weight, position, evals):
         """``(train, sets, debias)``: the training rows, the eval sets, and
@@ -680,6 +345,10 @@ class BaseRanker(BaseEstimator):
         )
         return fit_value
 
+    def _why_constant(self, train, grad_fn, objective):
+        """The cause of a model without any split (:func:`rankkit._training.why_constant`)."""
+        return why_constant(train, grad_fn, objective, self.min_child_weight, self.backend_params)
+
     def _finish(self, backend, objective, monitor, train, grad_fn):
         """Fitted attributes; the model cut back to its best iteration after early stopping."""
         n_done = self.n_estimators if monitor.n_done is None else monitor.n_done
@@ -699,52 +368,11 @@ class BaseRanker(BaseEstimator):
         if not np.any(backend.feature_importances("split")):
             warnings.warn(
                 f"{type(self).__name__} grew no split in {n_done} trees: the model is a constant. "
-                + self._why_constant(train, grad_fn),
+                + self._why_constant(train, grad_fn, objective),
                 UserWarning,
                 stacklevel=3,  # the caller of fit, above scikit-learn's fit wrapper
             )
         return self
-
-    def _why_constant(self, train, grad_fn):
-        """The cause of a model without any split, found from the data and the
-        first iteration's gradients (what the backend saw)."""
-        ptr = train.group_ptr
-        sizes = np.diff(ptr)
-        if ptr.shape[0] > 1:
-            lo = np.minimum.reduceat(train.y, ptr[:-1]) if train.y.size else np.zeros(0)
-            hi = np.maximum.reduceat(train.y, ptr[:-1]) if train.y.size else np.zeros(0)
-            varied = int(np.sum((sizes >= 2) & (hi > lo)))
-        else:
-            varied = 0
-        if varied == 0:
-            return (
-                f"No query has two documents with different labels ({int(np.sum(sizes < 2))} of "
-                f"{sizes.shape[0]} queries have a single document, the others equal labels), so "
-                "there is nothing to rank: check the labels and the query ids."
-            )
-        grad, hess = grad_fn(np.zeros(train.y.shape[0]), 0)
-        if not np.any(grad):
-            return (
-                f"{varied} queries have documents with different labels, but every gradient of "
-                "the objective is zero: the metric sees no relevant document to move (check "
-                "relevance_threshold, k and the metric against the labels)."
-            )
-        if not _has_varying_feature(train.X):
-            return "Every feature is constant on the training rows: no split can separate documents."
-        total = float(hess.sum())
-        per_query = self.objective_.uses_hessian and self.objective_.per_query_loss
-        units = "queries: one unit is the mean curvature of a query" if per_query else "documents"
-        if total < 2.0 * self.min_child_weight:
-            return (
-                f"The training rows' hessians sum to {total:.3g} (in {units}), less than twice "
-                f"min_child_weight={self.min_child_weight}, so every split leaves a child below it: "
-                "lower min_child_weight."
-            )
-        return (
-            f"Every split left a child whose hessian sum is below min_child_weight={self.min_child_weight} "
-            f"(the training rows sum to {total:.3g}, in {units}) or gained nothing under "
-            f"backend_params={self.backend_params}: with this little data, lower min_child_weight."
-        )
 
     # -- predict / score -------------------------------------------------------
     def predict(self, X, iteration_range=None):
@@ -785,26 +413,7 @@ class BaseRanker(BaseEstimator):
 
     def _check_iteration_range(self, iteration_range):
         """``(start, end)`` with ``0 <= start < end <=`` the iterations the model kept."""
-        n_kept = int(self.backend_.n_iterations_)
-        try:
-            start, end = iteration_range
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"iteration_range must be a (start, end) pair of ints, got {iteration_range!r}."
-            ) from None
-        if not all(isinstance(v, Integral) and not isinstance(v, (bool, np.bool_)) for v in (start, end)):
-            raise TypeError(f"iteration_range must be a (start, end) pair of ints, got {iteration_range!r}.")
-        if not 0 <= start < end <= n_kept:
-            kept = f"the model has {n_kept} iterations"
-            if n_kept < self.n_iterations_:
-                kept += (f" (early stopping cut it back to best_iteration_ + 1 = {n_kept} of the "
-                         f"{self.n_iterations_} run)")
-            hint = " (XGBoost reads (0, 0) as the whole model: pass None)" if (start, end) == (0, 0) else ""
-            raise ValueError(
-                f"iteration_range={tuple(iteration_range)!r} must satisfy 0 <= start < end <= {n_kept}: "
-                f"{kept}{hint}."
-            )
-        return int(start), int(end)
+        return check_iteration_range(iteration_range, int(self.backend_.n_iterations_), self.n_iterations_)
 
     def score(self, X, y, *, qid=None, sample_weight=None, position=None):
         """Mean per-query ranking metric of the predictions.
@@ -846,7 +455,7 @@ class BaseRanker(BaseEstimator):
                 debiased_score_labels(self, self.objective_, data.y, data.position)))
         metrics, settings = self._eval_metrics(self.objective_)
         with limit_threads(self.n_jobs):
-            return _mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
+            return mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
                                 weight=data.weight)
 
     def save_model(self, path):
@@ -862,8 +471,6 @@ class BaseRanker(BaseEstimator):
         ----------
         path : str, path-like or binary file object
         """
-        from ._persistence import save_model
-
         save_model(self, path)
 
     @property
@@ -920,7 +527,7 @@ class Ranker(BaseRanker):
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
-        _store_arguments(self, locals())
+        store_arguments(self, locals())
 
     def get_params(self, deep=True):
         """Parameters of this ranker; with ``deep``, also the objective's as
@@ -1013,7 +620,7 @@ class StochasticRankRanker(_NamedRanker):
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
-        _store_arguments(self, locals())
+        store_arguments(self, locals())
 
 
 class YetiRanker(_NamedRanker):
@@ -1034,7 +641,7 @@ class YetiRanker(_NamedRanker):
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
-        _store_arguments(self, locals())
+        store_arguments(self, locals())
 
 
 class LambdaMARTRanker(_NamedRanker):
@@ -1054,7 +661,7 @@ class LambdaMARTRanker(_NamedRanker):
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
-        _store_arguments(self, locals())
+        store_arguments(self, locals())
 
 
 class XENDCGRanker(_NamedRanker):
@@ -1071,7 +678,7 @@ class XENDCGRanker(_NamedRanker):
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
-        _store_arguments(self, locals())
+        store_arguments(self, locals())
 
 
 class QueryRMSERanker(_NamedRanker):
@@ -1090,4 +697,4 @@ class QueryRMSERanker(_NamedRanker):
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
-        _store_arguments(self, locals())
+        store_arguments(self, locals())

@@ -14,14 +14,15 @@ as MQ2008's -- needs no reordering at all.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import _num_samples
 
 from ._random import index_query_keys, query_keys
 
-__all__ = ["QueryGroups", "make_groups", "check_qid", "factorize_qid", "split_qid", "missing_qid_error",
+__all__ = ["QueryGroups", "make_groups", "check_qid", "factorize_qid", "split_qid", "missing_qid_error", "qid_from_group_sizes",
            "group_ptr_from_sizes", "qid_from_sizes"]
 
 
-def _is_dataframe(X):
+def is_dataframe(X):
     return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
@@ -189,7 +190,7 @@ class QueryGroups:
         """Rows of ``a`` (array, sparse matrix or DataFrame) in query-sorted layout."""
         if a is None or self.order is None:
             return a
-        if _is_dataframe(a):
+        if is_dataframe(a):
             return a.iloc[self.order]
         return a[self.order]
 
@@ -218,7 +219,7 @@ def split_qid(X, qid=None, qid_col="qid"):
     :func:`missing_qid_error`). Giving both is an error. Non-DataFrame inputs
     pass through.
     """
-    if _is_dataframe(X) and qid_col is not None and qid_col in X.columns:
+    if is_dataframe(X) and qid_col is not None and qid_col in X.columns:
         if qid is not None:
             raise ValueError(
                 f"Query ids given twice: X has a '{qid_col}' column and qid= was passed. "
@@ -232,7 +233,7 @@ def missing_qid_error(X, qid_col="qid", *, where="X", qid_name="qid"):
     """The error for rows without query ids, saying every way to pass them."""
     column = (
         f"{where} is a DataFrame without a {qid_col!r} column"
-        if _is_dataframe(X) and qid_col is not None
+        if is_dataframe(X) and qid_col is not None
         else f"{where} has no query column"
     )
     return ValueError(
@@ -243,3 +244,25 @@ def missing_qid_error(X, qid_col="qid", *, where="X", qid_name="qid"):
         "(sklearn.set_config(enable_metadata_routing=True)) and pass qid= to the "
         "search's fit."
     )
+
+
+def qid_from_group_sizes(X, qid, group, qid_col, *, where="X", qid_name="qid", group_name="group"):
+    """Per-row query ids from LightGBM-style ``group`` sizes, or ``qid`` as given
+    (``qid_col``: the ranker's query column, which ``group`` must not repeat).
+
+    Sizes describe consecutive rows, so they cannot be combined with
+    another source of query ids, and must add up to the number of rows.
+    """
+    if group is None:
+        return qid
+    if qid is not None:
+        raise ValueError(
+            f"Query ids given twice: {qid_name}= and {group_name}= were both passed; pass one "
+            f"(per-row {qid_name}= works inside cross-validation, group sizes do not)."
+        )
+    if is_dataframe(X) and qid_col is not None and qid_col in X.columns:
+        raise ValueError(
+            f"Query ids given twice: {where} has a '{qid_col}' column and {group_name}= was passed. "
+            f"Drop the column or pass qid_col=None to use {group_name}=."
+        )
+    return qid_from_sizes(group, _num_samples(X), name=group_name)

@@ -147,3 +147,10 @@ def parameter_docs(params=BOOSTING_PARAMS):
     return "\n".join(
         f"    {name} : {p.type}, default={default(p.default)}\n        {p.doc}" for name, p in params.items()
     )
+
+
+def store_arguments(estimator, arguments):
+    """``__init__``'s body: store every argument under its own name."""
+    for name, value in arguments.items():
+        if name != "self":
+            setattr(estimator, name, value)

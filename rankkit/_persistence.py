@@ -81,12 +81,13 @@ def _rankkit_classes():
     """``{name in files: class}`` of rankkit's rankers and objectives (public names)."""
     import rankkit
     import rankkit.objectives as objectives
-    from rankkit._estimators import BaseRanker
 
     out = {}
     for name in rankkit.__all__:
         cls = getattr(rankkit, name)
-        if isinstance(cls, type) and issubclass(cls, BaseRanker):
+        # A ranker is what saves itself (no import of rankkit._estimators,
+        # which imports this module).
+        if isinstance(cls, type) and callable(getattr(cls, "save_model", None)):
             out[f"rankkit.{name}"] = cls
     for name in objectives.__all__:
         cls = getattr(objectives, name)

@@ -30,7 +30,10 @@ Theorem 5) relies on.
 
 with ``f_t`` the tree grown at iteration ``t``. A backend only receives
 ``shrink(t)``, "multiply the model by ``c_t`` before iteration ``t``"
-(:func:`shrink_factor` reads it), and applies it with one of two helpers:
+(:func:`shrink_factor` reads it). During training :class:`ShrunkScores`
+keeps the factors and the shrunk ``F`` on the training rows and eval sets
+(the one boosting loop, :meth:`rankkit._backends._base.Backend.fit`, and
+``rankkit.dask``'s workers use it); the model itself takes one of two helpers:
 
 * :func:`fold_scales` -- for engines that cannot rescale trees they have
   built (XGBoost, LightGBM): track ``F`` beside the booster during training and, at
@@ -137,6 +140,48 @@ class RunningScale:
             fold, self.value = self.value, 1.0
             return fold
         return None
+
+
+class ShrunkScores:
+    """SGLB's bookkeeping during training: the factor ``c_t`` of every
+    iteration (``factors``) and the shrunk model ``F`` on each tracked set of
+    rows (``scores``: the training rows, then every eval set).
+
+    An engine sums its trees without shrinkage; ``F`` is tracked beside it
+    from the first factor other than 1 on (before that ``F`` is the engine's
+    own sum, ``scores`` is None), by ``F <- c_t F`` before iteration ``t``
+    (:meth:`before_tree`) and ``F <- F + f_t`` after it (:meth:`add_tree`).
+    ``start`` (the scores of an empty model) tracks from the first iteration,
+    for an engine that keeps no sums of its own.
+    """
+
+    def __init__(self, shrink, start=None):
+        self.shrink = shrink
+        self.factors = []
+        self.scores = None if start is None else list(start)
+
+    @property
+    def tracking(self):
+        """Whether ``scores`` holds ``F`` (else the engine's sums are ``F``)."""
+        return self.scores is not None
+
+    def before_tree(self, t, current):
+        """The factor ``c_t``, applied to ``scores``; tracking begins from
+        ``current()`` (the engine's sums, copied) at the first ``c_t != 1``."""
+        factor = shrink_factor(self.shrink, t)
+        self.factors.append(factor)
+        if factor != 1.0:
+            if self.scores is None:
+                self.scores = [np.array(s, dtype=np.float64) for s in current()]
+            for s in self.scores:
+                s *= factor
+        return factor
+
+    def add_tree(self, tree_scores):
+        """``F <- F + f_t`` on every tracked set (nothing before tracking begins)."""
+        if self.scores is not None:
+            for s, d in zip(self.scores, tree_scores):
+                s += d
 
 
 # -- 3. the Langevin noise -----------------------------------------------------------

@@ -151,20 +151,3 @@ def limit_threads(n_jobs):
         yield
     finally:
         numba.set_num_threads(old)
-
-
-def bounded(fn, n_jobs):
-    """``fn`` run inside :func:`limit_threads` at every call (``None`` stays ``None``).
-
-    What the engine backends do to the ranker's gradient and eval callbacks:
-    the engine runs its own threads (``nthread``), rankkit's kernels run
-    inside these callbacks.
-    """
-    if fn is None or n_jobs is None:
-        return fn
-
-    def run(*args, **kwargs):
-        with limit_threads(n_jobs):
-            return fn(*args, **kwargs)
-
-    return run

@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval as _SklearnInterval
 
 __all__ = [
+    "check_iteration_range",
     "Interval", "check_labels", "check_scores", "check_k", "check_same_length", "check_sample_weight",
 ]
 
@@ -85,3 +86,27 @@ def check_sample_weight(w, n, *, name="sample_weight"):
     if not np.all(np.isfinite(w)) or (w < 0).any():
         raise ValueError(f"{name} must be finite and non-negative.")
     return w
+
+
+def check_iteration_range(iteration_range, n_kept, n_run):
+    """A ranker's ``iteration_range`` as ``(start, end)``, ``0 <= start < end <=
+    n_kept`` (the iterations the model kept, of the ``n_run`` training ran), or a clear error."""
+    try:
+        start, end = iteration_range
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"iteration_range must be a (start, end) pair of ints, got {iteration_range!r}."
+        ) from None
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in (start, end)):
+        raise TypeError(f"iteration_range must be a (start, end) pair of ints, got {iteration_range!r}.")
+    if not 0 <= start < end <= n_kept:
+        kept = f"the model has {n_kept} iterations"
+        if n_kept < n_run:
+            kept += (f" (early stopping cut it back to best_iteration_ + 1 = {n_kept} of the "
+                     f"{n_run} run)")
+        hint = " (XGBoost reads (0, 0) as the whole model: pass None)" if (start, end) == (0, 0) else ""
+        raise ValueError(
+            f"iteration_range={tuple(iteration_range)!r} must satisfy 0 <= start < end <= {n_kept}: "
+            f"{kept}{hint}."
+        )
+    return int(start), int(end)

@@ -31,14 +31,14 @@ How training works, and why:
    integers below 2^24, read by XGBoost only for survival objectives). On a
    worker the objective reads the query boundaries from them, whatever
    partitions XGBoost gave that worker and in whatever order, and checks that
-   no query is cut.
+   no query is cut. Both steps are :mod:`rankkit._dask_layout`'s.
 3. **Randomness independent of the layout.** A random objective keys each
    query's draws by a hash of the query id's value (:mod:`rankkit._random`),
    and every worker seeds iteration ``t`` as the in-memory ranker does, so a
    query gets the same gradients for the same scores on any worker.
 4. **The in-memory gradient pipeline, its global quantities global.** Each
    worker runs the in-memory ranker's own pipeline
-   (:meth:`rankkit._estimators.BaseRanker._gradient_function`: gradients,
+   (:func:`rankkit._training.gradient_function`: gradients,
    sample weights, query units, Langevin noise) with its ``total`` hook
    all-reducing over the workers (``xgboost.collective``): the hessian sum
    and number of queries of the query units every iteration, and the first
@@ -49,15 +49,19 @@ How training works, and why:
    custom metric over workers without weights; here each worker sums its
    queries' values of every ``eval_metric``, the sums and counts are
    all-reduced, and every worker records the exact means with the in-memory
-   rule (:meth:`rankkit._estimators._EvalMonitor.record`: best iteration,
-   early stopping), so all stop together; the driver replays the record.
+   rule (:class:`rankkit._training.PartMonitor`, :meth:`~rankkit._training.EvalMonitor.record`:
+   best iteration, early stopping), so all stop together; the driver replays the record.
    ``verbose=N`` lines are sent by worker 0 as Dask events and printed by
    the driver. ``callbacks`` are refused: they take the ranker and may stop
    training, but the iterations run on the workers.
-6. **Exact SGLB.** With ``model_shrink_rate > 0`` each worker tracks the
-   shrunk model on its own rows (training and eval) from XGBoost's margins;
-   the driver folds the shrink factors into the leaves once, as the in-memory
-   XGBoost backend does, so the saved model predicts what training used.
+6. **Exact SGLB, the one boosting loop.** Training is the XGBoost backend
+   with a Dask data factory (:mod:`rankkit._backends.xgboost_dask`): every
+   worker runs the in-memory loop's steps on XGBoost's margins, so with
+   ``model_shrink_rate > 0`` it tracks the shrunk model on its own rows
+   (training and eval) with the in-memory bookkeeping
+   (:class:`rankkit._sglb.ShrunkScores`); the driver folds the shrink factors
+   into the leaves once, as in memory, so the saved model predicts what
+   training used.
 
 Only XGBoost trains here (``backend="xgboost"``, or the default ``"auto"``, which
 means it here: the Dask rankers grow depth-wise trees, not the in-memory
@@ -71,19 +75,13 @@ floating-point rounding, not bit for bit.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import inspect
-import json
-import logging
-import sys
-import threading
-import uuid
 
 import numpy as np
 
 try:
     import dask
-    import dask.array as da
     import dask.dataframe as dd
     import distributed
 except ImportError as error:  # pragma: no cover - exercised without the extra
@@ -92,22 +90,34 @@ except ImportError as error:  # pragma: no cover - exercised without the extra
     ) from error
 
 import pandas as pd
-import xgboost.dask as dxgb
 from sklearn.base import _fit_context
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
-from xgboost import collective
-from xgboost.callback import TrainingCallback
 
 from . import _estimators
-from ._estimators import BaseRanker, _EvalMonitor, _metric_sum_count, _QueryData, _store_arguments
-from ._clicks import check_unique_positions, dask_click_settings, debias_partition, propensity_table
-from ._groups import factorize_qid, missing_qid_error
-from ._random import query_keys, seed_from
-from ._sglb import shrink_factor, shrink_schedule
-from ._threads import limit_threads
+from ._backends.xgboost_dask import XGBoostDaskBackend
+from ._clicks import dask_click_settings, propensity_table
+from ._dask_layout import (
+    KEY,
+    LaidOut,
+    LocalReader,
+    assemble,
+    assemble_frames,
+    check_aligned,
+    dmatrix_factory,
+    is_dask,
+    lay_out_partition,
+    partition_summary,
+    quiet_shuffle_log,
+    row_blocks,
+    score_partition,
+)
+from ._groups import missing_qid_error
+from ._params import store_arguments
+from ._random import seed_from
+from ._sglb import shrink_schedule
+from ._training import EvalMonitor, PartMonitor
 from .callback import CallbackList
-from ._validation import check_sample_weight
 
 __all__ = [
     "DaskRanker",
@@ -118,398 +128,9 @@ __all__ = [
     "DaskQueryRMSERanker",
 ]
 
-# Columns of the laid-out frame besides the features ("f0", "f1", ...).
-_Y, _W, _QID, _KEY = "_rankkit_y", "_rankkit_w", "_rankkit_qid", "_rankkit_key"
-_SOURCE, _ROW = "_rankkit_source", "_rankkit_row"  # input partition and row: the caller's order
-_PART, _LOCAL = "_rankkit_part", "_rankkit_local"  # a query's place, sent in the label bounds
-_POS = "_rankkit_position"  # click data: the rank a row was shown at
-#: float32 holds every integer below 2^24 exactly: the limit of both parts of a query's place.
-_PLACE_LIMIT = 2**24
-
-
-# ---------------------------------------------------------------------------
-# Laying out rows: whole queries per partition, sorted by query.
-# ---------------------------------------------------------------------------
-def _is_dask(x):
-    return isinstance(x, (dd.DataFrame, dd.Series, da.Array))
-
-
-def _row_blocks(x, name):
-    """One delayed block per row partition of a dask DataFrame, Series or array."""
-    if isinstance(x, (dd.DataFrame, dd.Series)):
-        return list(x.to_delayed())
-    if isinstance(x, da.Array):
-        if x.ndim == 2:
-            return list(x.rechunk({1: -1}).to_delayed()[:, 0])
-        if x.ndim == 1:
-            return list(x.to_delayed())
-        raise ValueError(f"{name} must be one- or two-dimensional, got {x.ndim} dimensions.")
-    raise TypeError(
-        f"{name} must be a dask collection (dask.dataframe or dask.array), got {type(x).__name__}; "
-        "for data in memory use the in-memory ranker (rankkit.LambdaMARTRanker, ...)."
-    )
-
-
-def _check_aligned(X, other, name, where):
-    """``other`` is partitioned like ``X`` (same number of partitions; chunk
-    sizes too when both are dask arrays), or a clear error."""
-    n_x = X.npartitions if isinstance(X, dd.DataFrame) else X.numblocks[0]
-    n_o = other.npartitions if isinstance(other, (dd.DataFrame, dd.Series)) else other.numblocks[0]
-    hint = (
-        f"{name} must be partitioned like {where}: one partition (chunk) per partition of {where}, "
-        f"with the same rows (e.g. {name} = {where}_frame[column], or a dask array rechunked to "
-        f"{where}'s row chunks)."
-    )
-    if n_x != n_o:
-        raise ValueError(f"{name} has {n_o} partitions but {where} has {n_x}: {hint}")
-    if isinstance(X, da.Array) and isinstance(other, da.Array) and other.chunks[0] != X.chunks[0]:
-        raise ValueError(f"{name} has row chunks {other.chunks[0]} but {where} has {X.chunks[0]}: {hint}")
-
-
-def _assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, where, qid_name, clicks=None):
-    """One input partition as a pandas frame: features ``f0..``, label,
-    weight, query id, its key, and the row's place in the caller's order;
-    with ``clicks`` (:func:`rankkit._clicks.dask_click_settings`), the
-    labels debiased at the positions ``pos``, kept beside them."""
-    x = check_array(x, dtype=(np.float64, np.float32), ensure_all_finite="allow-nan", ensure_min_samples=0,
-                    input_name=where)
-    n = x.shape[0]
-    if x.shape[1] != n_features:
-        raise ValueError(f"{where} has {x.shape[1]} features in partition {source}, expected {n_features}.")
-    for name, values in (("y", y), (qid_name, qid), ("sample_weight", w), ("position", pos)):
-        if values is not None and len(values) != n:
-            raise ValueError(
-                f"{name} is not partitioned like {where}: partition {source} of {where} has {n} rows but "
-                f"{len(values)} entries of {name}. Pass {name} with the same partitions (chunks) as {where}."
-            )
-    labels = BaseRanker._check_y(np.asarray(y).ravel(), n, where)
-    if clicks is not None:  # the objective checks the debiased labels, not the clicks
-        if pos is None:
-            raise ValueError(f"position_bias is set but {where} came without positions: pass position= "
-                             "(partitioned like X) or a DataFrame with the position column.")
-        labels, pos = debias_partition(labels, np.asarray(pos).ravel(), clicks, n)
-    labels = objective._check_labels(labels) if n else labels.astype(np.float64)
-    frame = pd.DataFrame(x.astype(dtype, copy=False), columns=[f"f{j}" for j in range(n_features)])
-    frame[_Y] = labels
-    if pos is not None:
-        frame[_POS] = pos
-    if w is not None:
-        frame[_W] = check_sample_weight(np.asarray(w).ravel(), n)
-    if n:
-        codes, uniques = factorize_qid(qid, n, name=qid_name)
-        frame[_QID] = np.asarray(uniques)[codes]
-        frame[_KEY] = query_keys(uniques)[codes]
-    else:
-        frame[_QID] = np.asarray(qid).ravel()
-        frame[_KEY] = np.zeros(0, dtype=np.uint64)
-    frame[_SOURCE] = np.int64(source)
-    frame[_ROW] = np.arange(n, dtype=np.int64)
-    return frame
-
-
-def _assemble_frames(x, *columns, present, partition_info=None, **settings):
-    """:func:`_assemble` for ``dask.dataframe.map_partitions`` over X and
-    whichever of y, qid, sample_weight are given (``present``)."""
-    given = iter(columns)
-    y, qid, w, pos = (next(given) if p else None for p in present)
-    number = 0 if partition_info is None else int(partition_info["number"])
-    return _assemble(x, y, qid, w, number, pos, **settings)
-
-
-def _shuffle_log_level(level):
-    """Set the level of the scheduler's shuffle logger; returns the previous one (run on the scheduler)."""
-    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
-    previous = logger.level
-    logger.setLevel(level)
-    return previous
-
-
-@contextlib.contextmanager
-def _quiet_shuffle_log(client):
-    """Without distributed's two WARNING lines per shuffle ("initialized by
-    task", "deactivated due to stimulus"): routine events of laying out the
-    rows by query, not problems. The scheduler's logger is restored after."""
-    previous = client.run_on_scheduler(_shuffle_log_level, logging.ERROR)
-    try:
-        yield
-    finally:
-        client.run_on_scheduler(_shuffle_log_level, previous)
-
-
-def _lay_out_partition(frame, partition_info=None):
-    """Sort a shuffled partition by query (rows of a query in the caller's
-    order) and number its queries: the query's place goes in ``_PART`` and
-    ``_LOCAL`` (float32, for the DMatrix's label bounds)."""
-    part = 0 if partition_info is None else int(partition_info["number"])
-    if part >= _PLACE_LIMIT:
-        raise ValueError(f"rankkit.dask handles fewer than {_PLACE_LIMIT} partitions; repartition the data.")
-    try:
-        ids, _ = pd.factorize(frame[_QID], sort=True)
-    except TypeError:  # ids of mixed types: any fixed order will do
-        ids, _ = pd.factorize(frame[_QID], sort=False)
-    keys = frame[_KEY].to_numpy()
-    order = np.lexsort((frame[_ROW].to_numpy(), frame[_SOURCE].to_numpy(), ids, keys))
-    frame = frame.iloc[order]
-    ids = ids[order]
-    starts = np.ones(len(frame), dtype=bool)
-    starts[1:] = ids[1:] != ids[:-1]
-    local = np.cumsum(starts) - 1
-    if len(local) and local[-1] >= _PLACE_LIMIT:
-        raise ValueError(
-            f"Partition {part} holds {local[-1] + 1} queries; rankkit.dask handles fewer than {_PLACE_LIMIT} "
-            "per partition: use more partitions."
-        )
-    # One new frame, the features one 2-D block: a shuffle hands back one
-    # block per column, which makes every later step slower.
-    features = [c for c in frame.columns if not c.startswith("_rankkit_")]
-    if _POS in frame.columns:  # one impression list per query: a rank at most once
-        check_unique_positions(frame[_POS].to_numpy(), np.concatenate([np.flatnonzero(starts), [len(frame)]]))
-    others = {c: frame[c].to_numpy() for c in (_Y, _W, _KEY) if c in frame.columns}
-    others[_PART] = np.full(len(frame), part, dtype=np.float32)
-    others[_LOCAL] = local.astype(np.float32)
-    return pd.concat([pd.DataFrame(frame[features].to_numpy(), columns=features), pd.DataFrame(others)], axis=1)
-
-
-def _partition_summary(frame):
-    """What the driver needs of a laid-out partition: the keys of its queries
-    (in order), its largest label and its weight sum."""
-    starts = np.ones(len(frame), dtype=bool)
-    local = frame[_LOCAL].to_numpy()
-    starts[1:] = local[1:] != local[:-1]
-    keys = frame[_KEY].to_numpy()[starts]
-    max_label = float(frame[_Y].max()) if len(frame) else -np.inf
-    weight_sum = float(frame[_W].sum()) if _W in frame.columns else None
-    return keys, max_label, weight_sum
-
-
-class _LaidOut:
-    """A dask set laid out by query, persisted, with its summary."""
-
-    def __init__(self, frame, n_features, query_keys, max_label, has_weight):
-        self.frame = frame
-        self.features = [f"f{j}" for j in range(n_features)]
-        self.query_keys = query_keys  # list: per partition, the keys of its queries
-        self.max_label = max_label
-        self.has_weight = has_weight
-
-    def dmatrix(self, client, max_bin, ref=None):
-        f = self.frame
-        return dxgb.DaskQuantileDMatrix(
-            client, f[self.features], label=f[_Y], weight=f[_W] if self.has_weight else None,
-            label_lower_bound=f[_PART], label_upper_bound=f[_LOCAL], max_bin=max_bin, ref=ref,
-        )
-
-
-# ---------------------------------------------------------------------------
-# What runs on the workers.
-# ---------------------------------------------------------------------------
-def _local_queries(dmat):
-    """``(labels, group_ptr, places, weights)`` of a worker's DMatrix, from the
-    query places in its label bounds; an error if a query is cut."""
-    y = np.asarray(dmat.get_label(), dtype=np.float64)
-    part = np.asarray(dmat.get_float_info("label_lower_bound"), dtype=np.int64)
-    local = np.asarray(dmat.get_float_info("label_upper_bound"), dtype=np.int64)
-    if part.shape[0] != y.shape[0] or local.shape[0] != y.shape[0]:
-        raise RuntimeError("rankkit.dask: the DMatrix lost its query places (label bounds).")
-    place = part * _PLACE_LIMIT + local
-    starts = np.flatnonzero(np.diff(place)) + 1 if place.size else np.zeros(0, dtype=np.int64)
-    group_ptr = np.concatenate([[0], starts, [place.size]]).astype(np.int64) if place.size else \
-        np.zeros(1, dtype=np.int64)
-    first = place[group_ptr[:-1]]
-    if np.unique(first).size != first.size:
-        raise RuntimeError(
-            "rankkit.dask: a query's rows are not contiguous on a worker (the DMatrix reordered rows); "
-            "list-wise gradients need whole queries."
-        )
-    w = dmat.get_weight()
-    w = None if w is None or len(w) == 0 else np.asarray(w, dtype=np.float64)
-    return y, group_ptr, first, w
-
-
-class _ShrunkMargin:
-    """The SGLB-shrunk model on one set of rows, tracked from XGBoost's
-    unshrunk margins: with ``P_k`` the margin of trees ``0..k-1`` and ``c_k``
-    the factor applied before tree ``k``, ``F_{k+1} = c_k F_k + (P_{k+1} - P_k)``
-    (the in-memory backend's recursion, :mod:`rankkit._backends.xgboost`).
-    Without shrinkage ``F_k`` is ``P_k`` itself."""
-
-    def __init__(self, shrink):
-        self.shrink = shrink
-        self.model = None  # F_k once a factor differed from 1
-        self.margin = None  # P_k
-        self.k = 0
-
-    def advance(self, margin):
-        """``F_{k+1}`` from ``P_{k+1}`` (one more tree than last time)."""
-        previous = np.zeros_like(margin) if self.margin is None else self.margin
-        factor = shrink_factor(self.shrink, self.k)
-        if self.model is not None or factor != 1.0:
-            base = previous if self.model is None else self.model
-            self.model = base * factor + (margin - previous)
-        self.margin = margin
-        self.k += 1
-        return margin if self.model is None else self.model
-
-    def start(self, margin):
-        """Record ``P_0`` (the model before any tree)."""
-        self.margin = margin
-
-    def before_next_tree(self):
-        """``c_k F_k``: the model the gradients of iteration ``k`` see."""
-        factor = shrink_factor(self.shrink, self.k)
-        current = self.margin if self.model is None else self.model
-        return current if factor == 1.0 else current * factor
-
-
-def _allreduce_sum(values):
-    """Sums over all the workers of ``xgboost.dask.train`` (XGBoost's
-    collective): the ``total`` of the in-memory gradient pipeline
-    (:meth:`rankkit._estimators.BaseRanker._gradient_function`)."""
-    return [float(v) for v in collective.allreduce(np.asarray(values, dtype=np.float64), collective.Op.SUM)]
-
-
-class _WorkerObjective:
-    """The custom objective each worker runs on its local DMatrix: the
-    in-memory ranker's gradient pipeline (same per-iteration seeds, query
-    keys by id value, sample weights, query units, Langevin noise) on the
-    SGLB-shrunk model, with its global quantities global: the hessian sum and
-    number of queries of the query units every iteration, and the first
-    iteration's ``sum g^2`` and number of documents of
-    ``diffusion_temperature="auto"``, are all-reduced over the workers.
-
-    ``ranker`` is the in-memory ranker with the Dask ranker's parameters
-    (no data, no client): the worker runs its own methods."""
-
-    def __init__(self, ranker, objective, seed_base, query_keys, shrink_args):
-        self.ranker = ranker
-        self.objective = objective
-        self.seed_base = seed_base
-        # Keys of all queries, partition after partition; query q of partition p is offsets[p] + q.
-        self.keys = np.concatenate(query_keys).astype(np.uint64)
-        self.offsets = np.concatenate([[0], np.cumsum([k.size for k in query_keys])]).astype(np.int64)
-        self.shrink_args = shrink_args
-
-    def __call__(self, preds, dtrain):
-        preds = np.asarray(preds, dtype=np.float64).ravel()
-        with limit_threads(self.ranker.n_jobs):
-            if not hasattr(self, "_data"):
-                y, group_ptr, places, w = _local_queries(dtrain)
-                keys = self.keys[self.offsets[places // _PLACE_LIMIT] + places % _PLACE_LIMIT]
-                self._data = _QueryData(None, y, group_ptr, w, keys)
-                # Sets ranker.diffusion_temperature_ (the same on every worker).
-                noise = self.ranker._langevin_noise_scale(self.objective, self._data, self.seed_base,
-                                                          total=_allreduce_sum)
-                self._step = self.ranker._gradient_function(self.objective, self._data, self.seed_base, noise,
-                                                            total=_allreduce_sum)
-                self._model = _ShrunkMargin(shrink_schedule(*self.shrink_args))
-                self._model.start(preds)
-                t = 0
-            else:
-                t = self._model.k + 1
-                self._model.advance(preds)
-            # Called on empty rows too: the all-reductions need every worker.
-            return self._step(self._model.before_next_tree(), t)
-
-
-class _WorkerMetric:
-    """The eval metrics each worker runs on the sets XGBoost evaluates (in
-    the order of ``names``): every metric's per-query values summed over the
-    worker's queries and all-reduced with the other workers', so every worker
-    holds the exact mean over all queries of the set (on the SGLB-shrunk
-    model). A set in ``lazy`` (the training rows watched only for progress
-    lines) has its model tracked every iteration but its metrics computed
-    only when :meth:`lazy_values` asks (on every worker at once)."""
-
-    def __init__(self, metrics, names, settings, shrink_args, n_jobs, lazy=()):
-        self.metrics = metrics
-        self.names = names
-        self.settings = settings  # one dict per set
-        self.shrink_args = shrink_args
-        self.n_jobs = n_jobs
-        self.lazy = set(lazy)
-
-    def _values(self, index, raw):
-        y, group_ptr = self._sets_by_index[index][1:3]
-        sums = []
-        for metric in self.metrics:
-            sums += _metric_sum_count(metric, y, raw, group_ptr, self.settings[index]) if y.size else [0.0, 0]
-        sums = _allreduce_sum(sums)
-        return {m: sums[2 * j] / sums[2 * j + 1] if sums[2 * j + 1] else float("nan")
-                for j, m in enumerate(self.metrics)}
-
-    def __call__(self, predt, dmat):
-        if not hasattr(self, "_sets"):
-            self._sets, self._sets_by_index, self.values, self.raw = {}, [], {}, {}
-        handle = dmat.handle.value
-        if handle not in self._sets:  # the sets come in order at the first iteration
-            y, group_ptr, _, _ = _local_queries(dmat)
-            entry = (len(self._sets), y, group_ptr, _ShrunkMargin(shrink_schedule(*self.shrink_args)))
-            self._sets[handle] = entry
-            self._sets_by_index.append(entry)
-        index, _, _, model = self._sets[handle]
-        name = self.names[index]
-        # XGBoost evaluates after each tree: the model with one more tree than last time.
-        self.raw[name] = model.advance(np.asarray(predt, dtype=np.float64).ravel())
-        if name in self.lazy:
-            return self.metrics[0], float("nan")
-        with limit_threads(self.n_jobs):
-            values = self._values(index, self.raw[name])
-        # XGBoost keeps a custom metric's value with six digits: the exact
-        # values go to _WorkerLog, which shares this object on the worker.
-        self.values[name] = values
-        return self.metrics[0], values[self.metrics[0]]
-
-    def lazy_values(self, name):
-        """``{metric: value}`` of a lazy set at the last evaluated iteration."""
-        with limit_threads(self.n_jobs):
-            return self._values(self.names.index(name), self.raw[name])
-
-
-class _WorkerLog(TrainingCallback):
-    """After every iteration on every worker: the exact metric values (from
-    the :class:`_WorkerMetric`) recorded by the in-memory monitor's own rule
-    (:meth:`rankkit._estimators._EvalMonitor.record`: best iteration, early
-    stopping); the values are the same on every worker, so all stop
-    together. With ``verbose``, worker 0 sends each progress line to the
-    driver (a Dask event on ``topic``), which prints it. At the end the
-    history and the ``diffusion_temperature_`` used ride back to the driver
-    in the booster (attribute ``rankkit_fit``, JSON, exact floats).
-
-    ``xgboost.dask.train`` ships the objective, the metric and the callbacks
-    to a worker in one pickle (the training function's closure), so on the
-    worker this callback, the metric and the objective are the objects it
-    was given (checked)."""
-
-    ATTRIBUTE = "rankkit_fit"
-
-    def __init__(self, monitor, objective, metric, topic):
-        super().__init__()
-        self.monitor = monitor
-        self.objective = objective
-        self.metric = metric
-        self.topic = topic
-
-    def after_iteration(self, model, epoch, evals_log):
-        names = list(self.monitor.history)
-        values = getattr(self.metric, "values", {}) if self.metric is not None else {}
-        if any(name not in values for name in names):
-            raise RuntimeError("rankkit.dask: the eval metric's values did not reach the eval callback.")
-        stop = self.monitor.record(epoch, values)
-        for name in names:
-            del values[name]  # each iteration's values are recorded once
-        if self.monitor.prints(epoch, stop):
-            training = None
-            if self.monitor.TRAINING not in self.monitor.history:  # on every worker: all-reduced
-                training = self.metric.lazy_values(self.monitor.TRAINING)
-            if collective.get_rank() == 0:
-                distributed.get_worker().log_event(self.topic, [epoch, self.monitor.progress_line(epoch, training)])
-        return stop
-
-    def after_training(self, model):
-        beta = getattr(self.objective.ranker, "diffusion_temperature_", None)
-        model.set_attr(**{self.ATTRIBUTE: json.dumps({"history": self.monitor.history,
-                                                       "diffusion_temperature": beta})})
-        return model
+def _history(loop):
+    """What the driver gets back of a worker's monitor: the metric history."""
+    return {} if loop.callback is None else loop.callback.monitor.history
 
 
 # ---------------------------------------------------------------------------
@@ -528,53 +149,12 @@ def _predict_partition(x, backend, iteration_range=None):
     return out if index is None else pd.Series(out, index=index)
 
 
-def _score_partition(frame, backend, features, metric, settings):
-    """``(sum, count)`` of the metric over the queries of a laid-out partition
-    (query-weighted with the rows' weights, as :func:`rankkit._estimators._mean_metric`)."""
-    if not len(frame):
-        return pd.DataFrame({"sum": [0.0], "count": [0.0]})
-    raw = backend.predict(frame[features].to_numpy())
-    local = frame[_LOCAL].to_numpy()
-    ptr = np.concatenate([[0], np.flatnonzero(np.diff(local)) + 1, [local.size]]).astype(np.int64)
-    weight = frame[_W].to_numpy() if _W in frame.columns else None
-    total, count = _metric_sum_count(metric, frame[_Y].to_numpy(), raw, ptr, settings, weight)
-    return pd.DataFrame({"sum": [total], "count": [float(count)]})
-
-
 def _with_err_max_label(settings, max_label):
     """ERR's Chapelle mapping scales by the largest label: of all the rows, not
     of one worker's (the in-memory ranker sees all of them)."""
     if settings.get("err_mapping") is not None and settings.get("err_max_label") is None:
         return {**settings, "err_max_label": max_label}
     return settings
-
-
-class _Progress:
-    """The driver's end of the progress lines of ``fit(verbose=N)``: worker 0
-    sends each line as a Dask event on a topic of this fit
-    (:class:`_WorkerLog`); the client prints them as they come."""
-
-    def __init__(self, client):
-        self.client = client
-        self.topic = f"rankkit-progress-{uuid.uuid4().hex}"
-        self.last = -1
-        self._received = threading.Condition()
-        client.subscribe_topic(self.topic, self._print)
-
-    def _print(self, event):
-        t, line = event[1]
-        print(line, file=sys.stdout, flush=True)
-        with self._received:
-            self.last = int(t)
-            self._received.notify_all()
-
-    def wait_for(self, t, timeout=60.0):
-        """Until the line of iteration ``t`` is printed (events come in order)."""
-        with self._received:
-            self._received.wait_for(lambda: self.last >= t, timeout)
-
-    def close(self):
-        self.client.unsubscribe_topic(self.topic)
 
 
 class _DaskRanker:
@@ -605,8 +185,8 @@ class _DaskRanker:
     def _split_qid(self, X, qid, *, where, qid_name):
         """``(features, qid)`` of a dask input: the query column of a dask
         DataFrame or ``qid=``; a clear error when there are none or both."""
-        if not _is_dask(X):
-            _row_blocks(X, where)  # raises the type error
+        if not is_dask(X):
+            row_blocks(X, where)  # raises the type error
         if isinstance(X, dd.DataFrame) and self.qid_col is not None and self.qid_col in X.columns:
             if qid is not None:
                 raise ValueError(
@@ -660,17 +240,17 @@ class _DaskRanker:
         for name, values in others.items():
             if values is None:
                 continue
-            if not _is_dask(values):
+            if not is_dask(values):
                 raise TypeError(f"{name} must be a dask collection partitioned like {where} "
                                 f"(a dask Series or array), got {type(values).__name__}.")
-            _check_aligned(X, values, name, where)
+            check_aligned(X, values, name, where)
         dtypes = X.dtypes if isinstance(X, dd.DataFrame) else [X.dtype]
         dtype = np.float32 if all(np.dtype(d) == np.float32 for d in dtypes) else np.float64
         clicks = None if position is None else dask_click_settings(self, objective)
         settings = dict(n_features=n_features, dtype=dtype, objective=objective, where=where, qid_name=qid_name,
                         clicks=clicks)
         qid_meta = (qid._meta if isinstance(qid, (dd.Series, dd.DataFrame)) else np.zeros(0, dtype=qid.dtype))
-        meta = _assemble(np.zeros((0, n_features), dtype=dtype), np.zeros(0), np.asarray(qid_meta).ravel(),
+        meta = assemble(np.zeros((0, n_features), dtype=dtype), np.zeros(0), np.asarray(qid_meta).ravel(),
                          None if sample_weight is None else np.zeros(0), 0,
                          None if position is None else np.zeros(0, dtype=np.int64), **settings)
         if isinstance(X, dd.DataFrame) and all(v is None or isinstance(v, (dd.Series, dd.DataFrame))
@@ -679,27 +259,27 @@ class _DaskRanker:
             # the partitions stay aligned (optimised separately, a column read
             # from Parquet alone may come in fewer, fused partitions).
             present = tuple(v is not None for v in others.values())
-            frame = dd.map_partitions(_assemble_frames, X, *[v for v in others.values() if v is not None],
+            frame = dd.map_partitions(assemble_frames, X, *[v for v in others.values() if v is not None],
                                       present=present, **settings, meta=meta, align_dataframes=False)
         else:
-            x_blocks = _row_blocks(X, where)
-            blocks = [[None] * len(x_blocks) if v is None else _row_blocks(v, name) for name, v in others.items()]
-            assemble = dask.delayed(_assemble, pure=True)
-            frame = dd.from_delayed([assemble(xb, yb, qb, wb, i, pb, **settings)
+            x_blocks = row_blocks(X, where)
+            blocks = [[None] * len(x_blocks) if v is None else row_blocks(v, name) for name, v in others.items()]
+            delayed_assemble = dask.delayed(assemble, pure=True)
+            frame = dd.from_delayed([delayed_assemble(xb, yb, qb, wb, i, pb, **settings)
                                      for i, (xb, yb, qb, wb, pb) in enumerate(zip(x_blocks, *blocks))],
                                     meta=meta, verify_meta=False)
-        frame = frame.shuffle(on=_KEY, npartitions=frame.npartitions)
-        frame = frame.map_partitions(_lay_out_partition, meta=_lay_out_partition(meta))
-        with _quiet_shuffle_log(client):
+        frame = frame.shuffle(on=KEY, npartitions=frame.npartitions)
+        frame = frame.map_partitions(lay_out_partition, meta=lay_out_partition(meta))
+        with quiet_shuffle_log(client):
             frame = client.persist(frame)
-            summaries = client.compute([dask.delayed(_partition_summary)(p) for p in frame.to_delayed()],
+            summaries = client.compute([dask.delayed(partition_summary)(p) for p in frame.to_delayed()],
                                        sync=True)
         keys = [s[0] for s in summaries]
         if sum(k.size for k in keys) == 0:
             raise ValueError(f"{where} has no rows.")
         if sample_weight is not None and not sum(s[2] for s in summaries) > 0:
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
-        return _LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None), X
+        return LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None), X
 
     def _split_position(self, X, position, where):
         """``(features, position)``: ``position=`` or the ``position_col``
@@ -721,7 +301,7 @@ class _DaskRanker:
                  position=None):
         """The Dask counterpart of :meth:`rankkit._estimators.BaseRanker._prepare`
         (which ``_eval_sets`` calls): the rows laid out on the cluster
-        (:class:`_LaidOut`); ``reset`` sets the fitted feature attributes,
+        (:class:`LaidOut`); ``reset`` sets the fitted feature attributes,
         otherwise the features are checked against them."""
         laid, X_features = self._lay_out(self._get_client(), X, y, qid, objective, sample_weight=sample_weight,
                                          where=where, qid_name=qid_name, position=position)
@@ -733,7 +313,7 @@ class _DaskRanker:
             self._check_features(X_features)
         return laid
 
-    def _why_constant(self, train, grad_fn):
+    def _why_constant(self, train, grad_fn, objective):
         return (
             "rankkit.dask does not look for the cause: the in-memory ranker finds it from the training rows and "
             "the first gradients in one process. Fit the in-memory ranker "
@@ -823,76 +403,38 @@ class _DaskRanker:
         objective = _pin_err_max_label(objective, train.max_label)
         sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None))
         metrics, settings = self._eval_metrics(objective)
-        monitor = _EvalMonitor(self, None, sets, metrics, settings,
+        monitor = EvalMonitor(self, None, sets, metrics, settings,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=None)
         seed_base = seed_from(self.random_state)
-        backend = self._make_backend(seed_base, "xgboost")
-        params = backend._params()
-        backend.params_ = params
-        shrink_args = (self.model_shrink_rate, self.model_shrink_mode, self.learning_rate)
-        # What XGBoost evaluates: the sets in eval_set order, then the
-        # training rows for the progress lines if they are not among them.
-        tracked = [(name, train if data is None else data) for name, data in sets]
-        lazy = []
-        if monitor.period and monitor.TRAINING not in monitor.history:
-            tracked.append((monitor.TRAINING, train))
-            lazy.append(monitor.TRAINING)
-        metric = None
-        if tracked:
-            metric = _WorkerMetric(metrics, [name for name, _ in tracked],
-                                   [_with_err_max_label(settings, data.max_label) for _, data in tracked],
-                                   shrink_args, self.n_jobs, lazy)
-        # The in-memory ranker of the same parameters runs the gradient
-        # pipeline and records the metrics on the workers.
+        # The in-memory ranker of the same parameters records the metrics on the workers.
         local = self._local_class(**self._local_params())
-        worker_monitor = _EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets],
-                                      metrics, {}, early_stopping_rounds=monitor.early_stopping_rounds,
-                                      verbose=verbose, callbacks=None)
-        worker_objective = _WorkerObjective(local, objective, seed_base, train.query_keys, shrink_args)
-        progress = _Progress(client) if monitor.period else None
-        try:
-            # xgboost.dask (3.2) asks distributed for the current client even
-            # when given one (xgboost.dask._get_client calls
-            # distributed.get_client() to check the type): make ours the
-            # current one while it runs.
-            with client.as_current():
-                dtrain = train.dmatrix(client, int(self.max_bin))
-                devals = [(dtrain if data is train else data.dmatrix(client, int(self.max_bin), ref=dtrain), name)
-                          for name, data in tracked]
-                result = dxgb.train(
-                    client, params, dtrain, num_boost_round=int(self.n_estimators), evals=devals or None,
-                    obj=worker_objective, custom_metric=metric,
-                    callbacks=[_WorkerLog(worker_monitor, worker_objective, metric,
-                                          None if progress is None else progress.topic)],
-                    verbose_eval=False,
-                )
-            booster = result["booster"]
-            # Trained on frames with columns f0, f1, ...: drop the names, as a
-            # booster trained in memory on arrays has none.
-            booster.feature_names = None
-            booster.feature_types = None
-            fitted = json.loads(booster.attr(_WorkerLog.ATTRIBUTE))
-            booster.set_attr(**{_WorkerLog.ATTRIBUTE: None})
-            n_done = booster.num_boosted_rounds()
-            for t in range(n_done):  # the workers' record, replayed by the same rule
-                monitor.record(t, {name: {m: curve[t] for m, curve in result.items()}
-                                   for name, result in fitted["history"].items()})
-            if progress is not None:
-                progress.wait_for(n_done - 1)  # the last iteration always has a line
-        finally:
-            if progress is not None:
-                progress.close()
-        self.diffusion_temperature_ = fitted["diffusion_temperature"]
-        schedule = shrink_schedule(*shrink_args)
-        backend._keep(booster, [shrink_factor(schedule, t) for t in range(n_done)])
-        self._finish(backend, objective, monitor, None, None)
+        worker_monitor = PartMonitor(
+            EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets], metrics, {},
+                        early_stopping_rounds=monitor.early_stopping_rounds, verbose=verbose, callbacks=None),
+            {name: _with_err_max_label(settings, (train if data is None else data).max_label)
+             for name, data in [*sets, (EvalMonitor.TRAINING, None)]},
+        )
+        backend = XGBoostDaskBackend(
+            client=client, data_factory=functools.partial(dmatrix_factory, client, int(self.max_bin)),
+            local_reader=LocalReader(train.query_keys), report=_history, progress=bool(monitor.period),
+            **self._backend_settings(seed_base),
+        )
+        backend.fit(train, self._gradient_pipeline(objective, seed_base).build,
+                    eval_X=[data for _, data in sets if data is not None],
+                    shrink=shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate),
+                    callback=worker_monitor.start if monitor.active else None)
+        for t in range(backend.n_iterations_):  # the workers' record, replayed by the same rule
+            monitor.record(t, {name: {m: curve[t] for m, curve in result.items()}
+                               for name, result in backend.report_.items()})
+        self.diffusion_temperature_ = backend.diffusion_temperature_
+        self._finish(backend.in_memory(), objective, monitor, None, None)
         monitor.after_training(self)
         return self
 
     # -- predict / score / to_local ------------------------------------------------
     def _features(self, X):
-        if not _is_dask(X) or isinstance(X, dd.Series):
+        if not is_dask(X) or isinstance(X, dd.Series):
             raise TypeError(f"{type(self).__name__}.predict takes a dask DataFrame or array, got "
                             f"{type(X).__name__}; for data in memory use to_local().predict(X).")
         if isinstance(X, dd.DataFrame) and self.qid_col is not None and self.qid_col in X.columns:
@@ -934,7 +476,7 @@ class _DaskRanker:
         metrics, settings = self._eval_metrics(self.objective_)
         settings = _with_err_max_label(settings, laid.max_label)
         backend = dask.delayed(self.backend_, pure=True)
-        sums = laid.frame.map_partitions(_score_partition, backend, laid.features, metrics[0], settings,
+        sums = laid.frame.map_partitions(score_partition, backend, laid.features, metrics[0], settings,
                                          meta=pd.DataFrame({"sum": [0.0], "count": [0.0]}).iloc[:0])
         sums = client.compute(sums).result()
         count = float(sums["count"].sum())
@@ -981,7 +523,7 @@ def _dask_class(local_class):
     def __init__(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        _store_arguments(self, bound.arguments)
+        store_arguments(self, bound.arguments)
 
     __init__.__signature__ = signature
     name = f"Dask{local_class.__name__}"

@@ -23,14 +23,14 @@ from sklearn.model_selection import BaseCrossValidator, ShuffleSplit
 from sklearn.utils import check_random_state
 from sklearn.utils import _safe_indexing
 
-from ._groups import _is_dataframe, make_groups, qid_from_sizes
+from ._groups import is_dataframe, make_groups, qid_from_sizes
 
 __all__ = ["QueryKFold", "QueryShuffleSplit", "query_train_test_split", "qid_from_group"]
 
 
 def _resolve_groups(X, groups, qid, qid_col, n_samples):
     """One :class:`rankkit._groups.QueryGroups` from ``groups``, ``qid`` or a column."""
-    has_column = _is_dataframe(X) and qid_col is not None and qid_col in X.columns
+    has_column = is_dataframe(X) and qid_col is not None and qid_col in X.columns
     given = [name for name, v in (("groups", groups), ("qid", qid)) if v is not None]
     if has_column:
         given.append(f"the '{qid_col}' column of X")
@@ -279,7 +279,7 @@ def query_train_test_split(
             )
     if qid is None:
         first = arrays[0]
-        if not (_is_dataframe(first) and qid_col in first.columns):
+        if not (is_dataframe(first) and qid_col in first.columns):
             raise ValueError(
                 "Missing query ids: pass qid= (one id per row), or make the first array a "
                 f"DataFrame with a '{qid_col}' column."

@@ -17,7 +17,7 @@ distributed = pytest.importorskip("distributed")
 
 import rankkit  # noqa: E402
 from rankkit import _estimators  # noqa: E402
-from rankkit._estimators import _mean_metric  # noqa: E402
+from rankkit._training import mean_metric  # noqa: E402
 from rankkit._groups import make_groups  # noqa: E402
 from rankkit.dask import (  # noqa: E402
     DASK_RANKERS,
@@ -242,7 +242,7 @@ def test_eval_history_is_the_exact_global_mean_with_sglb(client, data):
     settings = model.objective_._eval_metric_settings()
     for t in (0, 1, model.best_iteration_):
         raw = local.backend_.predict(X_test, n_iterations=t + 1)
-        assert history[t] == pytest.approx(_mean_metric("ndcg@10", y_test, raw, groups.group_ptr, settings),
+        assert history[t] == pytest.approx(mean_metric("ndcg@10", y_test, raw, groups.group_ptr, settings),
                                            rel=0, abs=1e-12)
     assert local.score(data["test"], data["y_test"]) == pytest.approx(model.best_score_, rel=0, abs=1e-12)
     assert np.all(local.backend_.shrink_factors_[1:] == 1 - 0.5 * SMALL["learning_rate"])
@@ -292,7 +292,7 @@ def test_eval_metric_list_training_set_and_progress_lines(client, data, capsys):
     X_train, y_train = groups.sort(data["local"].drop(columns="qid").to_numpy()), groups.sort(data["y"])
     settings = model.objective_._eval_metric_settings()
     raw = local.backend_.predict(X_train, n_iterations=2)
-    assert history["training"]["map"][1] == pytest.approx(_mean_metric("map", y_train, raw, groups.group_ptr,
+    assert history["training"]["map"][1] == pytest.approx(mean_metric("map", y_train, raw, groups.group_ptr,
                                                                         settings), rel=0, abs=1e-12)
     # The same lines' layout as the in-memory ranker's.
     rankkit.LambdaMARTRanker(**kw).fit(data["local"], data["y"], eval_set=[(data["local"], data["y"]),
@@ -315,7 +315,7 @@ def test_progress_lines_without_eval_set(client, data, capsys):
     X_train, y_train = groups.sort(data["local"].drop(columns="qid").to_numpy()), groups.sort(data["y"])
     settings = model.objective_._eval_metric_settings()
     for t, line in zip((0, 2, 4), lines):
-        value = _mean_metric("ndcg@10", y_train, local.backend_.predict(X_train, n_iterations=t + 1),
+        value = mean_metric("ndcg@10", y_train, local.backend_.predict(X_train, n_iterations=t + 1),
                              groups.group_ptr, settings)
         assert line == f"[{t}]\ttraining-ndcg@10:{value:.5f}"
 

@@ -202,3 +202,40 @@ def test_pickle_after_an_engine_call():
     assert not hasattr(copy, "_hook_cache")
     for a, b in zip(obj(raw, dtrain), copy(raw, dtrain)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("engine", ["xgboost", "lightgbm", "sklearn"])
+def test_engine_hook_sees_labels_changed_on_the_same_dataset(engine):
+    """The hook keeps the checked labels between calls, but not past a
+    ``set_label`` (or new contents of the same arrays): the gradients are
+    those of the new labels, as from a fresh objective."""
+    rng = np.random.default_rng(3)
+    y, z, qid = random_queries(rng)
+    order = np.argsort(qid, kind="stable")
+    y, z, qid = y[order], z[order], qid[order]
+    sizes = np.bincount(qid)[np.unique(qid)]
+    X = rng.normal(size=(y.size, 2))
+    y2 = y[::-1].copy()
+    if engine == "xgboost":
+        xgb = pytest.importorskip("xgboost")
+        data = xgb.DMatrix(X, y, qid=qid)
+        call = lambda obj: obj(z, data)  # noqa: E731
+        relabel = lambda: data.set_label(y2)  # noqa: E731
+    elif engine == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        data = lgb.Dataset(X, y, group=sizes, free_raw_data=False).construct()
+        call = lambda obj: obj(z, data)  # noqa: E731
+        relabel = lambda: data.set_label(y2)  # noqa: E731
+    else:
+        labels = y.copy()
+        call = lambda obj: obj(labels, z, None, sizes)  # noqa: E731
+        relabel = lambda: labels.__setitem__(slice(None), y2)  # noqa: E731
+    obj = QueryRMSE()
+    g_before, _ = call(obj)
+    relabel()
+    g_after, _ = call(obj)
+    g_fresh, _ = call(QueryRMSE())
+    expected, _ = QueryRMSE().gradient_hessian(y2, z, qid=qid)
+    np.testing.assert_array_equal(g_after, g_fresh)
+    np.testing.assert_allclose(g_after, expected, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(g_before, g_after)

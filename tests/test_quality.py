@@ -15,6 +15,8 @@ not tests.
 import warnings
 
 import numpy as np
+
+from rankkit._training import gradient_function, iteration_seed
 import pytest
 
 import rankkit._estimators as est
@@ -116,16 +118,16 @@ def test_ranker_hands_over_hessians_in_query_units(long_lists):
     objective = model._objective_for_fit()
     train = model._prepare(X, y, qid, objective, reset=True)
     seed_base = seed_from(0)
-    g, h = model._gradient_function(objective, train, seed_base)(np.zeros(len(y)), 0)
+    g, h = gradient_function(objective, train, seed_base)(np.zeros(len(y)), 0)
     g_raw, h_raw = objective._gradient_hessian_sorted(train.y, np.zeros(len(y)), train.group_ptr,
-                                                      est._iteration_seed(seed_base, 0), train.query_keys)
+                                                      iteration_seed(seed_base, 0), train.query_keys)
     n_queries = train.group_ptr.shape[0] - 1
     assert h.sum() == pytest.approx(n_queries, rel=1e-6)
     np.testing.assert_allclose(g, g_raw * n_queries / h_raw.sum(), rtol=1e-12)
     # QueryRMSE: untouched (its hessians count documents already)
     q = est.QueryRMSERanker(n_estimators=1)
     qo = q._objective_for_fit()
-    g, h = q._gradient_function(qo, q._prepare(X, y, qid, qo, reset=True), seed_base)(np.zeros(len(y)), 0)
+    g, h = gradient_function(qo, q._prepare(X, y, qid, qo, reset=True), seed_base)(np.zeros(len(y)), 0)
     assert np.all(h == 1.0)
 
 
@@ -145,7 +147,7 @@ def test_ranker_resolves_auto_temperature_from_the_first_gradients(long_lists, n
     model = DEFAULT_RANKERS[name](n_estimators=3, langevin=True, random_state=4, n_jobs=1).fit(X, y, qid=qid)
     objective = model._objective_for_fit()
     train = model._prepare(X, y, qid, objective, reset=True)
-    g0, _ = model._gradient_function(objective, train, seed_from(4))(np.zeros(len(y)), 0)
+    g0, _ = gradient_function(objective, train, seed_from(4))(np.zeros(len(y)), 0)
     assert model.diffusion_temperature_ == pytest.approx(auto_diffusion_temperature(g0, model.learning_rate))
     fixed = DEFAULT_RANKERS[name](n_estimators=3, langevin=True, diffusion_temperature=1e6, n_jobs=1)
     assert fixed.fit(X, y, qid=qid).diffusion_temperature_ == 1e6

@@ -18,7 +18,7 @@ import pytest
 
 import rankkit
 from rankkit import Ranker
-from rankkit import _estimators
+from rankkit import _training
 from rankkit._threads import (
     SPIN_COUNT,
     USER_WAIT_VARIABLES,
@@ -71,13 +71,13 @@ class _RecordingQueryRMSE(QueryRMSE):
 def metric_threads(monkeypatch):
     """numba's thread count at every ranker metric evaluation (eval sets, score)."""
     seen = []
-    original = _estimators.evaluate_sorted
+    original = _training.evaluate_sorted
 
     def recording(*args, **kwargs):
         seen.append(numba.get_num_threads())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(_estimators, "evaluate_sorted", recording)
+    monkeypatch.setattr(_training, "evaluate_sorted", recording)
     return seen
 
 

@@ -10,6 +10,7 @@ import sklearn
 from sklearn.model_selection import KFold, cross_validate
 
 import rankkit._estimators as est
+import rankkit._training as training
 from rankkit import LambdaMARTRanker, QueryRMSERanker
 from rankkit.callback import CallbackEnv, TrainingCallback
 from rankkit.datasets import make_ranking
@@ -272,8 +273,8 @@ def test_verbose_without_eval_set_prints_the_training_metric_and_a_final_line(da
 def test_training_metric_computed_only_when_printed_or_asked(data, monkeypatch, capsys):
     X, y, qid, _, _, _ = data
     calls = []
-    real = est._mean_metric
-    monkeypatch.setattr(est, "_mean_metric", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    real = training.mean_metric
+    monkeypatch.setattr(training, "mean_metric", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
     _lambdamart().fit(X, y, qid=qid)
     assert calls == []  # no eval set, no verbose: no metric at all
     _lambdamart().fit(X, y, qid=qid, verbose=5)
@@ -397,3 +398,35 @@ def test_rankers_take_eval_and_callback_parameters():
         assert params["early_stopping_rounds"] is None and params["callbacks"] is None
         assert "eval_metric" in params
     assert QueryRMSERanker(eval_metric=["mrr", "map"]).get_params()["eval_metric"] == ["mrr", "map"]
+
+
+def test_every_engine_runs_the_one_loop():
+    """Backend.fit owns the boosting loop; the engines supply hooks only."""
+    from rankkit._backends import BACKENDS, get_backend
+    from rankkit._backends._base import Backend
+
+    for name in BACKENDS:
+        try:
+            cls = get_backend(name)
+        except ImportError:
+            continue
+        assert cls.fit is Backend.fit, name
+        assert "_boost" not in vars(cls), name
+
+
+def test_noise_resolver_is_pure(data):
+    """resolve_diffusion_temperature returns beta and sets nothing; fit stores it."""
+    X, y, qid, _, _, _ = data
+    ranker = LambdaMARTRanker(n_estimators=2, langevin=True, random_state=0, n_jobs=1)
+    objective = ranker._objective_for_fit()
+    train = ranker._prepare(X, y, qid, objective, reset=True)
+    before = dict(vars(ranker))
+    beta = training.resolve_diffusion_temperature(True, "auto", 0.1, objective, train, 7)
+    assert vars(ranker).keys() == before.keys()
+    assert beta == training.resolve_diffusion_temperature(True, "auto", 0.1, objective, train, 7) > 0
+    assert training.resolve_diffusion_temperature(False, "auto", 0.1, objective, train, 7) is None
+    assert training.resolve_diffusion_temperature(True, 5.0, 0.1, objective, train, 7) == 5.0
+    assert training.langevin_scale(0.1, None) == 0.0
+    with pytest.raises(ValueError, match="overflows"):
+        training.langevin_scale(1e-160, 1e-160)
+    assert ranker.fit(X, y, qid=qid).diffusion_temperature_ > 0

@@ -12,8 +12,9 @@ import importlib
 import sys
 
 from .._threads import openmp_wait_policy
+from ._adapters import EngineInputs
 
-__all__ = ["BACKENDS", "get_backend"]
+__all__ = ["BACKENDS", "EngineInputs", "get_backend", "resolve_backend"]
 
 #: ``backend=`` name -> ``"module:Class"`` (resolved lazily by :func:`get_backend`).
 BACKENDS = {
@@ -61,3 +62,27 @@ def _is_missing_engine(exc, name):
     # Only the engine itself missing gets the install hint; any other import
     # error inside rankkit is a bug and must surface unchanged.
     return isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == name
+
+
+def resolve_backend(backend, has_categorical):
+    """The backend a ranker's ``backend`` stands for on data with or without
+    categorical columns (``has_categorical``).
+
+    ``"auto"`` is the numba engine, whose CatBoost-style learner (oblivious
+    trees, random split strength) the defaults were chosen with, unless
+    the data has categorical columns, which it cannot split on: then the
+    first installed engine that can (``supports_categorical``; XGBoost,
+    then LightGBM). Without one, the numba engine's error names the
+    columns and the ways out.
+    """
+    if backend != "auto":
+        return backend
+    if not has_categorical:
+        return "numba"
+    for name in BACKENDS:
+        try:
+            if get_backend(name).supports_categorical:
+                return name
+        except ImportError:
+            continue
+    return "numba"

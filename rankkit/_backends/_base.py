@@ -7,7 +7,9 @@ raw scores of the training set and of every eval set up to date, *including*
 shrinkage, so that gradients and eval metrics always see the model that will
 be saved.
 
-Iteration ``t`` (0-based) of :meth:`Backend.fit`:
+Iteration ``t`` (0-based) of :meth:`Backend.fit`, the one boosting loop
+every engine runs (:meth:`Backend._boost`; the engines supply the hooks
+below):
 
 1. ``factor = shrink(t)`` (``None``: no shrinkage; read it with
    :func:`rankkit._sglb.shrink_factor`); the whole model, and so every tracked
@@ -18,6 +20,16 @@ Iteration ``t`` (0-based) of :meth:`Backend.fit`:
    objective has no useful hessian: the ranker then passes ``hess = 1``),
    scaled by ``learning_rate``, and added to the model and raw scores;
 4. ``callback(t, raw_train, raw_evals)`` returns True to stop.
+
+The hooks of an engine: ``_begin`` (data, parameters, an empty model; returns
+the number of rows of each tracked set), ``_running_scores(n_done,
+train_only)`` (the engine's own unshrunk sums of its trees; an engine that
+keeps none sets ``keeps_sums = False`` and the loop tracks the scores from
+zero), ``_shrink_model(factor)`` (an engine that rescales its stored model
+in place), ``_grow(t, grad, hess)`` (one tree), ``_tree_scores(t)`` (that
+tree's scores on the training rows and every eval set, as added to the
+model) and ``_end(scores)`` (the fitted attributes, from the
+:class:`~rankkit._sglb.ShrunkScores` of the fit).
 
 ``predict(X, n_iterations, start_iteration=s)`` gives the part of the model
 after ``n_iterations`` iterations that the trees of iterations ``s`` to
@@ -50,6 +62,8 @@ import numpy as np
 from sklearn.utils._param_validation import validate_parameter_constraints
 
 from .._params import BACKEND_SETTINGS, BOOSTING_PARAMS
+from .._sglb import ShrunkScores
+from .._threads import limit_threads
 from ._engine_params import check_backend_params
 
 
@@ -119,10 +133,73 @@ class Backend:
             categorical_features=()):
         """Train; see the module docstring. Returns self.
 
-        ``feature_names``: one string per column (or None), stored in the
-        engine's model when the engine allows them (:meth:`_engine_feature_names`);
-        ``categorical_features``: indices of the columns holding category codes.
+        Parameters
+        ----------
+        X : ndarray or sparse matrix
+            Training features, rows sorted by query.
+        grad_fn : callable
+            ``grad_fn(raw, t) -> (grad, hess)`` on the training rows.
+        eval_X : sequence of arrays
+            Eval features whose raw scores are tracked.
+        shrink : callable or None
+            ``shrink(t)`` -> factor in (0, 1] applied to the whole model
+            before iteration ``t`` (``None`` or 1.0: no shrinkage).
+        callback : callable or None
+            ``callback(t, raw_train, raw_evals)``; returns True to stop.
+        feature_names : sequence of str or None
+            One string per column, stored in the engine's model when the
+            engine allows them (:meth:`_engine_feature_names`).
+        categorical_features : sequence of int
+            Indices of the columns holding category codes.
         """
+        sizes = self._begin(X, list(eval_X), shrink=shrink, feature_names=feature_names,
+                            categorical_features=categorical_features)
+        # rankkit's kernels (gradients, eval metrics) get n_jobs threads; the
+        # engines run their own (nthread, num_threads).
+        with limit_threads(self.n_jobs):
+            start = None if self.keeps_sums else [np.zeros(k) for k in sizes]
+            scores = ShrunkScores(shrink, start)
+            self._boost(sizes[0], grad_fn, scores, callback)
+            self._end(scores)
+        return self
+
+    def _boost(self, n, grad_fn, scores, callback):
+        """The boosting loop (module docstring), on the engine's hooks."""
+        loop = BoostingLoop(self, n, grad_fn, scores, callback)
+        for t in range(int(self.n_estimators)):
+            self._grow(t, *loop.gradients(t))
+            if loop.after_tree(t):
+                break
+
+    # -- the engine's hooks (module docstring) -------------------------------------
+    #: Whether the engine keeps running sums of its trees (``_running_scores``).
+    keeps_sums = True
+
+    def _begin(self, X, eval_X, *, shrink, feature_names, categorical_features):
+        """Check the settings, build the engine's data and an empty model;
+        returns ``[n_train, *n_eval]``, the rows of every tracked set."""
+        raise NotImplementedError
+
+    def _running_scores(self, n_done, train_only=False):
+        """The engine's sums of its first ``n_done`` trees (float64): the
+        training rows, then (unless ``train_only``) every eval set."""
+        raise NotImplementedError
+
+    def _shrink_model(self, factor):
+        """Multiply the stored model by ``factor`` (engines that fold the
+        factors in at the end, from ``ShrunkScores.factors``, do nothing)."""
+
+    def _grow(self, t, grad, hess):
+        """Grow the tree of iteration ``t`` on ``grad, hess`` and add it to the model."""
+        raise NotImplementedError
+
+    def _tree_scores(self, t):
+        """The scores of iteration ``t``'s tree on the training rows, then
+        every eval set, as the tree was added to the model."""
+        raise NotImplementedError
+
+    def _end(self, scores):
+        """The fitted attributes, from the fit's :class:`~rankkit._sglb.ShrunkScores`."""
         raise NotImplementedError
 
     def predict(self, X, n_iterations=None, *, start_iteration=0):
@@ -205,6 +282,48 @@ class Backend:
         backend.shrink_factors_ = np.asarray(state["shrink_factors"], dtype=np.float64)
         backend.n_iterations_ = int(state["n_iterations"])
         return backend
+
+
+class BoostingLoop:
+    """The two halves of an iteration of the loop, around growing the tree:
+    :meth:`gradients` (shrink, then the gradients at the shrunk model) and
+    :meth:`after_tree` (the new tree's scores, then the callback).
+    :meth:`Backend._boost` calls them around the engine's ``_grow``; an
+    engine whose own loop grows the trees (``xgboost.dask.train`` on every
+    worker) calls them from its objective and its after-iteration callback.
+    ``engine`` supplies the hooks of the module docstring."""
+
+    def __init__(self, engine, n, grad_fn, scores, callback):
+        self.engine = engine
+        self.n = n
+        self.grad_fn = grad_fn
+        self.scores = scores  # rankkit._sglb.ShrunkScores
+        self.callback = callback
+        self.current = None  # the engine's training sums while they are the model
+
+    def gradients(self, t):
+        """``(grad, hess)`` of iteration ``t``, after the shrinkage ``c_t``."""
+        engine, scores = self.engine, self.scores
+        factor = scores.before_tree(t, lambda: engine._running_scores(t))
+        if factor != 1.0:
+            engine._shrink_model(factor)
+        if scores.tracking:
+            self.current = scores.scores[0]
+        elif self.current is None:
+            self.current = engine._running_scores(t, train_only=True)[0]
+        return check_gradients(*self.grad_fn(self.current, t), self.n, t)
+
+    def after_tree(self, t):
+        """Add the tree of iteration ``t`` to the tracked scores, then the
+        callback; True to stop."""
+        self.current = None
+        if self.scores.tracking:
+            self.scores.add_tree(self.engine._tree_scores(t))
+            now = self.scores.scores
+        elif self.callback is not None:
+            now = self.engine._running_scores(t + 1)
+            self.current = now[0]
+        return self.callback is not None and bool(self.callback(t, now[0], now[1:]))
 
 
 def check_iteration_range(start_iteration, n_iterations, n_total):

@@ -32,9 +32,9 @@ import re
 import lightgbm
 import numpy as np
 
-from .._sglb import fold_scales, shrink_factor
-from .._threads import bounded, resolve_n_jobs
-from ._base import Backend, check_gradients, check_iteration_range
+from .._sglb import fold_scales
+from .._threads import resolve_n_jobs
+from ._base import Backend, check_iteration_range
 from ._engine_params import ranker_parameter_reasons
 
 __all__ = ["LightGBMBackend"]
@@ -225,11 +225,9 @@ class LightGBMBackend(Backend):
         return int(self.params_.get("num_threads", 0))
 
     # -- training ------------------------------------------------------------
-    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
-            categorical_features=()):
-        """Grow ``n_estimators`` trees: the loop of :mod:`rankkit._backends._base`.
+    def _begin(self, X, eval_X, *, shrink, feature_names, categorical_features):
+        """LightGBM's datasets of the training and eval rows and an empty booster.
 
-        ``shrink(t)`` must return a factor in (0, 1] (or None).
         ``feature_names`` name the features of the model
         (``booster_.feature_name()``; LightGBM's own ``Column_<i>`` without
         them or when LightGBM refuses them); ``categorical_features`` are
@@ -237,8 +235,6 @@ class LightGBMBackend(Backend):
         ``cat_smooth``, ``min_data_per_group``, ... in ``backend_params``).
         """
         self.params_ = params = self._params()
-        # rankkit's kernels (gradients, eval metrics) get n_jobs threads too.
-        grad_fn, callback = bounded(grad_fn, self.n_jobs), bounded(callback, self.n_jobs)
         names = self._engine_feature_names(feature_names)
         categorical = [int(j) for j in categorical_features]
         if categorical and params.get("categorical_feature") not in (None, "", []):
@@ -257,70 +253,58 @@ class LightGBMBackend(Backend):
             # failed: (num_data) > (0)" when that is 0; like the numba engine,
             # a subsample this small keeps one row.
             params["bagging_fraction"] = min(1.0, 1.5 / n)
-        sizes = [n] + [E.shape[0] for E in eval_X]
+        self._sizes = [n] + [E.shape[0] for E in eval_X]
         data_args = {"feature_name": names or "auto", "categorical_feature": categorical or "auto"}
         train = lightgbm.Dataset(X, params=params, free_raw_data=True, **data_args).construct()
-        booster = None
+        self._booster = None
         # LightGBM drops every feature that is constant on the training rows and,
         # with a callable objective, cannot train without any left (its built-in
         # objectives return a constant model there). Then the model is the
         # constant 0, as on the other backends, and no split is ever grown.
         if any(train.feature_num_bin(j) > 0 for j in range(X.shape[1])):
-            booster = lightgbm.Booster(params, train)
+            self._booster = lightgbm.Booster(params, train)
             for i, E in enumerate(eval_X):
-                booster.add_valid(lightgbm.Dataset(E, reference=train, params=params), f"eval_{i}")
+                self._booster.add_valid(lightgbm.Dataset(E, reference=train, params=params), f"eval_{i}")
+        self._n_features, self._names = X.shape[1], names
+        self._tree_iterations = []
+        self._sums = None  # the sums of the last _running_scores, for _tree_scores
+        return list(self._sizes)
 
-        factors = []
-        tree_iterations = []
-        raw_train = raw_evals = None  # tracked F, from the first shrinkage on
-        sums = None  # LightGBM's running sums U when tracking
+    def _running_scores(self, n_done, train_only=False):
+        sums = _running_sums(self._booster, self._sizes[:1] if train_only else self._sizes)
+        if not train_only:
+            self._sums = sums
+        return sums
 
-        def gradients(preds, _dataset):
-            # Called by booster.update in iteration t of the loop below; preds is
-            # LightGBM's running sum of the trees on the training rows.
-            raw = raw_train if raw_train is not None else preds
-            return check_gradients(*grad_fn(raw, t), n, t)
+    def _grow(self, t, grad, hess):
+        booster = self._booster
+        if booster is None:
+            if t == 0:
+                self._tree_iterations.append(t)  # LightGBM's constant first tree
+            return
+        n_trees = booster.num_trees()
+        # The objective is "none": LightGBM takes the gradients from this
+        # callable (its preds argument, LightGBM's own sums, were the loop's).
+        booster.update(fobj=lambda _preds, _dataset: (grad, hess))
+        if booster.num_trees() > n_trees:
+            self._tree_iterations.append(t)
 
-        for t in range(int(self.n_estimators)):
-            factor = shrink_factor(shrink, t)
-            factors.append(factor)
-            if raw_train is None and factor != 1.0:
-                sums = _running_sums(booster, sizes)
-                raw_train, raw_evals = sums[0].copy(), [s.copy() for s in sums[1:]]
-            if raw_train is not None:
-                raw_train *= factor
-                for r in raw_evals:
-                    r *= factor
-            if booster is None:
-                gradients(np.zeros(n), None)  # checked as always; no tree can use them
-                if t == 0:
-                    tree_iterations.append(t)  # LightGBM's constant first tree
-            else:
-                n_trees = booster.num_trees()
-                booster.update(fobj=gradients)
-                if booster.num_trees() > n_trees:
-                    tree_iterations.append(t)
-            if raw_train is not None:
-                new = _running_sums(booster, sizes)
-                for tracked, now, before in zip([raw_train, *raw_evals], new, sums):
-                    tracked += now - before
-                sums = new
-                cb_train, cb_evals = raw_train, raw_evals
-            elif callback is not None:
-                now = _running_sums(booster, sizes)
-                cb_train, cb_evals = now[0], now[1:]
-            if callback is not None and callback(t, cb_train, cb_evals):
-                break
+    def _tree_scores(self, t):
+        # LightGBM's running sums U: f_t = U_t - U_{t-1}.
+        before, self._sums = self._sums, _running_sums(self._booster, self._sizes)
+        return [now - then for now, then in zip(self._sums, before)]
 
-        self.shrink_factors_ = np.asarray(factors, dtype=np.float64)
-        self.tree_iterations_ = np.asarray(tree_iterations, dtype=np.int64)
-        self.n_iterations_ = len(factors)
-        if booster is not None:
-            self._unfolded = booster.model_to_string(num_iteration=-1)
+    def _end(self, scores):
+        self.shrink_factors_ = np.asarray(scores.factors, dtype=np.float64)
+        self.tree_iterations_ = np.asarray(self._tree_iterations, dtype=np.int64)
+        self.n_iterations_ = len(scores.factors)
+        if self._booster is not None:
+            self._unfolded = self._booster.model_to_string(num_iteration=-1)
         else:
-            self._unfolded = _constant_model(X.shape[1], names)
+            self._unfolded = _constant_model(self._n_features, self._names)
+        for name in ("_booster", "_sizes", "_sums", "_tree_iterations", "_n_features", "_names"):
+            delattr(self, name)
         self.booster_ = self._fold(self.n_iterations_)
-        return self
 
     # -- the model -----------------------------------------------------------
     def _fold(self, n_iterations):

@@ -16,10 +16,10 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
 
 from .._random import key, seed_from
-from .._sglb import RunningScale, shrink_factor
+from .._sglb import RunningScale
 from .._threads import limit_threads
 from .._validation import Interval
-from ._base import Backend, check_gradients, check_iteration_range
+from ._base import Backend, check_iteration_range
 from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms, sum_of_squares
 from ._gbm.grower import TreeGrower, group_features
@@ -183,10 +183,12 @@ class NumbaBackend(Backend):
         )
         return p
 
-    # -- training ----------------------------------------------------------
-    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
-            categorical_features=()):
-        """Train; see :mod:`rankkit._backends._base` for the loop. Returns self.
+    # -- the loop's hooks (rankkit._backends._base) ----------------------------------
+    #: The model is F = S * sum(stored trees) (RunningScale): the loop tracks the scores from zero.
+    keeps_sums = False
+
+    def _begin(self, X, eval_X, *, shrink, feature_names, categorical_features):
+        """Bin the training and eval rows once and set up the grower.
 
         ``categorical_features`` must be empty: this engine splits on ordered
         values only (the error names the columns and the alternatives).
@@ -208,80 +210,87 @@ class NumbaBackend(Backend):
         eval_X = [_check_X(E, f"eval_X[{i}]", n_features) for i, E in enumerate(eval_X)]
         self.n_features_in_ = n_features
         self.feature_names_in_ = None if feature_names is None else np.asarray(feature_names, dtype=object)
-        max_bins = min(int(self.max_bin), 255)
         with limit_threads(self.n_jobs):
-            edges, edges_ptr = fit_bin_edges(X, max_bins, p["border_type"])
-            self.bin_edges_, self.bin_edges_ptr_ = edges, edges_ptr
+            edges, edges_ptr = fit_bin_edges(X, min(int(self.max_bin), 255), p["border_type"])
             # One binned copy of each set, in the grower's layout (the column-major
             # one from binning is dropped at once); the grower reorders the training one.
             Xb = group_features(transform(X, edges, edges_ptr))
-            Eb = [group_features(transform(E, edges, edges_ptr)) for E in eval_X]
-            n_bins = np.diff(edges_ptr) + 1
-            grower = TreeGrower(Xb, n_bins, edges, edges_ptr, max_depth=self.max_depth,
-                                min_child_weight=self.min_child_weight, reg_lambda=self.reg_lambda,
-                                min_split_gain=p["min_split_gain"], grow_policy=p["grow_policy"])
-            seed = seed_from(self.random_state)
-            all_feats = np.arange(n_features, dtype=np.int64)
-            u_rows = np.empty(n) if self.subsample < 1 else None
-            mvs = u_rows is not None and p["sampling"] == "mvs"
-            n_cols = max(1, int(self.colsample_bytree * n_features))
-            u_cols = np.empty(n_features)
-            raw = np.zeros(n)
-            raw_evals = [np.zeros(E.shape[1]) for E in Eb]
-            ens = TreeEnsemble(n_features)
-            scale = RunningScale()  # F = scale.value * sum(stored trees)
-            for t in range(int(self.n_estimators)):
-                factor = shrink_factor(shrink, t)
-                if factor != 1.0:
-                    raw *= factor
-                    for r in raw_evals:
-                        r *= factor
-                    fold = scale.shrink(factor)
-                    if fold is not None:
-                        ens.rescale_stored(fold)
-                grad, hess = check_gradients(*grad_fn(raw, t), n, t)
-                g_tree, h_tree = grad, hess
-                sampled = None
-                if u_rows is not None:
-                    sample_uniforms(seed, _STREAMS * t, n, u_rows)
-                    if mvs:
-                        prob = mvs_probabilities(grad, self.subsample)
-                        sampled = u_rows < prob
-                        g_tree, h_tree = grad / prob, hess / prob
-                    else:
-                        sampled = u_rows < self.subsample
-                    if not sampled.any():
-                        sampled[np.argmin(u_rows)] = True
-                if n_cols < n_features:
-                    sample_uniforms(seed, _STREAMS * t + 1, n_features, u_cols)
-                    feats = np.sort(np.argsort(u_cols, kind="stable")[:n_cols]).astype(np.int64)
-                else:
-                    feats = all_feats
-                noise_sd = 0.0
-                if p["random_strength"] > 0:
-                    # rms over all training rows (CatBoost: its whole learn fold), times the model-size decay.
-                    model_length = t * float(self.learning_rate)
-                    decay = 1.0 / (1.0 + math.exp(min(model_length - math.log(n), 700.0)))
-                    noise_sd = p["random_strength"] * math.sqrt(sum_of_squares(grad) / n) * decay
-                nodes = grower.grow(g_tree, h_tree, feats, noise_sd, key(seed, _STREAMS * t + 2), sampled)
-                leaf_of_row = _leaves_from_all_rows(nodes, grower, grad, hess, float(self.reg_lambda)) if mvs else None
-                nodes["value"] *= float(self.learning_rate)
-                if leaf_of_row is not None:  # the walk is done: add each row's leaf value
-                    raw += nodes["value"][leaf_of_row]
-                else:  # the sampled rows sit in their leaves' segments; the others walk the tree
-                    grower.add_leaf_values(nodes, raw)
-                    if grower.n_sampled < n:
-                        add_tree_positions(nodes, grower.X, grower.rows, grower.n_sampled, 1.0, raw)
-                for E, r in zip(Eb, raw_evals):
-                    add_tree_binned(nodes, E, 1.0, r)
-                # Stored as v / S so that S * sum(stored) adds exactly v now.
-                nodes["value"] /= scale.value
-                ens.append(nodes, scale.value)
-                if callback is not None and callback(t, raw, raw_evals):
-                    break
-        self.booster_ = ens
-        self.raw_train_ = raw
-        return self
+            self._Eb = [group_features(transform(E, edges, edges_ptr)) for E in eval_X]
+            self._grower = TreeGrower(Xb, np.diff(edges_ptr) + 1, edges, edges_ptr, max_depth=self.max_depth,
+                                      min_child_weight=self.min_child_weight, reg_lambda=self.reg_lambda,
+                                      min_split_gain=p["min_split_gain"], grow_policy=p["grow_policy"])
+        self.bin_edges_, self.bin_edges_ptr_ = edges, edges_ptr
+        self._p, self._seed = p, seed_from(self.random_state)
+        self._u_rows = np.empty(n) if self.subsample < 1 else None
+        self._u_cols = np.empty(n_features)
+        self._ens = TreeEnsemble(n_features)
+        self._scale = RunningScale()  # F = scale.value * sum(stored trees)
+        return [n, *(E.shape[1] for E in self._Eb)]
+
+    def _shrink_model(self, factor):
+        fold = self._scale.shrink(factor)
+        if fold is not None:
+            self._ens.rescale_stored(fold)
+
+    def _sample(self, t, grad, hess):
+        """``(rows, g, h, features)`` of iteration ``t``'s tree: the sampled rows
+        (None: all) with the gradients the grower sees, and the columns."""
+        n, n_features = grad.shape[0], self._u_cols.shape[0]
+        g_tree, h_tree, sampled = grad, hess, None
+        if self._u_rows is not None:
+            u_rows = self._u_rows
+            sample_uniforms(self._seed, _STREAMS * t, n, u_rows)
+            if self._p["sampling"] == "mvs":
+                prob = mvs_probabilities(grad, self.subsample)
+                sampled = u_rows < prob
+                g_tree, h_tree = grad / prob, hess / prob
+            else:
+                sampled = u_rows < self.subsample
+            if not sampled.any():
+                sampled[np.argmin(u_rows)] = True
+        n_cols = max(1, int(self.colsample_bytree * n_features))
+        if n_cols < n_features:
+            sample_uniforms(self._seed, _STREAMS * t + 1, n_features, self._u_cols)
+            feats = np.sort(np.argsort(self._u_cols, kind="stable")[:n_cols]).astype(np.int64)
+        else:
+            feats = np.arange(n_features, dtype=np.int64)
+        return sampled, g_tree, h_tree, feats
+
+    def _grow(self, t, grad, hess):
+        n, p, grower = grad.shape[0], self._p, self._grower
+        sampled, g_tree, h_tree, feats = self._sample(t, grad, hess)
+        noise_sd = 0.0
+        if p["random_strength"] > 0:
+            # rms over all training rows (CatBoost: its whole learn fold), times the model-size decay.
+            model_length = t * float(self.learning_rate)
+            decay = 1.0 / (1.0 + math.exp(min(model_length - math.log(n), 700.0)))
+            noise_sd = p["random_strength"] * math.sqrt(sum_of_squares(grad) / n) * decay
+        nodes = grower.grow(g_tree, h_tree, feats, noise_sd, key(self._seed, _STREAMS * t + 2), sampled)
+        mvs = self._u_rows is not None and p["sampling"] == "mvs"
+        leaf_of_row = _leaves_from_all_rows(nodes, grower, grad, hess, float(self.reg_lambda)) if mvs else None
+        nodes["value"] *= float(self.learning_rate)
+        raw = np.zeros(n)
+        if leaf_of_row is not None:  # the walk is done: each row's leaf value
+            raw += nodes["value"][leaf_of_row]
+        else:  # the sampled rows sit in their leaves' segments; the others walk the tree
+            grower.add_leaf_values(nodes, raw)
+            if grower.n_sampled < n:
+                add_tree_positions(nodes, grower.X, grower.rows, grower.n_sampled, 1.0, raw)
+        self._new_scores = [raw]
+        for E in self._Eb:
+            self._new_scores.append(np.zeros(E.shape[1]))
+            add_tree_binned(nodes, E, 1.0, self._new_scores[-1])
+        # Stored as v / S so that S * sum(stored) adds exactly v now.
+        nodes["value"] /= self._scale.value
+        self._ens.append(nodes, self._scale.value)
+
+    def _tree_scores(self, t):
+        return self._new_scores
+
+    def _end(self, scores):
+        self.booster_ = self._ens
+        for name in ("_Eb", "_grower", "_p", "_seed", "_u_rows", "_u_cols", "_ens", "_scale", "_new_scores"):
+            self.__dict__.pop(name, None)
 
     # -- model -------------------------------------------------------------
     def _check_fitted(self):

@@ -37,9 +37,9 @@ import json
 import numpy as np
 import xgboost
 
-from .._sglb import fold_scales, shrink_factor
-from .._threads import bounded, resolve_n_jobs
-from ._base import Backend, check_gradients, check_iteration_range, iter_row_blocks
+from .._sglb import fold_scales
+from .._threads import resolve_n_jobs
+from ._base import Backend, check_iteration_range, iter_row_blocks
 from ._engine_params import ranker_parameter_reasons
 
 __all__ = ["XGBoostBackend"]
@@ -225,76 +225,42 @@ class XGBoostBackend(Backend):
         n = resolve_n_jobs(self.n_jobs)
         return -1 if n is None else n
 
-    def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
-            categorical_features=()):
-        """Grow ``n_estimators`` trees; see :mod:`rankkit._backends._base`.
+    # -- the loop's hooks (rankkit._backends._base) ------------------------------------
+    def _begin(self, X, eval_X, *, shrink, feature_names, categorical_features):
+        """XGBoost's matrices of the training and eval rows and an empty booster.
 
-        Parameters
-        ----------
-        X : ndarray or sparse matrix
-            Training features, rows sorted by query.
-        grad_fn : callable
-            ``grad_fn(raw, t) -> (grad, hess)`` on the training rows.
-        eval_X : sequence of arrays
-            Eval features whose raw scores are tracked.
-        shrink : callable or None
-            ``shrink(t)`` -> factor applied to the whole model before
-            iteration ``t`` (``None`` or 1.0: no shrinkage).
-        callback : callable or None
-            ``callback(t, raw_train, raw_evals)``; returns True to stop.
-        feature_names : sequence of str or None
-            Stored in the booster (``booster_.feature_names``) unless XGBoost
-            refuses them.
-        categorical_features : sequence of int
-            Columns holding category codes: feature type ``"c"``, split on
-            sets of categories (``max_cat_to_onehot``, ``max_cat_threshold``
-            in ``backend_params``).
+        ``feature_names`` are stored in the booster (``booster_.feature_names``)
+        unless XGBoost refuses them; ``categorical_features`` get feature type
+        ``"c"``, split on sets of categories (``max_cat_to_onehot``,
+        ``max_cat_threshold`` in ``backend_params``).
         """
         self.params_ = self._params()
-        # rankkit's kernels (gradients, eval metrics) get n_jobs threads too.
-        grad_fn, callback = bounded(grad_fn, self.n_jobs), bounded(callback, self.n_jobs)
         meta = {"feature_names": self._engine_feature_names(feature_names), "feature_types": None}
         if len(categorical_features):
             cats = set(int(j) for j in categorical_features)
             meta["feature_types"] = ["c" if j in cats else "q" for j in range(X.shape[1])]
-        dtrain = _data_matrix(X, self.params_, self._nthread, **meta)
-        devals = [_data_matrix(Xe, self.params_, self._nthread, ref=dtrain, **meta) for Xe in eval_X]
-        booster = xgboost.Booster(self.params_, cache=[dtrain, *devals])
-        # Tracked raw scores, needed from the first shrinkage on (before that
-        # the booster's prediction cache holds exactly the same sums).
-        raw_train = None
-        raw_evals = None
-        current = None  # training margin of the model so far (no shrinkage)
-        factors = []
-        for t in range(int(self.n_estimators)):
-            factor = shrink_factor(shrink, t)
-            factors.append(factor)
-            if raw_train is None and factor != 1.0:
-                raw_train = self._margin(booster, dtrain, t, training=True)
-                raw_evals = [self._margin(booster, d, t) for d in devals]
-            if raw_train is not None:
-                raw_train *= factor
-                for r in raw_evals:
-                    r *= factor
-                current = raw_train
-            elif current is None:
-                current = self._margin(booster, dtrain, t, training=True)
-            grad, hess = check_gradients(*grad_fn(current, t), dtrain.num_row(), t)
-            booster.boost(dtrain, t, grad=grad, hess=hess)
-            if raw_train is not None:
-                raw_train += self._tree_margin(booster, dtrain, t)
-                for r, d in zip(raw_evals, devals):
-                    r += self._tree_margin(booster, d, t)
-                cb_train, cb_evals = raw_train, raw_evals
-            else:
-                current = None
-                if callback is not None:
-                    current = self._margin(booster, dtrain, t + 1, training=True)
-                    cb_train = current
-                    cb_evals = [self._margin(booster, d, t + 1) for d in devals]
-            if callback is not None and callback(t, cb_train, cb_evals):
-                break
-        return self._keep(booster, factors)
+        self._dtrain = _data_matrix(X, self.params_, self._nthread, **meta)
+        self._devals = [_data_matrix(Xe, self.params_, self._nthread, ref=self._dtrain, **meta) for Xe in eval_X]
+        self._booster = xgboost.Booster(self.params_, cache=[self._dtrain, *self._devals])
+        return [self._dtrain.num_row(), *(d.num_row() for d in self._devals)]
+
+    def _running_scores(self, n_done, train_only=False):
+        # The booster's prediction cache: float32 sums, widened once; O(n).
+        train = self._margin(self._booster, self._dtrain, n_done, training=True)
+        if train_only:
+            return [train]
+        return [train, *(self._margin(self._booster, d, n_done) for d in self._devals)]
+
+    def _grow(self, t, grad, hess):
+        self._booster.boost(self._dtrain, t, grad=grad, hess=hess)
+
+    def _tree_scores(self, t):
+        return [self._tree_margin(self._booster, d, t) for d in (self._dtrain, *self._devals)]
+
+    def _end(self, scores):
+        booster = self._booster
+        del self._booster, self._dtrain, self._devals
+        self._keep(booster, scores.factors)
 
     def _keep(self, booster, factors):
         """Adopt a trained booster and the shrink factors its training applied

@@ -25,7 +25,7 @@ import warnings
 
 from sklearn.metrics._scorer import _BaseScorer
 
-from rankkit._groups import _is_dataframe
+from rankkit._groups import is_dataframe
 from rankkit._metrics._common import METRIC_IDS, parse_metric
 
 __all__ = ["make_ranking_scorer", "get_ranking_scorer", "SCORER_METRICS"]
@@ -76,7 +76,7 @@ class _RankingScorer(_BaseScorer):
                 f"{self!r} received unexpected metadata {sorted(kwargs)}; a ranking scorer "
                 "only takes qid."
             )
-        has_column = _is_dataframe(X) and self._qid_col is not None and self._qid_col in X.columns
+        has_column = is_dataframe(X) and self._qid_col is not None and self._qid_col in X.columns
         if has_column:
             if qid is not None:
                 raise ValueError(

@@ -60,7 +60,8 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils._param_validation import validate_parameter_constraints
 
-from .._groups import group_ptr_from_sizes, make_groups
+from .._backends import EngineInputs
+from .._groups import make_groups
 from .._metrics._api import evaluate_sorted
 from .._metrics._common import (
     ERR,
@@ -344,9 +345,11 @@ class RankingObjective:
             API counts the four parameters of this method and passes labels,
             scores, per-row weights (or None) and query sizes.
 
-        Rows of a query must be contiguous, as both engines require. Labels
-        are checked and query boundaries computed once per dataset, then
-        reused on later calls. An engine's dataset knows the query boundaries
+        Rows of a query must be contiguous, as both engines require. What
+        the engine hands over is read at the engine boundary
+        (:mod:`rankkit._backends._adapters`): labels are checked and query
+        boundaries computed once, then reused while they stay the same
+        (a ``set_label`` between calls is seen). An engine's dataset knows the query boundaries
         but not the query ids, so a random objective's draws are keyed as by
         ``gradient_hessian(group_ptr=...)``: query ``q`` as the integer id ``q``. Every call draws a fresh seed from
         ``random_state`` (reproducibly), like :meth:`gradient_hessian`.
@@ -362,10 +365,10 @@ class RankingObjective:
                     "weight= and group= belong to the form obj(y_true, y_pred, weight, group)."
                 )
             preds = preds_or_y_true
-            y, ptr, w = self._engine_data(data_or_y_pred)
+            y, ptr, w = self._engine_inputs().engine_data(data_or_y_pred, self._check_labels)
         else:
             preds = data_or_y_pred
-            y, ptr, w = self._sklearn_data(preds_or_y_true, weight, group)
+            y, ptr, w = self._engine_inputs().sklearn_data(preds_or_y_true, weight, group, self._check_labels)
         preds = check_scores(np.asarray(preds, dtype=np.float64).ravel(), name="preds")
         if preds.shape[0] != y.shape[0]:
             raise ValueError(f"preds has {preds.shape[0]} entries but there are {y.shape[0]} labels.")
@@ -377,66 +380,17 @@ class RankingObjective:
         return grad, hess
 
     def __getstate__(self):
-        # The engine hook's cache holds the engine's dataset (an xgboost.DMatrix
-        # cannot be pickled); it is rebuilt on the next call.
+        # The engine hook's cache holds copies of the engine's labels; it is
+        # rebuilt on the next call.
         state = dict(self.__dict__)
         state.pop("_hook_cache", None)
         return state
 
-    def _cached(self, key):
-        # (labels, group_ptr, weights) of the last dataset seen, matched by
-        # identity: engines hand the same label/group objects to every call.
-        cache = getattr(self, "_hook_cache", None)
-        if cache is not None and len(cache[0]) == len(key) and all(a is b for a, b in zip(cache[0], key)):
-            return cache[1]
-        return None
-
-    def _engine_data(self, data):
-        """(labels, group_ptr, row weights or None) of a DMatrix or Dataset."""
-        hit = self._cached((data,))
-        if hit is not None:
-            return hit
-        if hasattr(data, "get_uint_info"):  # xgboost.DMatrix
-            ptr = np.asarray(data.get_uint_info("group_ptr"), dtype=np.int64)
-            if ptr.size == 0:
-                raise ValueError(
-                    "The DMatrix has no query groups: build it with DMatrix(X, y, qid=qid) "
-                    "(rows grouped by query)."
-                )
-        elif hasattr(data, "get_group"):  # lightgbm.Dataset
-            sizes = data.get_group()
-            if sizes is None:
-                raise ValueError("The LightGBM Dataset has no query groups: build it with group=sizes.")
-            ptr = group_ptr_from_sizes(sizes)
-        else:
-            raise TypeError(
-                f"Expected an xgboost.DMatrix or lightgbm.Dataset, got {type(data).__name__}; "
-                "LGBMRanker's form is obj(y_true, y_pred, weight, group)."
-            )
-        y = self._check_labels(np.asarray(data.get_label(), dtype=np.float64))
-        w = data.get_weight()
-        w = None if w is None or len(w) == 0 else _row_weights(w, ptr, y.shape[0])
-        self._hook_cache = ((data,), (y, ptr, w))
-        return y, ptr, w
-
-    def _sklearn_data(self, y_true, weight, group):
-        """(labels, group_ptr, row weights or None) of LGBMRanker's call."""
-        hit = self._cached((y_true, weight, group))
-        if hit is not None:
-            return hit
-        if group is None:
-            raise ValueError(
-                "A ranking objective needs query groups: use lightgbm.LGBMRanker and "
-                "fit(X, y, group=sizes), or call obj(y_true, y_pred, weight, group)."
-            )
-        y = self._check_labels(y_true)
-        ptr = group_ptr_from_sizes(group)
-        if ptr[-1] != y.shape[0]:
-            raise ValueError(f"group sizes sum to {ptr[-1]} but there are {y.shape[0]} labels.")
-        w = check_sample_weight(weight, y.shape[0], name="weight")
-        self._hook_cache = ((y_true, weight, group), (y, ptr, w))
-        return y, ptr, w
-
+    def _engine_inputs(self):
+        """The reader of the engines' datasets (:mod:`rankkit._backends._adapters`), kept between calls."""
+        if getattr(self, "_hook_cache", None) is None:
+            self._hook_cache = EngineInputs()
+        return self._hook_cache
 
 
 class MetricObjective(RankingObjective):
@@ -493,13 +447,3 @@ class MetricObjective(RankingObjective):
         if uses_exp_gain(metric_id, exp_gain):
             check_exp_gain(y, name="y")
         return y
-
-
-def _row_weights(w, group_ptr, n_rows):
-    """Per-row weights from an engine's weights: one per row, or one per query
-    (XGBoost's convention for ranking), repeated over the query's rows."""
-    w = np.asarray(w, dtype=np.float64).ravel()
-    n_queries = group_ptr.shape[0] - 1
-    if w.shape[0] == n_queries and n_queries != n_rows:
-        w = np.repeat(w, np.diff(group_ptr))
-    return check_sample_weight(w, n_rows, name="weight")

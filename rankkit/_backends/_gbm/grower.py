@@ -415,32 +415,12 @@ class TreeGrower:
                                  np.arange(n_nodes + 1, n_nodes + 2 * m, 2, dtype=np.int64), starts, ends))
             else:
                 self._partition(starts, ends, n_left)
-            for k in range(m):
-                nd = ids[k]
-                f = int(sf[k])
-                nodes["feature"][nd] = f
-                nodes["bin_threshold"][nd] = sb[k]
-                nodes["threshold"][nd] = self._threshold(f, int(sb[k]))
-                nodes["missing_left"][nd] = sml[k]
-                nodes["gain"][nd] = sgain[k]
-                nodes["count"][nd] = ends[k] - starts[k]
-                nodes["sum_hessian"][nd] = hs[k]
-                nodes["left"][nd] = n_nodes + 2 * k
-                nodes["right"][nd] = n_nodes + 2 * k + 1
-                nodes["depth"][n_nodes + 2 * k: n_nodes + 2 * k + 2] = depth + 1
+            self._record_splits(nodes, ids, starts, ends, hs, (sf, sb, sml, sgain), n_nodes, depth)
             child_ids = np.arange(n_nodes, n_nodes + 2 * m, dtype=np.int64)
             n_nodes += 2 * m
-            mid = starts + n_left
-            c_starts = np.empty(2 * m, dtype=np.int64)
-            c_ends = np.empty(2 * m, dtype=np.int64)
-            c_starts[0::2], c_starts[1::2] = starts, mid
-            c_ends[0::2], c_ends[1::2] = mid, ends
-            c_g = np.empty(2 * m)
-            c_h = np.empty(2 * m)
-            c_g[0::2], c_g[1::2] = lg, gs - lg
-            c_h[0::2], c_h[1::2] = lh, hs - lh
             parent_slots = slots
-            ids, starts, ends, gs, hs = child_ids, c_starts, c_ends, c_g, c_h
+            ids = child_ids
+            starts, ends, gs, hs = _children(starts, ends, n_left, gs, hs, lg, lh)
             slots = np.arange(2 * m, dtype=np.int64)
             if last:
                 break
@@ -457,6 +437,25 @@ class TreeGrower:
             close(ids, gs, hs, starts, ends, record=not last)
         self._segments = tuple(np.concatenate(a) for a in zip(*segments))
         return nodes[:n_nodes].copy()
+
+    def _record_splits(self, nodes, ids, starts, ends, hs, split, n_nodes, depth):
+        """Write the level's splits (``split``: features, bins, missing-left,
+        gains) into ``nodes``; node ``ids[k]``'s children are ``n_nodes + 2k``
+        and ``n_nodes + 2k + 1``."""
+        sf, sb, sml, sgain = split
+        for k in range(ids.shape[0]):
+            nd = ids[k]
+            f = int(sf[k])
+            nodes["feature"][nd] = f
+            nodes["bin_threshold"][nd] = sb[k]
+            nodes["threshold"][nd] = self._threshold(f, int(sb[k]))
+            nodes["missing_left"][nd] = sml[k]
+            nodes["gain"][nd] = sgain[k]
+            nodes["count"][nd] = ends[k] - starts[k]
+            nodes["sum_hessian"][nd] = hs[k]
+            nodes["left"][nd] = n_nodes + 2 * k
+            nodes["right"][nd] = n_nodes + 2 * k + 1
+            nodes["depth"][n_nodes + 2 * k: n_nodes + 2 * k + 2] = depth + 1
 
     def _oblivious_split(self, cur, feats, slots, gs, hs, m, depth, noise):
         """The level's shared split, or None when no candidate gains more than ``min_split_gain``."""
@@ -497,3 +496,19 @@ class TreeGrower:
         go_leaf, other_leaf, starts, ends = self._segments
         scatter_leaf_values(self.rows, self._go, starts, ends, np.ascontiguousarray(nodes["value"][go_leaf]),
                             np.ascontiguousarray(nodes["value"][other_leaf]), out)
+
+
+def _children(starts, ends, n_left, gs, hs, lg, lh):
+    """Position segments and gradient/hessian sums of the children of a
+    level's split nodes, left then right child of each node in turn."""
+    m = starts.shape[0]
+    mid = starts + n_left
+    c_starts = np.empty(2 * m, dtype=np.int64)
+    c_ends = np.empty(2 * m, dtype=np.int64)
+    c_starts[0::2], c_starts[1::2] = starts, mid
+    c_ends[0::2], c_ends[1::2] = mid, ends
+    c_g = np.empty(2 * m)
+    c_h = np.empty(2 * m)
+    c_g[0::2], c_g[1::2] = lg, gs - lg
+    c_h[0::2], c_h[1::2] = lh, hs - lh
+    return c_starts, c_ends, c_g, c_h

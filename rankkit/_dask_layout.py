@@ -1,0 +1,278 @@
+"""Laying out a dask collection by query, for :mod:`rankkit.dask`.
+
+1. **Whole queries per partition.** A list-wise gradient needs all the
+   documents of a query at once, and ``xgboost.dask.train`` hands the custom
+   objective each worker's rows with no regard for queries. So the rows
+   (features, label, query id, weight) are shuffled by a hash of the query id,
+   so that each query lives in one partition, and each partition is sorted by
+   query, the rows of a query in the caller's order (:func:`assemble`,
+   :func:`lay_out_partition`).
+2. **Queries travel with their rows.** Each row carries its query's place
+   ``(partition, query within the partition)`` in the DMatrix's label-bound
+   fields (``label_lower_bound``/``label_upper_bound``: float32, exact for
+   integers below 2^24, read by XGBoost only for survival objectives). On a
+   worker :class:`LocalReader` reads the query boundaries from them, whatever
+   partitions XGBoost gave that worker and in whatever order, and checks that
+   no query is cut.
+
+:func:`dmatrix_factory` and :class:`LocalReader` are the data factory of the
+Dask backend (:mod:`rankkit._backends.xgboost_dask`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import xgboost.dask as dxgb
+from sklearn.utils import check_array
+
+from ._clicks import check_unique_positions, debias_partition
+from ._groups import factorize_qid
+from ._random import query_keys
+from ._training import QueryData, check_y, metric_sum_count
+from ._validation import check_sample_weight
+
+# Columns of the laid-out frame besides the features ("f0", "f1", ...).
+_Y, _W, _QID, KEY = "_rankkit_y", "_rankkit_w", "_rankkit_qid", "_rankkit_key"
+_SOURCE, _ROW = "_rankkit_source", "_rankkit_row"  # input partition and row: the caller's order
+_PART, _LOCAL = "_rankkit_part", "_rankkit_local"  # a query's place, sent in the label bounds
+_POS = "_rankkit_position"  # click data: the rank a row was shown at
+#: float32 holds every integer below 2^24 exactly: the limit of both parts of a query's place.
+_PLACE_LIMIT = 2**24
+
+
+# ---------------------------------------------------------------------------
+# Laying out rows: whole queries per partition, sorted by query.
+# ---------------------------------------------------------------------------
+def is_dask(x):
+    return isinstance(x, (dd.DataFrame, dd.Series, da.Array))
+
+
+def row_blocks(x, name):
+    """One delayed block per row partition of a dask DataFrame, Series or array."""
+    if isinstance(x, (dd.DataFrame, dd.Series)):
+        return list(x.to_delayed())
+    if isinstance(x, da.Array):
+        if x.ndim == 2:
+            return list(x.rechunk({1: -1}).to_delayed()[:, 0])
+        if x.ndim == 1:
+            return list(x.to_delayed())
+        raise ValueError(f"{name} must be one- or two-dimensional, got {x.ndim} dimensions.")
+    raise TypeError(
+        f"{name} must be a dask collection (dask.dataframe or dask.array), got {type(x).__name__}; "
+        "for data in memory use the in-memory ranker (rankkit.LambdaMARTRanker, ...)."
+    )
+
+
+def check_aligned(X, other, name, where):
+    """``other`` is partitioned like ``X`` (same number of partitions; chunk
+    sizes too when both are dask arrays), or a clear error."""
+    n_x = X.npartitions if isinstance(X, dd.DataFrame) else X.numblocks[0]
+    n_o = other.npartitions if isinstance(other, (dd.DataFrame, dd.Series)) else other.numblocks[0]
+    hint = (
+        f"{name} must be partitioned like {where}: one partition (chunk) per partition of {where}, "
+        f"with the same rows (e.g. {name} = {where}_frame[column], or a dask array rechunked to "
+        f"{where}'s row chunks)."
+    )
+    if n_x != n_o:
+        raise ValueError(f"{name} has {n_o} partitions but {where} has {n_x}: {hint}")
+    if isinstance(X, da.Array) and isinstance(other, da.Array) and other.chunks[0] != X.chunks[0]:
+        raise ValueError(f"{name} has row chunks {other.chunks[0]} but {where} has {X.chunks[0]}: {hint}")
+
+
+def assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, where, qid_name, clicks=None):
+    """One input partition as a pandas frame: features ``f0..``, label,
+    weight, query id, its key, and the row's place in the caller's order;
+    with ``clicks`` (:func:`rankkit._clicks.dask_click_settings`), the
+    labels debiased at the positions ``pos``, kept beside them."""
+    x = check_array(x, dtype=(np.float64, np.float32), ensure_all_finite="allow-nan", ensure_min_samples=0,
+                    input_name=where)
+    n = x.shape[0]
+    if x.shape[1] != n_features:
+        raise ValueError(f"{where} has {x.shape[1]} features in partition {source}, expected {n_features}.")
+    for name, values in (("y", y), (qid_name, qid), ("sample_weight", w), ("position", pos)):
+        if values is not None and len(values) != n:
+            raise ValueError(
+                f"{name} is not partitioned like {where}: partition {source} of {where} has {n} rows but "
+                f"{len(values)} entries of {name}. Pass {name} with the same partitions (chunks) as {where}."
+            )
+    labels = check_y(np.asarray(y).ravel(), n, where)
+    if clicks is not None:  # the objective checks the debiased labels, not the clicks
+        if pos is None:
+            raise ValueError(f"position_bias is set but {where} came without positions: pass position= "
+                             "(partitioned like X) or a DataFrame with the position column.")
+        labels, pos = debias_partition(labels, np.asarray(pos).ravel(), clicks, n)
+    labels = objective._check_labels(labels) if n else labels.astype(np.float64)
+    frame = pd.DataFrame(x.astype(dtype, copy=False), columns=[f"f{j}" for j in range(n_features)])
+    frame[_Y] = labels
+    if pos is not None:
+        frame[_POS] = pos
+    if w is not None:
+        frame[_W] = check_sample_weight(np.asarray(w).ravel(), n)
+    if n:
+        codes, uniques = factorize_qid(qid, n, name=qid_name)
+        frame[_QID] = np.asarray(uniques)[codes]
+        frame[KEY] = query_keys(uniques)[codes]
+    else:
+        frame[_QID] = np.asarray(qid).ravel()
+        frame[KEY] = np.zeros(0, dtype=np.uint64)
+    frame[_SOURCE] = np.int64(source)
+    frame[_ROW] = np.arange(n, dtype=np.int64)
+    return frame
+
+
+def assemble_frames(x, *columns, present, partition_info=None, **settings):
+    """:func:`assemble` for ``dask.dataframe.map_partitions`` over X and
+    whichever of y, qid, sample_weight are given (``present``)."""
+    given = iter(columns)
+    y, qid, w, pos = (next(given) if p else None for p in present)
+    number = 0 if partition_info is None else int(partition_info["number"])
+    return assemble(x, y, qid, w, number, pos, **settings)
+
+
+def _shuffle_log_level(level):
+    """Set the level of the scheduler's shuffle logger; returns the previous one (run on the scheduler)."""
+    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
+    previous = logger.level
+    logger.setLevel(level)
+    return previous
+
+
+@contextlib.contextmanager
+def quiet_shuffle_log(client):
+    """Without distributed's two WARNING lines per shuffle ("initialized by
+    task", "deactivated due to stimulus"): routine events of laying out the
+    rows by query, not problems. The scheduler's logger is restored after."""
+    previous = client.run_on_scheduler(_shuffle_log_level, logging.ERROR)
+    try:
+        yield
+    finally:
+        client.run_on_scheduler(_shuffle_log_level, previous)
+
+
+def lay_out_partition(frame, partition_info=None):
+    """Sort a shuffled partition by query (rows of a query in the caller's
+    order) and number its queries: the query's place goes in ``_PART`` and
+    ``_LOCAL`` (float32, for the DMatrix's label bounds)."""
+    part = 0 if partition_info is None else int(partition_info["number"])
+    if part >= _PLACE_LIMIT:
+        raise ValueError(f"rankkit.dask handles fewer than {_PLACE_LIMIT} partitions; repartition the data.")
+    try:
+        ids, _ = pd.factorize(frame[_QID], sort=True)
+    except TypeError:  # ids of mixed types: any fixed order will do
+        ids, _ = pd.factorize(frame[_QID], sort=False)
+    keys = frame[KEY].to_numpy()
+    order = np.lexsort((frame[_ROW].to_numpy(), frame[_SOURCE].to_numpy(), ids, keys))
+    frame = frame.iloc[order]
+    ids = ids[order]
+    starts = np.ones(len(frame), dtype=bool)
+    starts[1:] = ids[1:] != ids[:-1]
+    local = np.cumsum(starts) - 1
+    if len(local) and local[-1] >= _PLACE_LIMIT:
+        raise ValueError(
+            f"Partition {part} holds {local[-1] + 1} queries; rankkit.dask handles fewer than {_PLACE_LIMIT} "
+            "per partition: use more partitions."
+        )
+    # One new frame, the features one 2-D block: a shuffle hands back one
+    # block per column, which makes every later step slower.
+    features = [c for c in frame.columns if not c.startswith("_rankkit_")]
+    if _POS in frame.columns:  # one impression list per query: a rank at most once
+        check_unique_positions(frame[_POS].to_numpy(), np.concatenate([np.flatnonzero(starts), [len(frame)]]))
+    others = {c: frame[c].to_numpy() for c in (_Y, _W, KEY) if c in frame.columns}
+    others[_PART] = np.full(len(frame), part, dtype=np.float32)
+    others[_LOCAL] = local.astype(np.float32)
+    return pd.concat([pd.DataFrame(frame[features].to_numpy(), columns=features), pd.DataFrame(others)], axis=1)
+
+
+def partition_summary(frame):
+    """What the driver needs of a laid-out partition: the keys of its queries
+    (in order), its largest label and its weight sum."""
+    starts = np.ones(len(frame), dtype=bool)
+    local = frame[_LOCAL].to_numpy()
+    starts[1:] = local[1:] != local[:-1]
+    keys = frame[KEY].to_numpy()[starts]
+    max_label = float(frame[_Y].max()) if len(frame) else -np.inf
+    weight_sum = float(frame[_W].sum()) if _W in frame.columns else None
+    return keys, max_label, weight_sum
+
+
+class LaidOut:
+    """A dask set laid out by query, persisted, with its summary."""
+
+    def __init__(self, frame, n_features, query_keys, max_label, has_weight):
+        self.frame = frame
+        self.features = [f"f{j}" for j in range(n_features)]
+        self.query_keys = query_keys  # list: per partition, the keys of its queries
+        self.max_label = max_label
+        self.has_weight = has_weight
+
+    def dmatrix(self, client, max_bin, ref=None):
+        f = self.frame
+        return dxgb.DaskQuantileDMatrix(
+            client, f[self.features], label=f[_Y], weight=f[_W] if self.has_weight else None,
+            label_lower_bound=f[_PART], label_upper_bound=f[_LOCAL], max_bin=max_bin, ref=ref,
+        )
+
+
+# -- what runs on the workers --------------------------------------------------
+def _local_queries(dmat):
+    """``(labels, group_ptr, places, weights)`` of a worker's DMatrix, from the
+    query places in its label bounds; an error if a query is cut."""
+    y = np.asarray(dmat.get_label(), dtype=np.float64)
+    part = np.asarray(dmat.get_float_info("label_lower_bound"), dtype=np.int64)
+    local = np.asarray(dmat.get_float_info("label_upper_bound"), dtype=np.int64)
+    if part.shape[0] != y.shape[0] or local.shape[0] != y.shape[0]:
+        raise RuntimeError("rankkit.dask: the DMatrix lost its query places (label bounds).")
+    place = part * _PLACE_LIMIT + local
+    starts = np.flatnonzero(np.diff(place)) + 1 if place.size else np.zeros(0, dtype=np.int64)
+    group_ptr = np.concatenate([[0], starts, [place.size]]).astype(np.int64) if place.size else \
+        np.zeros(1, dtype=np.int64)
+    first = place[group_ptr[:-1]]
+    if np.unique(first).size != first.size:
+        raise RuntimeError(
+            "rankkit.dask: a query's rows are not contiguous on a worker (the DMatrix reordered rows); "
+            "list-wise gradients need whole queries."
+        )
+    w = dmat.get_weight()
+    w = None if w is None or len(w) == 0 else np.asarray(w, dtype=np.float64)
+    return y, group_ptr, first, w
+
+
+class LocalReader:
+    """Run on a worker: its part of a laid-out set's DMatrix as
+    :class:`~rankkit._training.QueryData`; for the training rows with the
+    keys of the queries' random draws, found from their places
+    (``query_keys``: per partition, the keys of its queries, in order)."""
+
+    def __init__(self, query_keys):
+        # Keys of all queries, partition after partition; query q of partition p is offsets[p] + q.
+        self.keys = np.concatenate(query_keys).astype(np.uint64)
+        self.offsets = np.concatenate([[0], np.cumsum([k.size for k in query_keys])]).astype(np.int64)
+
+    def __call__(self, dmat, with_keys=True):
+        y, group_ptr, places, w = _local_queries(dmat)
+        keys = self.keys[self.offsets[places // _PLACE_LIMIT] + places % _PLACE_LIMIT] if with_keys else None
+        return QueryData(None, y, group_ptr, w, keys)
+
+
+def dmatrix_factory(client, max_bin, laid, ref=None):
+    """The data factory of the Dask backend: a laid-out set's ``DaskQuantileDMatrix``."""
+    return laid.dmatrix(client, max_bin, ref=ref)
+
+
+def score_partition(frame, backend, features, metric, settings):
+    """``(sum, count)`` of the metric over the queries of a laid-out partition
+    (query-weighted with the rows' weights, as :func:`rankkit._training.mean_metric`)."""
+    if not len(frame):
+        return pd.DataFrame({"sum": [0.0], "count": [0.0]})
+    raw = backend.predict(frame[features].to_numpy())
+    local = frame[_LOCAL].to_numpy()
+    ptr = np.concatenate([[0], np.flatnonzero(np.diff(local)) + 1, [local.size]]).astype(np.int64)
+    weight = frame[_W].to_numpy() if _W in frame.columns else None
+    total, count = metric_sum_count(metric, frame[_Y].to_numpy(), raw, ptr, settings, weight)
+    return pd.DataFrame({"sum": [total], "count": [float(count)]})

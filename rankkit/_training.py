@@ -1,0 +1,478 @@
+"""Training orchestration shared by every ranker: what runs around the backend's loop.
+
+* :class:`QueryData` -- validated training or eval rows, sorted by query;
+* :func:`gradient_function` -- the backend's ``grad_fn(raw, t)``: the
+  objective's gradients, sample weights, query units, Langevin noise;
+* :func:`resolve_diffusion_temperature` and :func:`langevin_scale` -- SGLB's
+  ``beta`` (``"auto"`` resolved from the first gradients) and the noise scale,
+  pure functions: the ranker stores ``diffusion_temperature_`` itself;
+  :class:`GradientPipeline` bundles them with :func:`gradient_function`;
+* :class:`EvalMonitor` -- the backend's ``callback``: eval metrics, progress
+  lines, best iteration, early stopping, the user's callbacks;
+* :func:`eval_metrics` -- the metrics of ``score``, eval sets and early stopping;
+* :func:`mean_metric` / :func:`metric_sum_count` -- per-query metric means and
+  sums (``score``, eval sets, ``rankkit.dask``'s global sums);
+* :class:`PartMonitor` -- the eval monitor on one part of the rows (a Dask
+  worker's): sums all-reduced over the parts, then :meth:`EvalMonitor.record`;
+* :func:`why_constant` -- the diagnosis of a model without any split.
+
+The rankers (:mod:`rankkit._estimators`) and ``rankkit.dask`` both use these,
+so the in-memory and the distributed training are one pipeline.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from numbers import Integral
+from typing import NamedTuple
+
+import numpy as np
+
+from ._metrics._api import evaluate_sorted
+from ._metrics._callable import CALLABLE_METRICS, callable_sum_count, metric_function, metric_name
+from ._metrics._common import parse_metric
+from ._objectives._base import query_hessian_units
+from ._random import mix64
+from ._sglb import add_gaussian_noise, auto_diffusion_temperature, langevin_noise_scale
+#: The metric of ``score``, ``scoring=None`` and early stopping for every ranker
+#: without ``eval_metric``: one metric, so rankers compare on the same footing.
+DEFAULT_METRIC = "ndcg@10"
+
+
+def iteration_seed(seed_base, t):
+    """Seed of iteration ``t``: a pure function of the fit's seed, so the same
+    ``random_state`` gives the same model whatever the thread count."""
+    return int(mix64(np.uint64(seed_base) + np.uint64(t + 1))) >> 1
+
+
+
+class QueryData(NamedTuple):
+    """Validated rows sorted by query."""
+
+    X: object
+    y: np.ndarray
+    group_ptr: np.ndarray
+    weight: np.ndarray | None
+    #: Keys of the queries' random draws (the hashes of their ids' values).
+    query_keys: np.ndarray | None = None
+    #: 1-based ranks the rows were shown at (click data), or None.
+    position: np.ndarray | None = None
+
+
+def check_y(y, n_rows, where):
+    """``y`` as an array of one label per row (object arrays of numbers
+    converted), or a clear error."""
+    y = np.asarray(y)
+    if y.dtype.kind == "O":
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                "Unknown label type: relevance labels must be numbers (grades such as 0-4, "
+                "or probabilities for ERR)."
+            ) from None
+    if y.ndim == 0 or y.shape[0] != n_rows:
+        raise ValueError(
+            f"{where} has {n_rows} rows but {y.size} labels were given: pass one label per row."
+        )
+    return y
+
+
+
+def gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
+    """``grad_fn(raw, t)`` of the backend contract, on the training rows:
+
+    1. the objective's gradients and hessians, seeded per iteration;
+    2. times the sample weights;
+    3. for objectives with Newton leaves and a loss per query, both
+       scaled so that the mean hessian per query is 1 (:func:`~rankkit._objectives._base.query_hessian_units`):
+       ``min_child_weight`` and ``reg_lambda`` then count in queries
+       whatever the objective's scale;
+    4. plus SGLB's Langevin noise ``noise_scale * N(0, 1)`` per document
+       (:func:`~rankkit._sglb.add_gaussian_noise`).
+
+    ``total(sums) -> sums`` turns sums over ``train`` into sums over all
+    the training rows when ``train`` is a part of them (``rankkit.dask``:
+    one worker's queries; it all-reduces over the workers), so that the
+    query units of step 3 are global; None when ``train`` is all of them.
+    """
+    n_queries = train.group_ptr.shape[0] - 1
+    scratch = np.empty((3, train.y.shape[0]), dtype=np.int64) if noise_scale else None
+
+    def grad_fn(raw, t):
+        seed = iteration_seed(seed_base, t)
+        grad, hess = objective._gradient_hessian_sorted(train.y, raw, train.group_ptr, seed, train.query_keys)
+        if train.weight is not None:
+            grad *= train.weight
+            hess *= train.weight
+        if objective.uses_hessian and objective.per_query_loss:
+            hess_sum, queries = float(hess.sum()), n_queries
+            if total is not None:
+                hess_sum, queries = total([hess_sum, queries])
+            query_hessian_units(grad, hess, queries, hess_sum=hess_sum)
+        if noise_scale:
+            add_gaussian_noise(grad, train.y, raw, train.group_ptr, train.query_keys, noise_scale, np.int64(seed),
+                               scratch)
+        return grad, hess
+
+    return grad_fn
+
+
+def resolve_diffusion_temperature(langevin, diffusion_temperature, learning_rate, objective, train, seed_base,
+                                  total=None):
+    """SGLB's ``beta`` for a fit, as a float (None without ``langevin``).
+
+    ``diffusion_temperature="auto"`` is resolved from the first iteration's
+    gradients (every backend starts from scores 0):
+    :func:`~rankkit._sglb.auto_diffusion_temperature` of
+    :func:`gradient_function`'s output without noise. ``total``: as in
+    :func:`gradient_function`, when ``train`` is a part of the training rows.
+    Pure: the caller stores the result (``diffusion_temperature_``).
+    """
+    if not langevin:
+        return None
+    beta = diffusion_temperature
+    if isinstance(beta, str):  # "auto"
+        first = gradient_function(objective, train, seed_base, total=total)
+        beta = auto_diffusion_temperature(first(np.zeros(train.y.shape[0]), 0)[0], learning_rate, total=total)
+    return float(beta)
+
+
+def langevin_scale(learning_rate, beta):
+    """The noise scale ``sqrt(2 / (learning_rate * beta))``; 0 for ``beta=None``
+    (no Langevin noise); an error when it overflows."""
+    if beta is None:
+        return 0.0
+    scale = langevin_noise_scale(learning_rate, beta)
+    if not np.isfinite(scale):
+        raise ValueError(
+            "sqrt(2 / (learning_rate * diffusion_temperature)) overflows; raise learning_rate "
+            "or diffusion_temperature."
+        )
+    return scale
+
+
+class GradientPipeline:
+    """The settings of a fit's gradient pipeline, picklable, so the same
+    pipeline runs in memory and on every Dask worker: :meth:`build` resolves
+    SGLB's ``beta`` (:func:`resolve_diffusion_temperature`) and returns the
+    :func:`gradient_function` with its Langevin noise."""
+
+    def __init__(self, objective, seed_base, *, langevin, diffusion_temperature, learning_rate):
+        self.objective = objective
+        self.seed_base = seed_base
+        self.langevin = langevin
+        self.diffusion_temperature = diffusion_temperature
+        self.learning_rate = learning_rate
+
+    def build(self, train, total=None):
+        """``(grad_fn, beta)`` on ``train`` (``total``: as in :func:`gradient_function`);
+        ``beta`` is None without Langevin noise."""
+        beta = resolve_diffusion_temperature(self.langevin, self.diffusion_temperature, self.learning_rate,
+                                             self.objective, train, self.seed_base, total=total)
+        scale = langevin_scale(self.learning_rate, beta)
+        return gradient_function(self.objective, train, self.seed_base, scale, total=total), beta
+
+
+def mean_metric(metric, y, raw, group_ptr, settings, weight=None):
+    """Mean over queries (excluded queries left out) with worst-order ties.
+
+    With row weights ``weight``, the mean is weighted by query: a query
+    weighs the mean of its rows' weights (LightGBM's query weights), so
+    giving every row of a query the weight ``w`` weighs the query ``w``.
+    """
+    total, count = metric_sum_count(metric, y, raw, group_ptr, settings, weight)
+    return total / count if count > 0 else float("nan")
+
+
+def metric_sum_count(metric, y, raw, group_ptr, settings, weight=None):
+    """``(sum, number)`` of the per-query values of :func:`mean_metric`
+    (with ``weight``: the query-weighted sum and the sum of the query
+    weights): what a part of the queries contributes to the mean over all
+    of them."""
+    functions = settings.get(CALLABLE_METRICS, {})
+    if metric in functions:  # a callable eval_metric: unweighted, its own ties
+        return callable_sum_count(metric, functions[metric], y, raw, group_ptr)
+    settings = {key: value for key, value in settings.items() if key != CALLABLE_METRICS}
+    values = evaluate_sorted(metric, y, raw, group_ptr, ties="worst", **settings)
+    keep = ~np.isnan(values)
+    if weight is None:
+        return float(values[keep].sum()), int(keep.sum())
+    query_weight = np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr) if keep.size else np.zeros(0)
+    # Not np.dot: above 10,000 queries BLAS would run it on its own threads, outside n_jobs.
+    return float((query_weight[keep] * values[keep]).sum()), float(query_weight[keep].sum())
+
+
+def eval_metrics(eval_metric, objective):
+    """``(metrics, settings)`` of ``score``, eval sets and early stopping:
+    the names of ``eval_metric`` (a name, a callable or a list of them), or
+    :data:`DEFAULT_METRIC` for every ranker, with the objective's metric
+    settings (gain, ...); the first is the main one. Callables are named by
+    :func:`~rankkit._metrics._callable.metric_name` and carried in
+    ``settings`` (:data:`~rankkit._metrics._callable.CALLABLE_METRICS`)."""
+    given = eval_metric if eval_metric is not None else DEFAULT_METRIC
+    names = [given] if isinstance(given, str) or callable(given) else list(given)
+    if not names:
+        raise ValueError(
+            "eval_metric is empty: pass a metric name such as 'ndcg@10', a list of them "
+            f"(the first drives early stopping and score), or None for {DEFAULT_METRIC!r}."
+        )
+    metrics, functions = [], {}
+    for metric in names:
+        if callable(metric):
+            canonical = metric_name(metric)
+            functions[canonical] = metric_function(metric)
+        elif isinstance(metric, str):
+            name, k = parse_metric(metric)
+            canonical = name if k is None else f"{name}@{k}"
+        else:
+            raise TypeError(
+                f"eval_metric entries must be metric names such as 'ndcg@10' or callables "
+                f"f(y_true, y_score, qid), got {metric!r}."
+            )
+        if canonical in metrics:
+            raise ValueError(f"eval_metric={eval_metric!r} lists {canonical!r} twice (give "
+                             "callables distinct __name__s).")
+        metrics.append(canonical)
+    settings = objective._eval_metric_settings()
+    if functions:
+        settings[CALLABLE_METRICS] = functions
+    return metrics, settings
+
+
+class EvalMonitor:
+    """The backend's callback ``callback(t, raw_train, raw_evals)``: eval
+    metrics every iteration, progress lines, the best iteration, early
+    stopping and the user's callbacks (:mod:`rankkit.callback`).
+
+    ``sets`` are the eval sets in ``eval_set`` order as ``(name, data)``;
+    ``data`` is None for the training data itself (``"training"``), whose
+    metrics come from the training scores. Early stopping watches the first
+    metric on the last set that is not the training data, with strict
+    improvement, like XGBoost: ties keep the earlier, smaller model. With
+    ``verbose=N`` a line every ``N`` iterations (and at the last one) shows
+    the training metrics, computed on those iterations only, and every set's;
+    :meth:`after_training` prints the final line.
+    """
+
+    TRAINING = "training"
+
+    def __init__(self, ranker, train, sets, metrics, settings, *, early_stopping_rounds, verbose, callbacks):
+        if isinstance(verbose, (bool, np.bool_)):
+            self.period = 1 if verbose else 0
+        elif isinstance(verbose, Integral) and verbose >= 0:
+            self.period = int(verbose)
+        else:
+            raise ValueError(
+                f"verbose must be a bool or a non-negative int (print every N iterations), got {verbose!r}."
+            )
+        watched = [name for name, data in sets if data is not None]
+        self.watch = watched[-1] if watched else None
+        if early_stopping_rounds is not None:
+            if isinstance(early_stopping_rounds, bool) or not isinstance(early_stopping_rounds, Integral) \
+                    or early_stopping_rounds < 1:
+                raise ValueError(
+                    f"early_stopping_rounds must be a positive int or None, got {early_stopping_rounds!r}."
+                )
+            if self.watch is None:
+                raise ValueError(
+                    "early_stopping_rounds needs an eval_set other than the training data: pass "
+                    "eval_set=[(X_val, y_val)] with eval_qid=[qid_val] (or a DataFrame with the query column)."
+                )
+        self.ranker = ranker
+        self.train = train
+        self.sets = sets
+        self.metrics = metrics
+        self.settings = settings
+        self.early_stopping_rounds = early_stopping_rounds
+        self.callbacks = callbacks
+        self.n_estimators = int(ranker.n_estimators)
+        self.history = {name: {m: [] for m in metrics} for name, _ in sets}
+        self.best_score = None
+        self.best_iteration = None
+        self.n_done = None  # iterations seen; None when the monitor was not called
+        self.stopped_by = None
+
+    @property
+    def eval_X(self):
+        """Features of the sets the backend tracks (all but the training data)."""
+        return [data.X for _, data in self.sets if data is not None]
+
+    @property
+    def active(self):
+        """Whether the backend must call the monitor at all."""
+        return bool(self.sets) or self.period > 0 or bool(self.callbacks)
+
+    def _metric(self, metric, data, raw):
+        return mean_metric(metric, data.y, raw, data.group_ptr, self.settings)
+
+    def __call__(self, t, raw_train, raw_evals):
+        raws = iter(raw_evals)
+        values = {}
+        for name, data in self.sets:
+            data, raw = (self.train, raw_train) if data is None else (data, next(raws))
+            values[name] = {metric: self._metric(metric, data, raw) for metric in self.metrics}
+        stop = self.record(t, values)
+        if self.prints(t, stop):
+            training = None
+            if self.TRAINING not in self.history:  # computed for this line only
+                training = {m: self._metric(m, self.train, raw_train) for m in self.metrics}
+            print(self.progress_line(t, training), file=sys.stdout, flush=True)
+        return stop
+
+    def record(self, t, values):
+        """Record the metric values of iteration ``t``, already computed
+        (``values[name][metric]`` for every set and metric), and apply the
+        stopping rule: the best iteration, early stopping, then the callbacks.
+        True to stop. The one home of that rule: :meth:`__call__` and
+        ``rankkit.dask`` (on the workers, and on the driver) use it."""
+        for name, result in self.history.items():
+            for metric, curve in result.items():
+                curve.append(float(values[name][metric]))
+        self.n_done = t + 1
+        stop = False
+        if self.watch is not None:
+            score = self.history[self.watch][self.metrics[0]][-1]
+            if self.best_iteration is None or score > self.best_score:
+                self.best_score, self.best_iteration = score, t
+            if self.early_stopping_rounds is not None and t - self.best_iteration >= self.early_stopping_rounds:
+                stop, self.stopped_by = True, "early stopping"
+        if self.callbacks and self.callbacks.after_iteration(self.ranker, t, self.history):
+            stop = True
+            self.stopped_by = self.stopped_by or "a callback"
+        return stop
+
+    def prints(self, t, stop):
+        """Whether iteration ``t`` has a progress line (``stop``: training stops there)."""
+        return bool(self.period) and (t % self.period == 0 or stop or t == self.n_estimators - 1)
+
+    def progress_line(self, t, training=None):
+        """``[t]\ttraining-ndcg@10:0.81234\tvalidation_0-ndcg@10:0.71234`` (XGBoost's format):
+        ``training`` (``{metric: value}``, when the training data is not an
+        eval set), then the last recorded value of every set and metric."""
+        values = [] if training is None else [(self.TRAINING, m, v) for m, v in training.items()]
+        values += [(name, m, curve[-1]) for name, result in self.history.items() for m, curve in result.items()]
+        return f"[{t}]" + "".join(f"\t{name}-{m}:{v:.5f}" for name, m, v in values)
+
+    def before_training(self, ranker):
+        """The callbacks' ``before_training``."""
+        if self.callbacks:
+            self.callbacks.before_training(ranker)
+
+    def after_training(self, ranker):
+        """The final progress line, then the callbacks' ``after_training``."""
+        if self.period and self.n_done is not None:
+            if self.stopped_by is not None:
+                line = f"stopped at iteration {self.n_done - 1} by {self.stopped_by}"
+            else:
+                line = f"trained {self.n_done} iterations"
+            if self.watch is not None:
+                line += (f", best iteration {self.best_iteration}, best {self.watch}-{self.metrics[0]} "
+                         f"{self.best_score:.5f}")
+            print(line, file=sys.stdout, flush=True)
+        if self.callbacks:
+            self.callbacks.after_training(ranker)
+
+
+class PartMonitor:
+    """The backend's callback on one part of the training rows and eval sets
+    (a Dask worker's queries): every metric's per-query values summed over
+    the part's queries and turned into sums over all the parts by ``total``
+    (an all-reduction), so every part holds the exact means over all the
+    queries; then the in-memory rule (:meth:`EvalMonitor.record`: best
+    iteration, early stopping), the same on every part, so all stop together.
+
+    ``monitor`` is an :class:`EvalMonitor` whose sets' data are placeholders
+    (None for the training data); ``settings`` maps every set's name, and
+    ``EvalMonitor.TRAINING``, to its metric settings. :meth:`start` gives the
+    part's rows (:class:`QueryData` of the training rows and of every eval
+    set but the training data), ``total`` and ``emit(t, line)`` for the
+    progress lines (None on the parts that do not print).
+    """
+
+    def __init__(self, monitor, settings):
+        self.monitor = monitor
+        self.settings = settings
+
+    def start(self, train, evals, total, emit):
+        """This monitor on the part's rows (see the class docstring); returns self."""
+        self.train, self.evals, self.total, self.emit = train, list(evals), total, emit
+        return self
+
+    def _values(self, data, raw, settings):
+        metrics = self.monitor.metrics
+        sums = []
+        for metric in metrics:
+            sums += metric_sum_count(metric, data.y, raw, data.group_ptr, settings) if data.y.size else [0.0, 0]
+        sums = self.total(sums)
+        return {m: sums[2 * j] / sums[2 * j + 1] if sums[2 * j + 1] else float("nan") for j, m in enumerate(metrics)}
+
+    def __call__(self, t, raw_train, raw_evals):
+        monitor = self.monitor
+        values, evals = {}, iter(zip(self.evals, raw_evals))
+        for name, data in monitor.sets:
+            data, raw = (self.train, raw_train) if data is None else next(evals)
+            values[name] = self._values(data, raw, self.settings[name])
+        stop = monitor.record(t, values)
+        if monitor.prints(t, stop):
+            training = None
+            if monitor.TRAINING not in monitor.history:  # on every part: all-reduced
+                training = self._values(self.train, raw_train, self.settings[monitor.TRAINING])
+            if self.emit is not None:
+                self.emit(t, monitor.progress_line(t, training))
+        return stop
+
+
+def has_varying_feature(X):
+    """Whether some feature takes two values on the rows (missing counts as a value)."""
+    if hasattr(X, "toarray"):
+        X = X.toarray()  # only reached to explain a constant model
+    X = np.asarray(X, dtype=np.float64)
+    missing = np.isnan(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
+        varies = np.nanmax(X, axis=0, initial=-np.inf) > np.nanmin(X, axis=0, initial=np.inf)
+    return bool(np.any(varies) or np.any(missing.any(axis=0) & ~missing.all(axis=0)))
+
+
+def why_constant(train, grad_fn, objective, min_child_weight, backend_params):
+    """The cause of a model without any split, found from the data and the
+    first iteration's gradients (what the backend saw)."""
+    ptr = train.group_ptr
+    sizes = np.diff(ptr)
+    if ptr.shape[0] > 1:
+        lo = np.minimum.reduceat(train.y, ptr[:-1]) if train.y.size else np.zeros(0)
+        hi = np.maximum.reduceat(train.y, ptr[:-1]) if train.y.size else np.zeros(0)
+        varied = int(np.sum((sizes >= 2) & (hi > lo)))
+    else:
+        varied = 0
+    if varied == 0:
+        return (
+            f"No query has two documents with different labels ({int(np.sum(sizes < 2))} of "
+            f"{sizes.shape[0]} queries have a single document, the others equal labels), so "
+            "there is nothing to rank: check the labels and the query ids."
+        )
+    grad, hess = grad_fn(np.zeros(train.y.shape[0]), 0)
+    if not np.any(grad):
+        return (
+            f"{varied} queries have documents with different labels, but every gradient of "
+            "the objective is zero: the metric sees no relevant document to move (check "
+            "relevance_threshold, k and the metric against the labels)."
+        )
+    if not has_varying_feature(train.X):
+        return "Every feature is constant on the training rows: no split can separate documents."
+    total = float(hess.sum())
+    per_query = objective.uses_hessian and objective.per_query_loss
+    units = "queries: one unit is the mean curvature of a query" if per_query else "documents"
+    if total < 2.0 * min_child_weight:
+        return (
+            f"The training rows' hessians sum to {total:.3g} (in {units}), less than twice "
+            f"min_child_weight={min_child_weight}, so every split leaves a child below it: "
+            "lower min_child_weight."
+        )
+    return (
+        f"Every split left a child whose hessian sum is below min_child_weight={min_child_weight} "
+        f"(the training rows sum to {total:.3g}, in {units}) or gained nothing under "
+        f"backend_params={backend_params}: with this little data, lower min_child_weight."
+    )
