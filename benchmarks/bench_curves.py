@@ -23,7 +23,8 @@ Learners: the rankkit rankers with their defaults (only the target metric set),
 CatBoost's counterparts, LightGBM's ``lambdarank`` and ``rank_xendcg``,
 XGBoost's ``rank:ndcg``. ``--variant 'name:param=value,...'`` adds rankkit
 rankers with other settings; a value ``leaf*A`` is ``A * n_queries / 2**depth``
-(a share of the mean leaf's query count, in the rankers' query units), to try
+(a share of the mean leaf's query count, in the rankers' query units) and
+``docs*A`` is ``A * n_queries / n_documents`` (``A`` documents' worth), to try
 size-relative rules.
 
 Every fit is cached in ``benchmarks/results/curves_cache`` (keyed by the
@@ -154,9 +155,13 @@ COUNTERPART = {
 }
 
 
-def _resolve(value, n_queries, depth):
+def _resolve(value, n_queries, n_docs, depth):
+    """A variant's setting: ``leaf*A`` is ``A`` mean leaves' worth of queries,
+    ``docs*A`` is ``A`` documents' worth, both in the rankers' query units."""
     if isinstance(value, str) and value.startswith("leaf*"):
         return float(value[5:]) * n_queries / 2 ** depth
+    if isinstance(value, str) and value.startswith("docs*"):
+        return float(value[5:]) * n_queries / n_docs
     return value
 
 
@@ -165,7 +170,7 @@ def fit_rankkit(spec, train, cfg, seed):
 
     cls, params = spec
     n_q = len(np.unique(train[2]))
-    params = {k: _resolve(v, n_q, cfg.depth) for k, v in params.items()}
+    params = {k: _resolve(v, n_q, len(train[2]), cfg.depth) for k, v in params.items()}
     model = getattr(rankkit, cls)(n_estimators=cfg.n_estimators, learning_rate=cfg.lr, max_depth=cfg.depth,
                                   n_jobs=cfg.n_jobs, random_state=seed, **params)
     model.fit(train[0], train[1], qid=train[2])
