@@ -24,8 +24,10 @@ CatBoost's counterparts, LightGBM's ``lambdarank`` and ``rank_xendcg``,
 XGBoost's ``rank:ndcg``. ``--variant 'name:param=value,...'`` adds rankkit
 rankers with other settings; a value ``leaf*A`` is ``A * n_queries / 2**depth``
 (a share of the mean leaf's query count, in the rankers' query units) and
-``docs*A`` is ``A * n_queries / n_documents`` (``A`` documents' worth), to try
-size-relative rules.
+``docs*A`` is ``A * n_queries / n_documents`` (``A`` documents' worth) and
+``sqrtdocs*A`` is ``A * sqrt(n_queries / n_documents)`` and ``capdocs*A*C``
+is ``A * min(1, C * n_queries / n_documents)`` (``A`` queries' worth, at most
+``A * C`` documents'), to try size-relative rules.
 
 Every fit is cached in ``benchmarks/results/curves_cache`` (keyed by the
 rankkit source or the engine's version), so a re-run only trains what changed.
@@ -162,6 +164,11 @@ def _resolve(value, n_queries, n_docs, depth):
         return float(value[5:]) * n_queries / 2 ** depth
     if isinstance(value, str) and value.startswith("docs*"):
         return float(value[5:]) * n_queries / n_docs
+    if isinstance(value, str) and value.startswith("sqrtdocs*"):
+        return float(value[9:]) * (n_queries / n_docs) ** 0.5
+    if isinstance(value, str) and value.startswith("capdocs*"):
+        a, c = (float(v) for v in value[8:].split("*"))
+        return a * min(1.0, c * n_queries / n_docs)
     return value
 
 

@@ -191,25 +191,26 @@ def lay_out_partition(frame, partition_info=None):
 
 def partition_summary(frame):
     """What the driver needs of a laid-out partition: the keys of its queries
-    (in order), its largest label and its weight sum."""
+    (in order), its largest label, its weight sum and its number of rows."""
     starts = np.ones(len(frame), dtype=bool)
     local = frame[_LOCAL].to_numpy()
     starts[1:] = local[1:] != local[:-1]
     keys = frame[KEY].to_numpy()[starts]
     max_label = float(frame[_Y].max()) if len(frame) else -np.inf
     weight_sum = float(frame[_W].sum()) if _W in frame.columns else None
-    return keys, max_label, weight_sum
+    return keys, max_label, weight_sum, len(frame)
 
 
 class LaidOut:
     """A dask set laid out by query, persisted, with its summary."""
 
-    def __init__(self, frame, n_features, query_keys, max_label, has_weight):
+    def __init__(self, frame, n_features, query_keys, max_label, has_weight, n_rows):
         self.frame = frame
         self.features = [f"f{j}" for j in range(n_features)]
         self.query_keys = query_keys  # list: per partition, the keys of its queries
         self.max_label = max_label
         self.has_weight = has_weight
+        self.n_rows = n_rows
 
     def dmatrix(self, client, max_bin, ref=None):
         f = self.frame

@@ -74,6 +74,7 @@ from ._training import (
     GradientPipeline,
     QueryData,
     check_y,
+    curvature_unit,
     eval_metrics,
     mean_metric,
     why_constant,
@@ -225,14 +226,19 @@ class BaseRanker(BaseEstimator):
         (:func:`rankkit._backends.resolve_backend`)."""
         return resolve_backend(self.backend, bool(self.categories_))
 
-    def _backend_settings(self, seed_base):
-        """The backend's settings: the ranker's, with the fit's seed."""
+    def _backend_settings(self, seed_base, unit=1.0):
+        """The backend's settings: the ranker's, with the fit's seed, and
+        ``reg_lambda`` and ``min_child_weight`` times ``unit``
+        (:func:`rankkit._training.curvature_unit`)."""
         settings = {name: getattr(self, name) for name in BACKEND_SETTINGS}
         settings["random_state"] = seed_base % (2**31)
+        if unit != 1.0:
+            settings["reg_lambda"] = self.reg_lambda * unit
+            settings["min_child_weight"] = self.min_child_weight * unit
         return settings
 
-    def _make_backend(self, seed_base, engine):
-        return get_backend(engine)(**self._backend_settings(seed_base))
+    def _make_backend(self, seed_base, engine, unit=1.0):
+        return get_backend(engine)(**self._backend_settings(seed_base, unit))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
@@ -300,7 +306,8 @@ class BaseRanker(BaseEstimator):
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
         seed_base = seed_from(self.random_state)
         grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(train)
-        backend = self._make_backend(seed_base, self._engine_name())
+        unit = curvature_unit(objective, train.group_ptr.shape[0] - 1, train.y.shape[0])
+        backend = self._make_backend(seed_base, self._engine_name(), unit)
         grad_fn = debias(grad_fn)
         monitor.before_training(self)
         backend.fit(

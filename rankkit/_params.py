@@ -41,11 +41,13 @@ BOOSTING_PARAMS = {
         "Shrinkage ``eta`` of every tree (and of the SGLB noise scale).", True),
     "max_depth": Param(6, [Interval(Integral, 1, None, closed="left")], "int", "Depth of every tree.", True),
     "min_child_weight": Param(
-        1.0, [Interval(Real, 0, None, closed="left")], "float", "Minimum sum of hessians in a leaf.", True),
+        1.0, [Interval(Real, 0, None, closed="left")], "float",
+        "Minimum sum of hessians in a leaf, in the units of ``reg_lambda``.", True),
     "reg_lambda": Param(
         3.0, [Interval(Real, 0, None, closed="left")], "float",
-        "L2 regularisation of leaf values, in query units for the per-query losses (CatBoost's "
-        "``l2_leaf_reg=3``; user guide section 9).", True),
+        "L2 regularisation of leaf values (CatBoost's ``l2_leaf_reg=3``). For the per-query losses with "
+        "Newton leaves it counts in units of curvature: the mean curvature of a query, or of 20 documents "
+        "when the queries are longer (user guide section 9); for the others, in documents.", True),
     "subsample": Param(
         1.0, [Interval(Real, 0, 1, closed="right")], "float", "Share of rows sampled for each tree.", True),
     "colsample_bytree": Param(

@@ -3,6 +3,8 @@
 * :class:`QueryData` -- validated training or eval rows, sorted by query;
 * :func:`gradient_function` -- the backend's ``grad_fn(raw, t)``: the
   objective's gradients, sample weights, query units, Langevin noise;
+* :func:`curvature_unit` -- what ``reg_lambda`` and ``min_child_weight``
+  count in, on the booster's scale;
 * :func:`resolve_diffusion_temperature` and :func:`langevin_scale` -- SGLB's
   ``beta`` (``"auto"`` resolved from the first gradients) and the noise scale,
   pure functions: the ranker stores ``diffusion_temperature_`` itself;
@@ -38,6 +40,30 @@ from ._sglb import add_gaussian_noise, auto_diffusion_temperature, langevin_nois
 #: The metric of ``score``, ``scoring=None`` and early stopping for every ranker
 #: without ``eval_metric``: one metric, so rankers compare on the same footing.
 DEFAULT_METRIC = "ndcg@10"
+
+#: Documents that count as one unit of curvature when queries are longer
+#: (:func:`curvature_unit`).
+UNIT_DOCUMENTS = 20
+
+
+def curvature_unit(objective, n_queries, n_rows):
+    """The unit of ``reg_lambda`` and ``min_child_weight`` on the scale of the
+    hessians the booster sees: they are multiplied by it.
+
+    For the per-query losses with Newton leaves the hessians come in query
+    units (mean 1 per query, :func:`gradient_function`), and one unit of
+    curvature is the mean curvature of a query, or of ``UNIT_DOCUMENTS``
+    documents when the queries are longer than that on average:
+    ``min(1, UNIT_DOCUMENTS * n_queries / n_rows)``. A short list is one
+    ranking, one piece of evidence; a list of 400 documents holds many
+    top-10 decisions, and counted as one query it would be regularised as if
+    it carried the evidence of 20 documents (``docs/user_guide.md``, section
+    9, learning curves of ``benchmarks/bench_curves.py``). The other
+    objectives' hessians count in documents already: 1.
+    """
+    if not (objective.uses_hessian and objective.per_query_loss) or n_rows == 0:
+        return 1.0
+    return min(1.0, UNIT_DOCUMENTS * n_queries / n_rows)
 
 
 def iteration_seed(seed_base, t):
@@ -88,6 +114,7 @@ def gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
     3. for objectives with Newton leaves and a loss per query, both
        scaled so that the mean hessian per query is 1 (:func:`~rankkit._objectives._base.query_hessian_units`):
        ``min_child_weight`` and ``reg_lambda`` then count in queries
+       (of at most ``UNIT_DOCUMENTS`` documents, :func:`curvature_unit`)
        whatever the objective's scale;
     4. plus SGLB's Langevin noise ``noise_scale * N(0, 1)`` per document
        (:func:`~rankkit._sglb.add_gaussian_noise`).
@@ -438,7 +465,8 @@ def has_varying_feature(X):
 
 def why_constant(train, grad_fn, objective, min_child_weight, backend_params):
     """The cause of a model without any split, found from the data and the
-    first iteration's gradients (what the backend saw)."""
+    first iteration's gradients (what the backend saw); ``min_child_weight``
+    is the ranker's, in units of :func:`curvature_unit`."""
     ptr = train.group_ptr
     sizes = np.diff(ptr)
     if ptr.shape[0] > 1:
@@ -462,9 +490,11 @@ def why_constant(train, grad_fn, objective, min_child_weight, backend_params):
         )
     if not has_varying_feature(train.X):
         return "Every feature is constant on the training rows: no split can separate documents."
-    total = float(hess.sum())
+    unit = curvature_unit(objective, ptr.shape[0] - 1, train.y.shape[0])
+    total = float(hess.sum()) / unit
     per_query = objective.uses_hessian and objective.per_query_loss
-    units = "queries: one unit is the mean curvature of a query" if per_query else "documents"
+    units = (f"queries of at most {UNIT_DOCUMENTS} documents: one unit is the mean curvature of such a query"
+             if per_query else "documents")
     if total < 2.0 * min_child_weight:
         return (
             f"The training rows' hessians sum to {total:.3g} (in {units}), less than twice "

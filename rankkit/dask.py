@@ -116,7 +116,7 @@ from ._groups import missing_qid_error
 from ._params import store_arguments
 from ._random import seed_from
 from ._sglb import shrink_schedule
-from ._training import EvalMonitor, PartMonitor
+from ._training import EvalMonitor, PartMonitor, curvature_unit
 from .callback import CallbackList
 
 __all__ = [
@@ -279,7 +279,8 @@ class _DaskRanker:
             raise ValueError(f"{where} has no rows.")
         if sample_weight is not None and not sum(s[2] for s in summaries) > 0:
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
-        return LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None), X
+        return LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None,
+                       sum(s[3] for s in summaries)), X
 
     def _split_position(self, X, position, where):
         """``(features, position)``: ``position=`` or the ``position_col``
@@ -418,7 +419,8 @@ class _DaskRanker:
         backend = XGBoostDaskBackend(
             client=client, data_factory=functools.partial(dmatrix_factory, client, int(self.max_bin)),
             local_reader=LocalReader(train.query_keys), report=_history, progress=bool(monitor.period),
-            **self._backend_settings(seed_base),
+            **self._backend_settings(seed_base, curvature_unit(objective, sum(k.size for k in train.query_keys),
+                                                                train.n_rows)),
         )
         backend.fit(train, self._gradient_pipeline(objective, seed_base).build,
                     eval_X=[data for _, data in sets if data is not None],

@@ -430,3 +430,40 @@ def test_noise_resolver_is_pure(data):
     with pytest.raises(ValueError, match="overflows"):
         training.langevin_scale(1e-160, 1e-160)
     assert ranker.fit(X, y, qid=qid).diffusion_temperature_ > 0
+
+
+# -- units of reg_lambda and min_child_weight ------------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_long_queries_count_as_several_units_of_curvature(backend):
+    """On queries longer than ``UNIT_DOCUMENTS`` documents on average,
+    ``reg_lambda`` and ``min_child_weight`` reach the engine times
+    ``UNIT_DOCUMENTS * n_queries / n_rows`` for the per-query Newton losses,
+    unchanged for the losses whose hessians count documents; on short
+    queries they are the ranker's own numbers."""
+    long_X, long_y, long_q = make_ranking(30, n_features=5, min_docs=80, max_docs=120, random_state=1)
+    short_X, short_y, short_q = make_ranking(30, n_features=5, min_docs=2, max_docs=20, random_state=1)
+    unit = training.UNIT_DOCUMENTS * 30 / long_y.size
+    assert unit < 0.3
+    kw = dict(n_estimators=2, max_depth=2, n_jobs=1, random_state=0, backend=backend)
+    for cls, scaled in ((LambdaMARTRanker, True), (QueryRMSERanker, False)):
+        model = cls(**kw, reg_lambda=2.0, min_child_weight=0.5).fit(long_X, long_y, qid=long_q)
+        factor = unit if scaled else 1.0
+        assert model.backend_.reg_lambda == pytest.approx(2.0 * factor, rel=1e-15)
+        assert model.backend_.min_child_weight == pytest.approx(0.5 * factor, rel=1e-15)
+        assert model.get_params()["reg_lambda"] == 2.0  # the ranker's parameter is untouched
+        short = cls(**kw, reg_lambda=2.0, min_child_weight=0.5).fit(short_X, short_y, qid=short_q)
+        assert (short.backend_.reg_lambda, short.backend_.min_child_weight) == (2.0, 0.5)
+
+
+def test_curvature_unit():
+    """One query of curvature, or ``UNIT_DOCUMENTS`` documents when queries
+    are longer on average; documents for the losses that count them."""
+    from rankkit.objectives import XENDCG, LambdaMART, QueryRMSE, StochasticRank, YetiRank
+
+    n = training.UNIT_DOCUMENTS
+    for objective in (LambdaMART(), YetiRank(), XENDCG()):
+        assert training.curvature_unit(objective, 10, 10 * n) == 1.0
+        assert training.curvature_unit(objective, 10, 5 * n) == 1.0
+        assert training.curvature_unit(objective, 10, 40 * n) == 0.25
+    for objective in (QueryRMSE(), StochasticRank()):
+        assert training.curvature_unit(objective, 10, 40 * n) == 1.0
