@@ -51,7 +51,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, SHARED_DATA, group_sizes, load_svmlight, machine_line, markdown_table, save_result  # noqa: E402
-from bench_quality import _NEEDS, _engine_version, _rankkit_source_hash  # noqa: E402
+from bench_quality import (  # noqa: E402
+    _NEEDS, CATBOOST, LIGHTGBM, RANKKIT, XGBOOST, _engine_version, _rankkit_source_hash,
+)
 
 CACHE = RESULTS / "curves_cache"
 
@@ -134,23 +136,7 @@ def draws(dataset, scale, sizes, seed):
 
 
 # =========================================================================== learners
-RANKKIT = {
-    "rankkit StochasticRank": ("StochasticRankRanker", dict(metric="ndcg", k=10)),
-    "rankkit YetiRank": ("YetiRanker", dict(metric="classic")),
-    "rankkit YetiLoss": ("YetiRanker", dict(metric="ndcg", k=10)),
-    "rankkit LambdaMART": ("LambdaMARTRanker", dict(metric="ndcg", k=10)),
-    "rankkit QueryRMSE": ("QueryRMSERanker", dict()),
-    "rankkit XE-NDCG": ("XENDCGRanker", dict()),
-}
-CATBOOST = {
-    "CatBoost StochasticRank": "StochasticRank:metric=NDCG;top=10",
-    "CatBoost YetiRank": "YetiRank",
-    "CatBoost YetiLoss": "YetiRank:mode=NDCG;top=10",
-    "CatBoost LambdaMart": "LambdaMart:metric=NDCG;top=10",
-    "CatBoost QueryRMSE": "QueryRMSE",
-}
-LIGHTGBM = {"LightGBM lambdarank": "lambdarank", "LightGBM rank_xendcg": "rank_xendcg"}
-XGBOOST = {"XGBoost rank:ndcg": "rank:ndcg"}
+#: The counterpart of each rankkit objective (by the objective part of its label).
 COUNTERPART = {
     "StochasticRank": "CatBoost StochasticRank", "YetiRank": "CatBoost YetiRank", "YetiLoss": "CatBoost YetiLoss",
     "LambdaMART": "CatBoost LambdaMart", "QueryRMSE": "CatBoost QueryRMSE", "XE-NDCG": "LightGBM rank_xendcg",

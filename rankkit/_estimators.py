@@ -222,23 +222,16 @@ class BaseRanker(BaseEstimator):
         return eval_metrics(self.eval_metric, objective)
 
     def _engine_name(self):
-        """The backend ``backend`` stands for on the data just prepared
-        (:func:`rankkit._backends.resolve_backend`)."""
+        """The engine ``backend`` stands for on this data (:func:`rankkit._backends.resolve_backend`)."""
         return resolve_backend(self.backend, bool(self.categories_))
 
     def _backend_settings(self, seed_base, unit=1.0):
-        """The backend's settings: the ranker's, with the fit's seed, and
-        ``reg_lambda`` and ``min_child_weight`` times ``unit``
-        (:func:`rankkit._training.curvature_unit`)."""
+        """The backend's settings: the ranker's, with the fit's seed, ``reg_lambda`` and
+        ``min_child_weight`` times ``unit`` (:func:`rankkit._training.curvature_unit`)."""
         settings = {name: getattr(self, name) for name in BACKEND_SETTINGS}
-        settings["random_state"] = seed_base % (2**31)
-        if unit != 1.0:
-            settings["reg_lambda"] = self.reg_lambda * unit
-            settings["min_child_weight"] = self.min_child_weight * unit
+        settings.update(random_state=seed_base % (2**31), reg_lambda=self.reg_lambda * unit,
+                        min_child_weight=self.min_child_weight * unit)
         return settings
-
-    def _make_backend(self, seed_base, engine, unit=1.0):
-        return get_backend(engine)(**self._backend_settings(seed_base, unit))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
@@ -307,7 +300,7 @@ class BaseRanker(BaseEstimator):
         seed_base = seed_from(self.random_state)
         grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(train)
         unit = curvature_unit(objective, train.group_ptr.shape[0] - 1, train.y.shape[0])
-        backend = self._make_backend(seed_base, self._engine_name(), unit)
+        backend = get_backend(self._engine_name())(**self._backend_settings(seed_base, unit))
         grad_fn = debias(grad_fn)
         monitor.before_training(self)
         backend.fit(
