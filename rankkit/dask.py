@@ -62,6 +62,17 @@ How training works, and why:
    (:class:`rankkit._sglb.ShrunkScores`); the driver folds the shrink factors
    into the leaves once, as in memory, so the saved model predicts what
    training used.
+7. **Click data, positions with their rows.** With ``position_bias="known"``
+   each input partition debiases its own rows' clicks before the shuffle.
+   With ``"estimate"`` the clicks stay the labels and each row's position
+   rides beside its query's place in the label-bound field
+   (:func:`rankkit._dask_layout.lay_out_partition`); every worker runs the
+   estimator (:class:`rankkit._clicks.RegressionEM`,
+   :class:`rankkit._clicks.PairwiseEstimator`) on its queries with the
+   ``total`` hook of step 4, so its per-position sums, the scores' mean and
+   variance and the logistic fit are all-reduced every iteration: every
+   worker holds the propensities of all the rows, and the driver gets them
+   back with the metric history (``position_bias_``).
 
 Only XGBoost trains here (``backend="xgboost"``, or the default ``"auto"``, which
 means it here: the Dask rankers grow depth-wise trees, not the in-memory
@@ -250,7 +261,7 @@ class _DaskRanker:
             check_aligned(X, values, name, where)
         dtypes = X.dtypes if isinstance(X, dd.DataFrame) else [X.dtype]
         dtype = np.float32 if all(np.dtype(d) == np.float32 for d in dtypes) else np.float64
-        modulus = getattr(self, "_position_modulus", None)  # set by fit while estimating (_lay_out_positions)
+        modulus = getattr(self, "_position_modulus", None)  # set by fit while estimating
         clicks = None if position is None else dask_click_settings(self, objective, fitting=modulus is not None)
         settings = dict(n_features=n_features, dtype=dtype, objective=objective, where=where, qid_name=qid_name,
                         clicks=clicks)
