@@ -439,3 +439,85 @@ def test_bad_eval_positions_are_clear_errors():
     with pytest.raises(ValueError, match=r"eval_position\[0\]= was given but position_bias=None"):
         LambdaMARTRanker(n_estimators=2).fit(train.drop(columns="position"), y_train,
                                              eval_set=[(X_valid, y_valid)], eval_position=[p_valid])
+
+
+# -- estimators on parts of the rows (rankkit.dask's workers) -----------------
+class _Allreduce:
+    """An in-process all-reduction over ``n`` threads (each a part of the
+    rows), as XGBoost's collective does over Dask workers."""
+
+    def __init__(self, n):
+        import threading
+
+        self.barrier = threading.Barrier(n, timeout=60)
+        self.slots = [None] * n
+        self.result = None
+
+    def total(self, part):
+        def total(values):
+            self.slots[part] = np.asarray(values, dtype=np.float64)
+            if self.barrier.wait() == 0:
+                self.result = np.sum(self.slots, axis=0)
+            self.barrier.wait()
+            out = self.result.copy()
+            self.barrier.wait()
+            return list(out)
+
+        return total
+
+
+@pytest.mark.parametrize("estimator", ["em", "pairwise"])
+def test_estimators_on_parts_equal_the_whole(estimator, monkeypatch):
+    """Each part (whole queries; one part empty) estimates with its sums
+    all-reduced: every part holds the propensities of all the rows, equal to
+    the estimate on all of them up to float summation order."""
+    import threading
+
+    from rankkit import _click_kernels
+    from rankkit._clicks import PairwiseEstimator
+
+    # One parallel kernel launch at a time: numba's workqueue layer refuses concurrent ones.
+    lock, kernel = threading.Lock(), _click_kernels.pair_click_losses
+
+    def serialised(*args):
+        with lock:
+            return kernel(*args)
+
+    monkeypatch.setattr(_click_kernels, "pair_click_losses", serialised)
+
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=800)
+    order = np.argsort(sid, kind="stable")
+    clicks, sid, position = clicks[order], sid[order], position[order].astype(np.int64)
+    ptr = np.concatenate([[0], np.flatnonzero(np.diff(sid)) + 1, [sid.size]])
+    rng = np.random.default_rng(0)
+    scores = [rng.normal(size=sid.size) for _ in range(4)]
+    n_positions = int(position.max())
+
+    def make(lo, hi, total):
+        local_ptr = ptr[(ptr >= lo) & (ptr <= hi)] - lo
+        c, p = clicks[lo:hi], position[lo:hi]
+        if estimator == "em":
+            return RegressionEM(c, p, group_ptr=local_ptr, n_positions=n_positions, total=total)
+        return PairwiseEstimator(c, p, local_ptr, 1.0, n_positions=n_positions, total=total)
+
+    whole = make(0, sid.size, None)
+    expected = [whole.update(raw)[0] for raw in scores]
+    cut = int(ptr[ptr.size // 3])
+    bounds = [(0, cut), (cut, sid.size), (sid.size, sid.size)]  # the last part holds no rows
+    reduce = _Allreduce(len(bounds))
+    results = [None] * len(bounds)
+
+    def run(i):
+        lo, hi = bounds[i]
+        part = make(lo, hi, reduce.total(i))
+        results[i] = [part.update(raw[lo:hi])[0] for raw in scores]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(bounds))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for result in results:
+        for got, want in zip(result, expected):
+            np.testing.assert_allclose(got, want, rtol=1e-11, atol=0)
+    assert not np.allclose(expected[-1], 1.0)
