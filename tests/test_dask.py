@@ -538,6 +538,9 @@ def test_estimate_on_dask_with_an_empty_worker(client):
                                                           dd.from_pandas(pd.Series(clicks), npartitions=1))
     np.testing.assert_allclose(model.position_bias_, local.position_bias_, rtol=1e-12, atol=0)
     np.testing.assert_allclose(model.to_local().predict(frame), local.predict(frame), rtol=0, atol=1e-6)
+    # predict drops the position column, as in memory
+    scores = model.predict(dd.from_pandas(frame, npartitions=2)).compute()
+    np.testing.assert_array_equal(scores.to_numpy(), model.to_local().predict(frame))
 
 
 def test_dask_eval_position_with_known_propensities(client):
