@@ -63,17 +63,23 @@ def model_rank_discounts(raw, group_ptr):
     return 1.0 / np.log2(2.0 + rank)
 
 
-def pairwise_propensities(clicks, raw, position, group_ptr, t_plus, t_minus, norm, work):
+def pairwise_propensities(clicks, raw, position, group_ptr, t_plus, t_minus, norm, work, total=None):
     """One update of ``(t+, t-)``: ``t[k] = (L[k] / L[1]) ** (1 / (1 + norm))``,
     ``L`` the per-position sums of :func:`pair_click_losses` (XGBoost's
     ``lambdarank_bias_norm`` is ``norm``). A position whose sum is 0 (no
-    pair) keeps its previous value. ``work`` is (2, n) float64 scratch."""
+    pair) keeps its previous value. ``work`` is (2, n) float64 scratch.
+    ``total([L+, L-]) -> [L+, L-]`` sums the per-position sums over all the
+    parts of the rows when these rows are a part (``rankkit.dask``); pairs
+    never cross queries, and a query lives in one part."""
     discount = model_rank_discounts(raw, group_ptr)
     pair_click_losses(clicks, raw, position, group_ptr, t_plus, t_minus, work[0], work[1], discount)
     n_positions = t_plus.shape[0]
+    sums = [np.bincount(position - 1, weights=work[0], minlength=n_positions),
+            np.bincount(position - 1, weights=work[1], minlength=n_positions)]
+    if total is not None:
+        sums = total(sums)
     out = []
-    for sums, previous in ((work[0], t_plus), (work[1], t_minus)):
-        per_position = np.bincount(position - 1, weights=sums, minlength=n_positions)
+    for per_position, previous in zip(sums, (t_plus, t_minus)):
         if per_position[0] <= 0.0:
             out.append(previous.copy())
             continue

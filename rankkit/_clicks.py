@@ -39,6 +39,7 @@ LambdaMART loss on the clicks whatever the objective.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -162,6 +163,35 @@ def _sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
+def all_sums(total, values):
+    """``values`` (floats and 1-D arrays) summed over all the parts of the
+    training rows: ``total`` all-reduces one flat list of sums over the
+    parts (``rankkit.dask``'s workers); None when the rows are all of them,
+    and then ``values`` come back untouched (bit for bit)."""
+    if total is None:
+        return values
+    flat = np.concatenate([np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in values]) if values else \
+        np.zeros(0)
+    summed = np.asarray(total(flat), dtype=np.float64)
+    out, start = [], 0
+    for v in values:
+        size = int(np.size(v))
+        chunk = summed[start:start + size]
+        start += size
+        out.append(chunk if np.ndim(v) else float(chunk[0]))
+    return out
+
+
+def check_em_clicks(clicks):
+    """Regression EM's labels: 0/1 clicks or click-through rates."""
+    if clicks.size and clicks.max() > 1:
+        raise ValueError(
+            'propensity_estimator="em" needs 0/1 clicks (one row per impression) or click-through rates '
+            "in [0, 1] with the impressions as sample_weight; got click counts above 1. Pass "
+            "y=clicks/impressions, sample_weight=impressions, or use propensity_estimator=\"pairwise\"."
+        )
+
+
 class RegressionEM:
     """Propensities by regression EM on the ranker's own scores (Wang et al. 2018).
 
@@ -178,25 +208,33 @@ class RegressionEM:
     A row is one impression with a 0/1 click, or a click-through rate in
     [0, 1] over ``weight`` impressions (the sample weights). Propensities are
     reported relative to position 1.
+
+    On a part of the training rows (a Dask worker's queries), ``total``
+    all-reduces the part's sums (:func:`all_sums`): the per-position sums,
+    the scores' mean and variance and the logistic fit's gradient and
+    hessian are then those of all the rows, so every part holds the same
+    propensities; the per-query offsets stay with their queries.
+    ``n_positions``: the deepest position over all the rows (default: this
+    part's).
     """
 
-    def __init__(self, clicks, position, weight=None, *, group_ptr=None, n_steps=3):
-        if clicks.size and clicks.max() > 1:
-            raise ValueError(
-                'propensity_estimator="em" needs 0/1 clicks (one row per impression) or click-through rates '
-                "in [0, 1] with the impressions as sample_weight; got click counts above 1. Pass "
-                "y=clicks/impressions, sample_weight=impressions, or use propensity_estimator=\"pairwise\"."
-            )
+    def __init__(self, clicks, position, weight=None, *, group_ptr=None, n_steps=3, n_positions=None, total=None):
+        check_em_clicks(clicks)
         self.clicks = clicks
         self.index = position - 1
         self.weight = np.ones_like(clicks) if weight is None else weight
-        self.n_positions = int(position.max())
-        self.count = np.bincount(self.index, weights=self.weight, minlength=self.n_positions)
+        self.total = total
+        self.n_positions = int(position.max()) if n_positions is None else int(n_positions)
+        count = np.bincount(self.index, weights=self.weight, minlength=self.n_positions)
+        clicked = np.bincount(self.index, weights=clicks * self.weight, minlength=self.n_positions)
+        weighted = np.multiply(clicks, self.weight)
+        count, clicked, click_sum, weight_sum = all_sums(total, [count, clicked, weighted.sum(), self.weight.sum()])
+        self.count = count
         self.count[self.count == 0] = 1.0  # positions never shown keep theta = their start
-        ctr = np.bincount(self.index, weights=clicks * self.weight, minlength=self.n_positions) / self.count
+        ctr = clicked / self.count
         # Start from the click-through rate per position (the naive estimate).
         self.theta = np.clip(ctr / max(ctr.max(), 1e-12), 1e-3, 1.0) * 0.9 + 0.05
-        mean = float(np.average(clicks, weights=self.weight))
+        mean = float(click_sum / weight_sum)  # np.average(clicks, weights=weight)
         self.a, self.b = 0.0, float(np.log(max(mean, 1e-6) / max(1 - mean, 1e-6)))
         self.n_steps = n_steps
         # Per-query offsets of the relevance model: queries differ in how many
@@ -205,10 +243,18 @@ class RegressionEM:
         self.query = None if group_ptr is None else np.repeat(np.arange(group_ptr.shape[0] - 1), np.diff(group_ptr))
         self.offset = np.zeros(0 if group_ptr is None else group_ptr.shape[0] - 1)
 
+    def _standardised(self, raw):
+        """``(raw - mean) / std`` over all the rows (numpy's mean and std, summed over the parts)."""
+        raw_sum, n = all_sums(self.total, [raw.sum(), float(raw.shape[0])])
+        mean = raw_sum / n
+        centred = raw - mean
+        squares = all_sums(self.total, [np.multiply(centred, centred).sum()])[0]
+        std = np.sqrt(squares / n)
+        return centred / std if std > 0 else np.zeros_like(raw)
+
     def step(self, raw):
         """One EM step at scores ``raw``."""
-        std = raw.std()
-        z = (raw - raw.mean()) / std if std > 0 else np.zeros_like(raw)
+        z = self._standardised(raw)
         shift = 0.0 if self.query is None else self.offset[self.query]
         gamma = _sigmoid(self.a * z + self.b + shift)
         theta = self.theta[self.index]
@@ -216,9 +262,10 @@ class RegressionEM:
         c = self.clicks
         examined = c + (1.0 - c) * theta * (1.0 - gamma) / denom
         relevant = c + (1.0 - c) * (1.0 - theta) * gamma / denom
-        theta_new = np.bincount(self.index, weights=examined * self.weight, minlength=self.n_positions) / self.count
+        examined_sum = np.bincount(self.index, weights=examined * self.weight, minlength=self.n_positions)
+        theta_new = all_sums(self.total, [examined_sum])[0] / self.count
         self.theta = np.clip(theta_new, 1e-6, 1.0)
-        self.a, self.b = _logistic_fit(z, relevant, self.weight, self.a, self.b, shift)
+        self.a, self.b = _logistic_fit(z, relevant, self.weight, self.a, self.b, shift, total=self.total)
         if self.query is not None:
             self.offset = _offset_fit(self.query, self.a * z + self.b, relevant, self.weight, self.offset)
 
@@ -244,18 +291,18 @@ def _offset_fit(query, base, target, weight, offset, ridge=1.0, n_newton=3):
     return offset
 
 
-def _logistic_fit(z, target, weight, a, b, shift=0.0, n_newton=3):
+def _logistic_fit(z, target, weight, a, b, shift=0.0, n_newton=3, total=None):
     """Newton steps of a weighted logistic regression of soft ``target`` on
-    ``z`` (plus a fixed ``shift`` of the logit)."""
+    ``z`` (plus a fixed ``shift`` of the logit); ``total``: as in :func:`all_sums`."""
     for _ in range(n_newton):
         p = _sigmoid(a * z + b + shift)
         r = weight * (target - p)
         w = weight * np.maximum(p * (1.0 - p), 1e-12)
         # Elementwise products summed, not np.dot: BLAS would thread the dot products
         # of more than 10,000 rows on its own pool, outside n_jobs.
-        wz = (w * z).sum()
-        g = np.array([(r * z).sum(), r.sum()])
-        h = np.array([[(w * z * z).sum(), wz], [wz, w.sum()]]) + 1e-9 * np.eye(2)
+        gz, g1, wz, wzz, w1 = all_sums(total, [(r * z).sum(), r.sum(), (w * z).sum(), (w * z * z).sum(), w.sum()])
+        g = np.array([gz, g1])
+        h = np.array([[wzz, wz], [wz, w1]]) + 1e-9 * np.eye(2)
         da, db = np.linalg.solve(h, g)
         a, b = a + da, b + db
         if not (math.isfinite(a) and math.isfinite(b)):
@@ -273,12 +320,13 @@ class PairwiseEstimator:
     debiases the clicked documents' labels, ``1 / t-`` weighs the unclicked
     documents' gradients."""
 
-    def __init__(self, clicks, position, group_ptr, norm):
+    def __init__(self, clicks, position, group_ptr, norm, *, n_positions=None, total=None):
         self.clicks = clicks
         self.position = position
         self.group_ptr = group_ptr
         self.norm = float(norm)
-        n_positions = int(position.max())
+        self.total = total  # the per-position sums over all the parts (as RegressionEM's)
+        n_positions = int(position.max()) if n_positions is None else int(n_positions)
         self.t_plus = np.ones(n_positions)
         self.t_minus = np.ones(n_positions)
         self.work = np.empty((2, clicks.shape[0]))
@@ -287,11 +335,34 @@ class PairwiseEstimator:
         from ._click_kernels import pairwise_propensities
 
         self.t_plus, self.t_minus = pairwise_propensities(
-            self.clicks, raw, self.position, self.group_ptr, self.t_plus, self.t_minus, self.norm, self.work)
+            self.clicks, raw, self.position, self.group_ptr, self.t_plus, self.t_minus, self.norm, self.work,
+            total=None if self.total is None else lambda sums: all_sums(self.total, sums))
         return self.relative(), self.t_minus
 
     def relative(self):
         return np.clip(self.t_plus, 1e-6, 1.0)
+
+
+class ClickSettings(NamedTuple):
+    """What debiasing a fit's click labels needs, picklable (it travels to
+    ``rankkit.dask``'s workers): ``mode`` (``position_bias``), the known
+    ``propensities``, the ``estimator`` and its ``norm``, the objective's
+    ``gain``, and ``n_positions``, the deepest position over all the
+    training rows (None: the rows at hand)."""
+
+    mode: str
+    propensities: object
+    estimator: str
+    norm: float
+    gain: str
+    n_positions: int | None = None
+
+
+def click_settings(ranker, objective, n_positions=None):
+    """The :class:`ClickSettings` of ``ranker`` fitting ``objective``."""
+    mode = ranker.position_bias
+    return ClickSettings(mode, ranker.propensities if mode == "known" else None, ranker.propensity_estimator,
+                         float(ranker.position_bias_norm), objective_gain(objective), n_positions)
 
 
 class ClickLabels:
@@ -302,29 +373,35 @@ class ClickLabels:
     weighs unclicked rows by ``1 / t-``). :meth:`update` (called before each
     iteration's gradients) refreshes both from the current scores under
     ``position_bias="estimate"`` and is a no-op under ``"known"``.
+    ``settings``: :class:`ClickSettings`; ``total``: when ``train`` is a part
+    of the training rows (a Dask worker's queries), all-reduces the
+    estimator's sums over the parts (:func:`all_sums`), so every part holds
+    the propensities of all the rows.
     """
 
-    def __init__(self, ranker, objective, train):
-        mode = ranker.position_bias
+    def __init__(self, settings, train, total=None):
+        mode = settings.mode
         self.clicks = check_clicks(train.y)
         self.position = train.position
-        self.gain = objective_gain(objective)
+        self.gain = settings.gain
         self.labels = np.empty_like(self.clicks)
-        self.propensities = ranker.propensities if mode == "known" else None
+        self.propensities = settings.propensities if mode == "known" else None
         self.evals = []  # (clicks, position, labels) of eval sets with positions
         self.sample_weight = train.weight
         self.weight = train.weight
         self.t_minus = None
         self.owner = None  # the ranker whose position_bias_ follows the estimate
+        n_positions = int(self.position.max()) if settings.n_positions is None else int(settings.n_positions)
         if mode == "known":
             self.estimator = None
-            self.theta = propensity_table(ranker.propensities, int(self.position.max()))
-        elif ranker.propensity_estimator == "em":
-            self.estimator = RegressionEM(self.clicks, self.position, train.weight, group_ptr=train.group_ptr)
+            self.theta = propensity_table(settings.propensities, n_positions)
+        elif settings.estimator == "em":
+            self.estimator = RegressionEM(self.clicks, self.position, train.weight, group_ptr=train.group_ptr,
+                                          n_positions=n_positions, total=total)
             self.theta = self.estimator.relative()
         else:
-            self.estimator = PairwiseEstimator(self.clicks, self.position, train.group_ptr,
-                                               ranker.position_bias_norm)
+            self.estimator = PairwiseEstimator(self.clicks, self.position, train.group_ptr, settings.norm,
+                                               n_positions=n_positions, total=total)
             self.theta = self.estimator.relative()
             self.weight = np.ones_like(self.clicks) if train.weight is None else train.weight.copy()
         ipw_labels(self.clicks, self.theta[self.position - 1], self.gain, out=self.labels)
@@ -360,6 +437,31 @@ class ClickLabels:
         return debiased
 
 
+class DebiasedGradients:
+    """``grad_fn(raw, t)`` with the labels refreshed first (:meth:`ClickLabels.update`),
+    built on a part of the training rows (a Dask worker's,
+    :meth:`rankkit._training.GradientPipeline.build`): ``train`` is the part's
+    rows with the debiased labels (what the eval monitor scores as the
+    training data), ``clicks`` the :class:`ClickLabels`, and
+    :meth:`eval_data` debiases an eval set's rows that carry positions."""
+
+    def __init__(self, clicks, grad_fn, train):
+        self.clicks = clicks
+        self.grad_fn = grad_fn
+        self.train = train
+
+    def __call__(self, raw, t):
+        self.clicks.update(raw)
+        return self.grad_fn(raw, t)
+
+    def eval_data(self, data):
+        """``data`` (:class:`~rankkit._training.QueryData`) with its clicks
+        replaced by debiased labels kept up to date, when it has positions."""
+        if data.position is None or not data.y.size:
+            return data
+        return data._replace(y=self.clicks.add_eval(check_clicks(data.y), data.position))
+
+
 def check_position_bias_params(position_bias, propensities):
     """Cross-parameter checks of ``position_bias`` and ``propensities``."""
     if position_bias == "known" and propensities is None:
@@ -370,29 +472,30 @@ def check_position_bias_params(position_bias, propensities):
         )
 
 
-def position_without_debiasing_error():
+def position_without_debiasing_error(name="position"):
     return ValueError(
-        "position= was given but position_bias=None, so positions would be ignored and the clicks used as "
+        f"{name}= was given but position_bias=None, so positions would be ignored and the clicks used as "
         'if they were relevance labels. Set position_bias="known" (with propensities=) or "estimate" '
-        "to train without position bias, or drop position= to train on the labels as they are."
+        f"to train without position bias, or drop {name}= to use the labels as they are."
     )
 
 
 # ---------------------------------------------------------------------------
 # The rankers' side
 # ---------------------------------------------------------------------------
-def split_position(X, position, position_bias, position_col):
+def split_position(X, position, position_bias, position_col, *, name="position"):
     """``(X without the position column, position)``: from ``position=`` or,
-    when debiasing is on, the ``position_col`` column of a DataFrame."""
+    when debiasing is on, the ``position_col`` column of a DataFrame
+    (``name``: what the caller calls ``position``, for errors)."""
     if position_bias is None:
         if position is not None:
-            raise position_without_debiasing_error()
+            raise position_without_debiasing_error(name)
         return X, None  # a "position" column stays a feature, as before debiasing existed
     if hasattr(X, "columns") and hasattr(X, "iloc") and position_col is not None and position_col in X.columns:
         if position is not None:
             raise ValueError(
-                f"Positions given twice: X has a '{position_col}' column and position= was passed. Drop the "
-                "column or pass position_col=None to use position=."
+                f"Positions given twice: the data has a '{position_col}' column and {name}= was passed. Drop "
+                f"the column or pass position_col=None to use {name}=."
             )
         return X.drop(columns=[position_col]), X[position_col]
     return X, position
@@ -423,7 +526,7 @@ def start_click_training(ranker, objective, train, sets):
             f"position_bias={mode!r} needs the rank each row was shown at: pass fit(..., position=...) or a "
             f"DataFrame with a '{ranker.position_col}' column (position_col)."
         )
-    labels = ClickLabels(ranker, objective, train)
+    labels = ClickLabels(click_settings(ranker, objective), train)
     objective._check_labels(labels.labels)  # the objective's own label rules, on what it will see
     labels.owner = ranker
     ranker.position_bias_ = labels.theta
@@ -444,6 +547,8 @@ def theta_at(theta, position, propensities=None):
     """Propensities of ``position``. Beyond the deepest position seen in
     training: the ``propensities`` table when known, else the deepest
     estimated value."""
+    if not position.size:
+        return np.zeros(0)
     n = int(position.max())
     if n > theta.shape[0]:
         theta = (propensity_table(propensities, n) if propensities is not None
@@ -460,26 +565,37 @@ def debiased_score_labels(ranker, objective, y, position):
 # ---------------------------------------------------------------------------
 # rankkit.dask: debiased on the partition that holds the rows
 # ---------------------------------------------------------------------------
-def dask_click_settings(ranker, objective):
-    """What the Dask partitions need to debias their own rows (None when off):
-    positions are turned into labels where they are, before the rows are
-    shuffled, so a position never leaves its row."""
+def dask_click_settings(ranker, objective, *, fitting):
+    """What a Dask partition needs to turn its rows' clicks into labels
+    (:func:`debias_partition`), or None when debiasing is off.
+
+    Positions are used where they are, before the rows are shuffled, so a
+    position never leaves its row. While fitting with
+    ``position_bias="estimate"`` the clicks stay the labels (the workers
+    debias them every iteration, :class:`DebiasedGradients`); otherwise they
+    become the IPW labels at ``ranker.position_bias_`` (the known
+    propensities, set before the layout, or the fitted ones for ``score``).
+    """
     check_position_bias_params(ranker.position_bias, ranker.propensities)
     if ranker.position_bias is None:
         return None
-    if ranker.position_bias == "estimate":
-        raise ValueError(
-            f'{type(ranker).__name__} supports position_bias="known" only: estimating propensities needs the '
-            "clicks of all workers every iteration. Estimate them with the in-memory ranker on a sample "
-            '(position_bias="estimate", then position_bias_) and pass them as propensities=.'
-        )
-    return {"propensities": ranker.propensities, "gain": objective_gain(objective)}
+    gain = objective_gain(objective)
+    if fitting and ranker.position_bias == "estimate":
+        return {"estimate": True, "estimator": ranker.propensity_estimator, "gain": gain}
+    known = ranker.propensities if ranker.position_bias == "known" else None
+    return {"theta": ranker.position_bias_, "propensities": known, "gain": gain}
 
 
 def debias_partition(labels, position, settings, n_rows, *, name="position"):
-    """``(debiased labels, int64 positions)`` of one partition's rows."""
+    """``(labels, int64 positions)`` of one partition's rows: the IPW labels,
+    or the checked clicks while estimating (:func:`dask_click_settings`)."""
     position = check_position(position, n_rows, name=name)
+    clicks = check_clicks(labels)
+    if settings.get("estimate"):
+        if settings["estimator"] == "em":
+            check_em_clicks(clicks)
+        return clicks, position
     if not n_rows:
-        return labels, position
-    theta = propensity_table(settings["propensities"], int(position.max()))
-    return ipw_labels(check_clicks(labels), theta[position - 1], settings["gain"]), position
+        return clicks, position
+    return ipw_labels(clicks, theta_at(settings["theta"], position, settings["propensities"]), settings["gain"]), \
+        position

@@ -31,7 +31,7 @@ import pandas as pd
 import xgboost.dask as dxgb
 from sklearn.utils import check_array
 
-from ._clicks import check_unique_positions, debias_partition
+from ._clicks import check_unique_positions, debias_partition, ipw_labels
 from ._groups import factorize_qid
 from ._random import query_keys
 from ._training import QueryData, check_y, metric_sum_count
@@ -107,7 +107,11 @@ def assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, wh
             raise ValueError(f"position_bias is set but {where} came without positions: pass position= "
                              "(partitioned like X) or a DataFrame with the position column.")
         labels, pos = debias_partition(labels, np.asarray(pos).ravel(), clicks, n)
-    labels = objective._check_labels(labels) if n else labels.astype(np.float64)
+    if clicks is not None and clicks.get("estimate"):
+        if n:  # the clicks stay the labels; the objective's rules on the labels of unit propensities
+            objective._check_labels(ipw_labels(labels, 1.0, clicks["gain"]))
+    else:
+        labels = objective._check_labels(labels) if n else labels.astype(np.float64)
     frame = pd.DataFrame(x.astype(dtype, copy=False), columns=[f"f{j}" for j in range(n_features)])
     frame[_Y] = labels
     if pos is not None:
@@ -155,13 +159,27 @@ def quiet_shuffle_log(client):
         client.run_on_scheduler(_shuffle_log_level, previous)
 
 
-def lay_out_partition(frame, partition_info=None):
+def lay_out_partition(frame, partition_info=None, position_modulus=None):
     """Sort a shuffled partition by query (rows of a query in the caller's
     order) and number its queries: the query's place goes in ``_PART`` and
-    ``_LOCAL`` (float32, for the DMatrix's label bounds)."""
+    ``_LOCAL`` (float32, for the DMatrix's label bounds).
+
+    With ``position_modulus`` (``M``: the deepest training position plus
+    one; ``position_bias="estimate"``, whose workers need every row's
+    position), ``_PART`` carries the row's position too:
+    ``part * M + min(position, M - 1)`` (0 for a set without positions); a
+    deeper eval position is debiased as the deepest training one anyway
+    (:func:`rankkit._clicks.theta_at`). :class:`LocalReader` decodes both."""
     part = 0 if partition_info is None else int(partition_info["number"])
-    if part >= _PLACE_LIMIT:
-        raise ValueError(f"rankkit.dask handles fewer than {_PLACE_LIMIT} partitions; repartition the data.")
+    modulus = 1 if position_modulus is None else int(position_modulus)
+    if (part + 1) * modulus > _PLACE_LIMIT:
+        if modulus == 1:
+            raise ValueError(f"rankkit.dask handles fewer than {_PLACE_LIMIT} partitions; repartition the data.")
+        raise ValueError(
+            f"rankkit.dask with position_bias=\"estimate\" handles partitions x (deepest position + 1) below "
+            f"{_PLACE_LIMIT}; partition {part} with positions down to {modulus - 1} is beyond it: use fewer "
+            "partitions (repartition), or keep the positions you train on shallower."
+        )
     try:
         ids, _ = pd.factorize(frame[_QID], sort=True)
     except TypeError:  # ids of mixed types: any fixed order will do
@@ -184,7 +202,10 @@ def lay_out_partition(frame, partition_info=None):
     if _POS in frame.columns:  # one impression list per query: a rank at most once
         check_unique_positions(frame[_POS].to_numpy(), np.concatenate([np.flatnonzero(starts), [len(frame)]]))
     others = {c: frame[c].to_numpy() for c in (_Y, _W, KEY) if c in frame.columns}
-    others[_PART] = np.full(len(frame), part, dtype=np.float32)
+    code = np.full(len(frame), part * modulus, dtype=np.int64)
+    if position_modulus is not None and _POS in frame.columns:
+        code += np.minimum(frame[_POS].to_numpy(), modulus - 1)
+    others[_PART] = code.astype(np.float32)
     others[_LOCAL] = local.astype(np.float32)
     return pd.concat([pd.DataFrame(frame[features].to_numpy(), columns=features), pd.DataFrame(others)], axis=1)
 
@@ -221,11 +242,18 @@ class LaidOut:
 
 
 # -- what runs on the workers --------------------------------------------------
-def _local_queries(dmat):
-    """``(labels, group_ptr, places, weights)`` of a worker's DMatrix, from the
-    query places in its label bounds; an error if a query is cut."""
+def _local_queries(dmat, position_modulus=None):
+    """``(labels, group_ptr, places, weights, positions)`` of a worker's
+    DMatrix, from the query places in its label bounds; an error if a query
+    is cut. ``positions`` (int64) only with ``position_modulus`` and a set
+    laid out with positions (:func:`lay_out_partition`), else None."""
     y = np.asarray(dmat.get_label(), dtype=np.float64)
     part = np.asarray(dmat.get_float_info("label_lower_bound"), dtype=np.int64)
+    position = None
+    if position_modulus is not None:
+        part, position = np.divmod(part, int(position_modulus))
+        if position.size and position.min() == 0:
+            position = None  # a set without positions (graded labels)
     local = np.asarray(dmat.get_float_info("label_upper_bound"), dtype=np.int64)
     if part.shape[0] != y.shape[0] or local.shape[0] != y.shape[0]:
         raise RuntimeError("rankkit.dask: the DMatrix lost its query places (label bounds).")
@@ -241,24 +269,27 @@ def _local_queries(dmat):
         )
     w = dmat.get_weight()
     w = None if w is None or len(w) == 0 else np.asarray(w, dtype=np.float64)
-    return y, group_ptr, first, w
+    return y, group_ptr, first, w, position
 
 
 class LocalReader:
     """Run on a worker: its part of a laid-out set's DMatrix as
     :class:`~rankkit._training.QueryData`; for the training rows with the
     keys of the queries' random draws, found from their places
-    (``query_keys``: per partition, the keys of its queries, in order)."""
+    (``query_keys``: per partition, the keys of its queries, in order).
+    ``position_modulus``: the sets carry their rows' positions
+    (:func:`lay_out_partition`), read into ``QueryData.position``."""
 
-    def __init__(self, query_keys):
+    def __init__(self, query_keys, position_modulus=None):
+        self.position_modulus = position_modulus
         # Keys of all queries, partition after partition; query q of partition p is offsets[p] + q.
         self.keys = np.concatenate(query_keys).astype(np.uint64)
         self.offsets = np.concatenate([[0], np.cumsum([k.size for k in query_keys])]).astype(np.int64)
 
     def __call__(self, dmat, with_keys=True):
-        y, group_ptr, places, w = _local_queries(dmat)
+        y, group_ptr, places, w, position = _local_queries(dmat, self.position_modulus)
         keys = self.keys[self.offsets[places // _PLACE_LIMIT] + places % _PLACE_LIMIT] if with_keys else None
-        return QueryData(None, y, group_ptr, w, keys)
+        return QueryData(None, y, group_ptr, w, keys, position)
 
 
 def dmatrix_factory(client, max_bin, laid, ref=None):

@@ -136,7 +136,7 @@ class BaseRanker(BaseEstimator):
         )
 
     def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid",
-                 position=None):
+                 position=None, position_name="position"):
         """Validated rows sorted by query: the one place that resolves query ids
         (``qid=`` or the ``qid_col`` column) for ``fit``, its eval sets and ``score``.
 
@@ -145,7 +145,7 @@ class BaseRanker(BaseEstimator):
         """
         X_in = X
         X, qid = split_qid(X, qid, self.qid_col)
-        X, position = split_position(X, position, self.position_bias, self.position_col)
+        X, position = split_position(X, position, self.position_bias, self.position_col, name=position_name)
         X = self._validate_X(X, reset=reset, where=where)
         if y is None:
             raise ValueError(
@@ -165,17 +165,19 @@ class BaseRanker(BaseEstimator):
             groups.sort(X), np.ascontiguousarray(groups.sort(y)), groups.group_ptr,
             None if w is None else np.ascontiguousarray(groups.sort(w)),
             groups.query_keys if reset else None,  # only training draws random numbers
-            None if position is None else sorted_positions(position, groups, X.shape[0]),
+            None if position is None else sorted_positions(position, groups, X.shape[0], name=position_name),
         )
 
-    def _eval_sets(self, eval_set, eval_qid, eval_group, objective, training):
+    def _eval_sets(self, eval_set, eval_qid, eval_group, objective, training, eval_position=None):
         """``[(name, data)]`` for ``eval_set``: ``"validation_<i>"`` with the
         set's validated rows, or ``("training", None)`` for an entry that is
         the training data itself (the same ``X`` and ``y`` objects with the
-        same query ids), evaluated on the training scores without predicting
-        anything (LightGBM's rule)."""
+        same query ids and positions), evaluated on the training scores
+        without predicting anything (LightGBM's rule). ``training`` is
+        ``(X, y, qid, group, position)`` of ``fit``; ``eval_position`` one
+        entry per set, routed as ``eval_qid``."""
         if eval_set is None:
-            for name, value in (("eval_qid", eval_qid), ("eval_group", eval_group)):
+            for name, value in (("eval_qid", eval_qid), ("eval_group", eval_group), ("eval_position", eval_position)):
                 if value is not None:
                     raise ValueError(f"{name} was given without eval_set.")
             return []
@@ -183,25 +185,35 @@ class BaseRanker(BaseEstimator):
             raise ValueError("eval_set must be a list of (X, y) pairs, e.g. eval_set=[(X_val, y_val)].")
         eval_set = list(eval_set)
         per_set = {}
-        for name, value in (("eval_qid", eval_qid), ("eval_group", eval_group)):
+        what = {"eval_qid": "qid array", "eval_group": "group-sizes array",
+                "eval_position": "positions array (None for a set of graded labels)"}
+        for name, value in (("eval_qid", eval_qid), ("eval_group", eval_group), ("eval_position", eval_position)):
+            if name == "eval_position" and value is not None and (hasattr(value, "shape") or hasattr(value, "dtype")):
+                raise ValueError(
+                    "eval_position must be a list with one positions array per eval set, like eval_qid: "
+                    "eval_position=[position_val]."
+                )
             value = [None] * len(eval_set) if value is None else list(value)
             if len(value) != len(eval_set):
                 raise ValueError(
-                    f"{name} has {len(value)} entries but eval_set has {len(eval_set)}: "
-                    f"pass one {'qid array' if name == 'eval_qid' else 'group-sizes array'} per eval set."
+                    f"{name} has {len(value)} entries but eval_set has {len(eval_set)}: pass one {what[name]} "
+                    "per eval set."
                 )
             per_set[name] = value
         out = []
-        for i, (pair, q, g) in enumerate(zip(eval_set, per_set["eval_qid"], per_set["eval_group"])):
+        for i, (pair, q, g, p) in enumerate(zip(eval_set, per_set["eval_qid"], per_set["eval_group"],
+                                                per_set["eval_position"])):
             if len(pair) != 2:
                 raise ValueError(f"eval_set[{i}] must be an (X, y) pair.")
-            if pair[0] is training[0] and pair[1] is training[1] and q is training[2] and g is training[3]:
+            if pair[0] is training[0] and pair[1] is training[1] and q is training[2] and g is training[3] \
+                    and p is training[4]:
                 out.append((EvalMonitor.TRAINING, None))
                 continue
             q = self._qid_from_group(pair[0], q, g, where=f"eval_set[{i}]", qid_name=f"eval_qid[{i}]",
                                      group_name=f"eval_group[{i}]")
             out.append((f"validation_{i}", self._prepare(
-                pair[0], pair[1], q, objective, reset=False, where=f"eval_set[{i}]", qid_name=f"eval_qid[{i}]"
+                pair[0], pair[1], q, objective, reset=False, where=f"eval_set[{i}]", qid_name=f"eval_qid[{i}]",
+                position=p, position_name=f"eval_position[{i}]",
             )))
         return out
 
@@ -235,7 +247,7 @@ class BaseRanker(BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
-            eval_group=None, verbose=False, early_stopping_rounds=None, position=None):
+            eval_group=None, verbose=False, early_stopping_rounds=None, position=None, eval_position=None):
         """Fit the ranker.
 
         Parameters
@@ -286,14 +298,22 @@ class BaseRanker(BaseEstimator):
         position : array-like of int, shape (n_samples,), optional
             Click data (``y``: clicks) with ``position_bias`` set: the 1-based
             rank each row was shown at, once per query group (user guide, "Learning from clicks").
+        eval_position : list of array-like (or None), optional
+            Positions of click eval sets, one entry per ``eval_set`` entry as
+            ``eval_qid``: for a set whose ``y`` are clicks, the rank each row
+            was shown at; its metrics (``evals_result_``, early stopping)
+            are then computed on the debiased labels (the IPW gains at the
+            current propensities, as :meth:`score` with ``position=``). None
+            for a set of graded labels (or a DataFrame carrying the
+            ``position_col`` column). Needs ``position_bias`` set.
 
         Returns
         -------
         self
         """
         objective = self._objective_for_fit()
-        train, sets, debias = self._training_data(objective, (X, y, qid, group), sample_weight, position,
-                                                  (eval_set, eval_qid, eval_group))
+        train, sets, debias = self._training_data(objective, (X, y, qid, group, position), sample_weight,
+                                                  (eval_set, eval_qid, eval_group, eval_position))
         monitor = EvalMonitor(self, train, sets, *self._eval_metrics(objective),
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
@@ -321,15 +341,18 @@ class BaseRanker(BaseEstimator):
         return GradientPipeline(objective, seed_base, langevin=self.langevin,
                                 diffusion_temperature=self.diffusion_temperature, learning_rate=self.learning_rate)
 
-    def _training_data(self, objective, training, sample_weight, position, evals):
-        """``(train, sets, debias)``: the training rows, the eval sets, and
-        the wrapper of the gradient function that debiases click labels
+    def _training_data(self, objective, training, sample_weight, evals):
+        """``(train, sets, debias)``: the training rows (``training``: ``X, y,
+        qid, group, position`` of ``fit``), the eval sets (``evals``:
+        ``eval_set, eval_qid, eval_group, eval_position``), and the wrapper of
+        the gradient function that debiases click labels
         (:func:`rankkit._clicks.start_click_training`; the identity without
         ``position_bias``)."""
-        X, y, qid, group = training
+        X, y, qid, group, position = training
         qid = self._qid_from_group(X, qid, group)
         train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
-        sets = self._eval_sets(*evals, objective, training)
+        eval_set, eval_qid, eval_group, eval_position = evals
+        sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training, eval_position)
         return start_click_training(self, objective, train, sets)
 
     def _early_stopping_rounds(self, fit_value):

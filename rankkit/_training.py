@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._clicks import ClickLabels, DebiasedGradients
 from ._metrics._api import evaluate_sorted
 from ._metrics._callable import CALLABLE_METRICS, callable_sum_count, metric_function, metric_name
 from ._metrics._common import parse_metric
@@ -184,22 +185,38 @@ class GradientPipeline:
     """The settings of a fit's gradient pipeline, picklable, so the same
     pipeline runs in memory and on every Dask worker: :meth:`build` resolves
     SGLB's ``beta`` (:func:`resolve_diffusion_temperature`) and returns the
-    :func:`gradient_function` with its Langevin noise."""
+    :func:`gradient_function` with its Langevin noise.
 
-    def __init__(self, objective, seed_base, *, langevin, diffusion_temperature, learning_rate):
+    ``clicks`` (:class:`rankkit._clicks.ClickSettings`, ``rankkit.dask`` with
+    ``position_bias="estimate"``): ``train`` holds clicks and positions, and
+    :meth:`build` debiases them on the rows it is given, with the
+    propensities estimated from all the parts (``total``), as the in-memory
+    ranker does before building (:func:`rankkit._clicks.start_click_training`)."""
+
+    def __init__(self, objective, seed_base, *, langevin, diffusion_temperature, learning_rate, clicks=None):
         self.objective = objective
         self.seed_base = seed_base
         self.langevin = langevin
         self.diffusion_temperature = diffusion_temperature
         self.learning_rate = learning_rate
+        self.clicks = clicks
 
     def build(self, train, total=None):
         """``(grad_fn, beta)`` on ``train`` (``total``: as in :func:`gradient_function`);
-        ``beta`` is None without Langevin noise."""
+        ``beta`` is None without Langevin noise. With ``clicks``, ``grad_fn``
+        is a :class:`rankkit._clicks.DebiasedGradients` (its ``train``: the
+        rows with their debiased labels)."""
+        labels = None
+        if self.clicks is not None:
+            labels = ClickLabels(self.clicks, train, total=total)
+            train = train._replace(y=labels.labels, weight=labels.weight)
         beta = resolve_diffusion_temperature(self.langevin, self.diffusion_temperature, self.learning_rate,
                                              self.objective, train, self.seed_base, total=total)
         scale = langevin_scale(self.learning_rate, beta)
-        return gradient_function(self.objective, train, self.seed_base, scale, total=total), beta
+        grad_fn = gradient_function(self.objective, train, self.seed_base, scale, total=total)
+        if labels is not None:
+            grad_fn = DebiasedGradients(labels, grad_fn, train)
+        return grad_fn, beta
 
 
 def mean_metric(metric, y, raw, group_ptr, settings, weight=None):

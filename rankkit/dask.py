@@ -62,6 +62,17 @@ How training works, and why:
    (:class:`rankkit._sglb.ShrunkScores`); the driver folds the shrink factors
    into the leaves once, as in memory, so the saved model predicts what
    training used.
+7. **Click data, positions with their rows.** With ``position_bias="known"``
+   each input partition debiases its own rows' clicks before the shuffle.
+   With ``"estimate"`` the clicks stay the labels and each row's position
+   rides beside its query's place in the label-bound field
+   (:func:`rankkit._dask_layout.lay_out_partition`); every worker runs the
+   estimator (:class:`rankkit._clicks.RegressionEM`,
+   :class:`rankkit._clicks.PairwiseEstimator`) on its queries with the
+   ``total`` hook of step 4, so its per-position sums, the scores' mean and
+   variance and the logistic fit are all-reduced every iteration: every
+   worker holds the propensities of all the rows, and the driver gets them
+   back with the metric history (``position_bias_``).
 
 Only XGBoost trains here (``backend="xgboost"``, or the default ``"auto"``, which
 means it here: the Dask rankers grow depth-wise trees, not the in-memory
@@ -96,7 +107,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _estimators
 from ._backends.xgboost_dask import XGBoostDaskBackend
-from ._clicks import dask_click_settings, propensity_table
+from ._clicks import click_settings, dask_click_settings, position_without_debiasing_error, propensity_table
 from ._dask_layout import (
     KEY,
     LaidOut,
@@ -128,9 +139,13 @@ __all__ = [
     "DaskQueryRMSERanker",
 ]
 
-def _history(loop):
-    """What the driver gets back of a worker's monitor: the metric history."""
-    return {} if loop.callback is None else loop.callback.monitor.history
+def _report(loop):
+    """What the driver gets back of a worker: its monitor's metric history
+    and, when the propensities were estimated, their last estimate (the same
+    on every worker: all-reduced sums)."""
+    clicks = getattr(loop.grad_fn, "clicks", None)
+    return {"history": {} if loop.callback is None else loop.callback.monitor.history,
+            "position_bias": None if clicks is None else [float(v) for v in clicks.theta]}
 
 
 # ---------------------------------------------------------------------------
@@ -227,16 +242,16 @@ class _DaskRanker:
 
     # -- layout ----------------------------------------------------------------------
     def _lay_out(self, client, X, y, qid, objective, *, sample_weight=None, where="X", qid_name="qid",
-                 position=None):
+                 position=None, position_name="position"):
         """Shuffle the rows so that each query lives in one partition, sorted
         by query; persist; summarise (query keys, largest label, weights)."""
         X, qid = self._split_qid(X, qid, where=where, qid_name=qid_name)
-        X, position = self._split_position(X, position, where)
+        X, position = self._split_position(X, position, where, position_name)
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: "
                              "pass the relevance labels.")
         n_features = self._n_features(X)
-        others = {"y": y, qid_name: qid, "sample_weight": sample_weight, "position": position}
+        others = {"y": y, qid_name: qid, "sample_weight": sample_weight, position_name: position}
         for name, values in others.items():
             if values is None:
                 continue
@@ -246,7 +261,8 @@ class _DaskRanker:
             check_aligned(X, values, name, where)
         dtypes = X.dtypes if isinstance(X, dd.DataFrame) else [X.dtype]
         dtype = np.float32 if all(np.dtype(d) == np.float32 for d in dtypes) else np.float64
-        clicks = None if position is None else dask_click_settings(self, objective)
+        modulus = getattr(self, "_position_modulus", None)  # set by fit while estimating
+        clicks = None if position is None else dask_click_settings(self, objective, fitting=modulus is not None)
         settings = dict(n_features=n_features, dtype=dtype, objective=objective, where=where, qid_name=qid_name,
                         clicks=clicks)
         qid_meta = (qid._meta if isinstance(qid, (dd.Series, dd.DataFrame)) else np.zeros(0, dtype=qid.dtype))
@@ -269,7 +285,8 @@ class _DaskRanker:
                                      for i, (xb, yb, qb, wb, pb) in enumerate(zip(x_blocks, *blocks))],
                                     meta=meta, verify_meta=False)
         frame = frame.shuffle(on=KEY, npartitions=frame.npartitions)
-        frame = frame.map_partitions(lay_out_partition, meta=lay_out_partition(meta))
+        frame = frame.map_partitions(lay_out_partition, position_modulus=modulus,
+                                     meta=lay_out_partition(meta, position_modulus=modulus))
         with quiet_shuffle_log(client):
             frame = client.persist(frame)
             summaries = client.compute([dask.delayed(partition_summary)(p) for p in frame.to_delayed()],
@@ -282,30 +299,30 @@ class _DaskRanker:
         return LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None,
                        sum(s[3] for s in summaries)), X
 
-    def _split_position(self, X, position, where):
-        """``(features, position)``: ``position=`` or the ``position_col``
+    def _split_position(self, X, position, where, name="position"):
+        """``(features, position)``: ``position=`` (``name``) or the ``position_col``
         column of a dask DataFrame, when ``position_bias`` is set."""
         col = self.position_col
         if self.position_bias is None:
             if position is not None:
-                from ._clicks import position_without_debiasing_error
-
-                raise position_without_debiasing_error()
+                raise position_without_debiasing_error(name)
             return X, None
         if isinstance(X, dd.DataFrame) and col is not None and col in X.columns:
             if position is not None:
-                raise ValueError(f"Positions given twice: {where} has a '{col}' column and position= was passed.")
+                raise ValueError(f"Positions given twice: {where} has a '{col}' column and {name}= was passed. "
+                                 f"Drop the column or pass position_col=None to use {name}=.")
             return X.drop(columns=[col]), X[col]
         return X, position
 
     def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid",
-                 position=None):
+                 position=None, position_name="position"):
         """The Dask counterpart of :meth:`rankkit._estimators.BaseRanker._prepare`
         (which ``_eval_sets`` calls): the rows laid out on the cluster
         (:class:`LaidOut`); ``reset`` sets the fitted feature attributes,
         otherwise the features are checked against them."""
         laid, X_features = self._lay_out(self._get_client(), X, y, qid, objective, sample_weight=sample_weight,
-                                         where=where, qid_name=qid_name, position=position)
+                                         where=where, qid_name=qid_name, position=position,
+                                         position_name=position_name)
         if reset:
             self.n_features_in_ = len(laid.features)
             self._set_feature_names(X_features)
@@ -324,7 +341,7 @@ class _DaskRanker:
     # -- fit -----------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
-            eval_group=None, verbose=False, early_stopping_rounds=None, position=None):
+            eval_group=None, verbose=False, early_stopping_rounds=None, position=None, eval_position=None):
         """Fit on a Dask cluster.
 
         Parameters
@@ -361,11 +378,20 @@ class _DaskRanker:
             Deprecated: set ``early_stopping_rounds`` on the ranker. Given
             here, it overrides the ranker's value (with a ``FutureWarning``).
         position : dask Series or array, partitioned like ``X``, optional
-            Click data with ``position_bias="known"``: the 1-based rank each
-            row was shown at (or the ``position_col`` column). Each partition
-            turns its own rows' clicks into debiased labels before any
-            shuffle, so positions stay with their rows; ``"estimate"`` is
-            in-memory only.
+            Click data (``y``: clicks) with ``position_bias`` set: the
+            1-based rank each row was shown at (or the ``position_col``
+            column). Positions stay with their rows: with ``"known"`` each
+            partition turns its rows' clicks into debiased labels before any
+            shuffle; with ``"estimate"`` each worker reads its rows'
+            positions and the estimator's per-position statistics are summed
+            over all the workers every iteration (all-reduced), so the
+            propensities (``position_bias_``) and the model are the
+            in-memory ranker's, up to floating-point summation order.
+        eval_position : list of dask Series or arrays (or None), optional
+            As the in-memory ranker's: one entry per eval set, the positions
+            of a click eval set (partitioned like its X), whose metrics are
+            then computed on the debiased labels, or None for a set of graded
+            labels (or one carrying the ``position_col`` column).
 
         Returns
         -------
@@ -394,15 +420,28 @@ class _DaskRanker:
             )
         objective = self._objective_for_fit()
         self.position_bias_ = None
-        if dask_click_settings(self, objective) is not None:
+        clicks = None  # ClickSettings of the workers when they estimate the propensities
+        if dask_click_settings(self, objective, fitting=True) is not None:
             shown = self._split_position(X, position, "X")[1]
             if shown is None:
                 raise ValueError(f"position_bias={self.position_bias!r} needs the rank each row was shown at: pass "
                                  f"position= or a DataFrame with a '{self.position_col}' column (position_col).")
-            self.position_bias_ = propensity_table(self.propensities, int(shown.max().compute()))
-        train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
-        objective = _pin_err_max_label(objective, train.max_label)
-        sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None))
+            deepest = float(shown.max().compute())
+            n_positions = int(deepest) if np.isfinite(deepest) and deepest >= 1 else 1  # else the layout explains
+            if self.position_bias == "known":
+                self.position_bias_ = propensity_table(self.propensities, n_positions)
+            else:
+                clicks = click_settings(self, objective, n_positions)
+        # While estimating, the layout keeps the clicks and puts every row's
+        # position beside its query's place (rankkit._dask_layout.lay_out_partition).
+        modulus = None if clicks is None else clicks.n_positions + 1
+        self._position_modulus = modulus
+        try:
+            train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
+            objective = _pin_err_max_label(objective, train.max_label)
+            sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None, position), eval_position)
+        finally:
+            del self._position_modulus
         metrics, settings = self._eval_metrics(objective)
         monitor = EvalMonitor(self, None, sets, metrics, settings,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
@@ -418,17 +457,21 @@ class _DaskRanker:
         )
         backend = XGBoostDaskBackend(
             client=client, data_factory=functools.partial(dmatrix_factory, client, int(self.max_bin)),
-            local_reader=LocalReader(train.query_keys), report=_history, progress=bool(monitor.period),
+            local_reader=LocalReader(train.query_keys, modulus), report=_report, progress=bool(monitor.period),
             **self._backend_settings(seed_base, curvature_unit(objective, sum(k.size for k in train.query_keys),
                                                                 train.n_rows)),
         )
-        backend.fit(train, self._gradient_pipeline(objective, seed_base).build,
+        pipeline = self._gradient_pipeline(objective, seed_base)
+        pipeline.clicks = clicks
+        backend.fit(train, pipeline.build,
                     eval_X=[data for _, data in sets if data is not None],
                     shrink=shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate),
                     callback=worker_monitor.start if monitor.active else None)
         for t in range(backend.n_iterations_):  # the workers' record, replayed by the same rule
             monitor.record(t, {name: {m: curve[t] for m, curve in result.items()}
-                               for name, result in backend.report_.items()})
+                               for name, result in backend.report_["history"].items()})
+        if clicks is not None:
+            self.position_bias_ = np.asarray(backend.report_["position_bias"], dtype=np.float64)
         self.diffusion_temperature_ = backend.diffusion_temperature_
         self._finish(backend.in_memory(), objective, monitor, None, None)
         monitor.after_training(self)
@@ -441,6 +484,7 @@ class _DaskRanker:
                             f"{type(X).__name__}; for data in memory use to_local().predict(X).")
         if isinstance(X, dd.DataFrame) and self.qid_col is not None and self.qid_col in X.columns:
             X = X.drop(columns=[self.qid_col])
+        X, _ = self._split_position(X, None, "X")  # as in memory: the position column is not a feature
         self._check_features(X)
         return X
 
@@ -462,11 +506,15 @@ class _DaskRanker:
         return X.map_blocks(_predict_partition, backend, iteration_range, drop_axis=1, dtype=np.float64,
                             meta=np.zeros(0, dtype=np.float64))
 
-    def score(self, X, y, *, qid=None, sample_weight=None):
+    def score(self, X, y, *, qid=None, sample_weight=None, position=None):
         """Mean per-query ranking metric over all queries, computed on the
         cluster, as :meth:`rankkit.LambdaMARTRanker.score`: the first
         ``eval_metric`` (``ndcg@10`` by default), worst-case ties, and with
         ``sample_weight`` (partitioned like ``X``) weighted by query.
+        ``position`` (partitioned like ``X``, or the ``position_col``
+        column; ``position_bias`` set): ``y`` are clicks and the metric is
+        computed on the debiased labels (IPW gains at ``position_bias_``),
+        debiased on the partitions that hold the rows, as in memory.
 
         Returns
         -------
@@ -474,7 +522,7 @@ class _DaskRanker:
         """
         check_is_fitted(self, "backend_")
         client = self._get_client()
-        laid = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight)
+        laid = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight, position=position)
         metrics, settings = self._eval_metrics(self.objective_)
         settings = _with_err_max_label(settings, laid.max_label)
         backend = dask.delayed(self.backend_, pure=True)

@@ -364,3 +364,160 @@ def test_pairwise_estimate_does_not_depend_on_the_thread_count():
             numba.set_num_threads(previous)
     assert np.array_equal(models[0].position_bias_, models[1].position_bias_)
     assert np.array_equal(models[0].predict(Xc), models[1].predict(Xc))
+
+
+# -- eval sets with positions -------------------------------------------------
+def _click_split(n_sessions=600):
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=n_sessions)
+    df = pd.DataFrame(Xc, columns=[f"f{i}" for i in range(Xc.shape[1])]).assign(qid=sid, position=position)
+    train, valid = (df.qid < 400).to_numpy(), (df.qid >= 400).to_numpy()
+    return df[train], clicks[train], df[valid], clicks[valid]
+
+
+@pytest.mark.parametrize("params", [dict(position_bias="known", propensities=lambda k: 1.0 / k),
+                                    dict(position_bias="estimate"),
+                                    dict(position_bias="estimate", propensity_estimator="pairwise")])
+def test_eval_position_is_the_position_column(params):
+    """eval_position=[p] scores a click eval set on its debiased labels,
+    exactly as the DataFrame column does, and as score(..., position=p)
+    at the end (the propensities of the last iteration)."""
+    train, y_train, valid, y_valid = _click_split()
+    kw = dict(n_estimators=6, n_jobs=1, random_state=0, eval_metric="dcg@10", **params)
+    by_column = LambdaMARTRanker(**kw).fit(train, y_train, eval_set=[(valid, y_valid)])
+    X_valid, p_valid = valid.drop(columns=["position", "qid"]), valid["position"].to_numpy()
+    by_argument = LambdaMARTRanker(**kw).fit(train, y_train, eval_set=[(X_valid, y_valid)],
+                                             eval_qid=[valid["qid"].to_numpy()], eval_position=[p_valid])
+    recorded = by_argument.evals_result_["validation_0"]["dcg@10"]
+    assert recorded == by_column.evals_result_["validation_0"]["dcg@10"]
+    assert recorded[-1] == pytest.approx(by_argument.score(X_valid, y_valid, qid=valid["qid"], position=p_valid),
+                                         rel=1e-12)
+    graded = LambdaMARTRanker(**kw).fit(train, y_train, eval_set=[(X_valid, y_valid)],
+                                        eval_qid=[valid["qid"].to_numpy()])
+    assert graded.evals_result_["validation_0"]["dcg@10"] != recorded  # the clicks as they are
+
+
+def test_early_stopping_on_a_click_eval_set():
+    train, y_train, valid, y_valid = _click_split()
+    X_valid, p_valid = valid.drop(columns="position"), valid["position"].to_numpy()
+    ranker = LambdaMARTRanker(n_estimators=40, n_jobs=1, random_state=0, learning_rate=0.5, eval_metric="dcg@10",
+                              early_stopping_rounds=3, position_bias="estimate")
+    ranker.fit(train, y_train, eval_set=[(train, y_train), (X_valid, y_valid)], eval_position=[None, p_valid])
+    curve = ranker.evals_result_["validation_1"]["dcg@10"]  # drives early stopping, on debiased labels
+    assert ranker.best_iteration_ == int(np.argmax(curve)) and ranker.best_score_ == max(curve)
+    assert len(curve) < 40 and len(ranker.evals_result_["training"]["dcg@10"]) == len(curve)
+
+
+@pytest.mark.parametrize("ranker", [Ranker, StochasticRankRanker, YetiRanker, LambdaMARTRanker, XENDCGRanker,
+                                    QueryRMSERanker])
+def test_every_ranker_takes_eval_position(ranker):
+    train, y_train, valid, y_valid = _click_split()
+    params = dict(objective=QueryRMSE()) if ranker is Ranker else {}
+    model = ranker(n_estimators=2, n_jobs=1, position_bias="known", propensities=lambda k: 1.0 / k, **params)
+    model.fit(train, y_train, eval_set=[(valid.drop(columns="position"), y_valid)],
+              eval_position=[valid["position"]])
+    assert len(model.evals_result_["validation_0"]["ndcg@10"]) == 2
+
+
+def test_bad_eval_positions_are_clear_errors():
+    train, y_train, valid, y_valid = _click_split()
+    X_valid, p_valid = valid.drop(columns="position"), valid["position"].to_numpy()
+    known = LambdaMARTRanker(n_estimators=2, n_jobs=1, position_bias="known", propensities=lambda k: 1.0 / k)
+    cases = [
+        (dict(eval_position=[p_valid]), "eval_position was given without eval_set"),
+        (dict(eval_set=[(X_valid, y_valid)], eval_position=[p_valid, p_valid]),
+         "eval_position has 2 entries but eval_set has 1"),
+        (dict(eval_set=[(X_valid, y_valid)], eval_position=p_valid), "eval_position must be a list"),
+        (dict(eval_set=[(X_valid, y_valid)], eval_position=[p_valid[:-1]]),
+         r"eval_position\[0\] must hold one position per row"),
+        (dict(eval_set=[(X_valid, y_valid)], eval_position=[np.zeros_like(p_valid)]),
+         r"eval_position\[0\] must be 1-based"),
+        (dict(eval_set=[(valid, y_valid)], eval_position=[p_valid]), r"eval_position\[0\]= was passed"),
+    ]
+    for fit_kw, message in cases:
+        with pytest.raises(ValueError, match=message):
+            known.fit(train, y_train, **fit_kw)
+    with pytest.raises(ValueError, match=r"eval_position\[0\]= was given but position_bias=None"):
+        LambdaMARTRanker(n_estimators=2).fit(train.drop(columns="position"), y_train,
+                                             eval_set=[(X_valid, y_valid)], eval_position=[p_valid])
+
+
+# -- estimators on parts of the rows (rankkit.dask's workers) -----------------
+class _Allreduce:
+    """An in-process all-reduction over ``n`` threads (each a part of the
+    rows), as XGBoost's collective does over Dask workers."""
+
+    def __init__(self, n):
+        import threading
+
+        self.barrier = threading.Barrier(n, timeout=60)
+        self.slots = [None] * n
+        self.result = None
+
+    def total(self, part):
+        def total(values):
+            self.slots[part] = np.asarray(values, dtype=np.float64)
+            if self.barrier.wait() == 0:
+                self.result = np.sum(self.slots, axis=0)
+            self.barrier.wait()
+            out = self.result.copy()
+            self.barrier.wait()
+            return list(out)
+
+        return total
+
+
+@pytest.mark.parametrize("estimator", ["em", "pairwise"])
+def test_estimators_on_parts_equal_the_whole(estimator, monkeypatch):
+    """Each part (whole queries; one part empty) estimates with its sums
+    all-reduced: every part holds the propensities of all the rows, equal to
+    the estimate on all of them up to float summation order."""
+    import threading
+
+    from rankkit import _click_kernels
+    from rankkit._clicks import PairwiseEstimator
+
+    # One parallel kernel launch at a time: numba's workqueue layer refuses concurrent ones.
+    lock, kernel = threading.Lock(), _click_kernels.pair_click_losses
+
+    def serialised(*args):
+        with lock:
+            return kernel(*args)
+
+    monkeypatch.setattr(_click_kernels, "pair_click_losses", serialised)
+
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=800)
+    order = np.argsort(sid, kind="stable")
+    clicks, sid, position = clicks[order], sid[order], position[order].astype(np.int64)
+    ptr = np.concatenate([[0], np.flatnonzero(np.diff(sid)) + 1, [sid.size]])
+    rng = np.random.default_rng(0)
+    scores = [rng.normal(size=sid.size) for _ in range(4)]
+    n_positions = int(position.max())
+
+    def make(lo, hi, total):
+        local_ptr = ptr[(ptr >= lo) & (ptr <= hi)] - lo
+        c, p = clicks[lo:hi], position[lo:hi]
+        if estimator == "em":
+            return RegressionEM(c, p, group_ptr=local_ptr, n_positions=n_positions, total=total)
+        return PairwiseEstimator(c, p, local_ptr, 1.0, n_positions=n_positions, total=total)
+
+    whole = make(0, sid.size, None)
+    expected = [whole.update(raw)[0] for raw in scores]
+    cut = int(ptr[ptr.size // 3])
+    bounds = [(0, cut), (cut, sid.size), (sid.size, sid.size)]  # the last part holds no rows
+    reduce = _Allreduce(len(bounds))
+    results = [None] * len(bounds)
+
+    def run(i):
+        lo, hi = bounds[i]
+        part = make(lo, hi, reduce.total(i))
+        results[i] = [part.update(raw[lo:hi])[0] for raw in scores]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(bounds))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for result in results:
+        for got, want in zip(result, expected):
+            np.testing.assert_allclose(got, want, rtol=1e-11, atol=0)
+    assert not np.allclose(expected[-1], 1.0)

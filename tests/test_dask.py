@@ -482,12 +482,105 @@ def test_positions_stay_with_their_rows(client):
     np.testing.assert_array_equal(by_column.position_bias_, local.position_bias_)
 
 
+def _click_frame(n_sessions=600, seed=0):
+    from rankkit.datasets import simulate_clicks
+
+    X, y, qid = make_ranking(60, n_features=6, max_docs=15, random_state=5)
+    X = np.round(X * 2)
+    Xc, clicks, sid, position = simulate_clicks(X, y, qid, X[:, 0], n_sessions=n_sessions, aggregate=False,
+                                                random_state=seed)
+    frame = pd.DataFrame(Xc, columns=[f"x{j}" for j in range(6)]).assign(qid=sid, position=position)
+    perm = np.random.default_rng(seed).permutation(len(clicks))
+    return frame.iloc[perm].reset_index(drop=True), clicks[perm]
+
+
+CLICK_KW = dict(n_estimators=8, max_depth=3, random_state=4, n_jobs=1, min_child_weight=1e-3, backend="xgboost")
+
+
+@pytest.mark.parametrize("estimator", ["em", "pairwise"])
+def test_estimated_propensities_on_dask_are_the_in_memory_ones(client, estimator):
+    """position_bias="estimate" on Dask: each worker sums the estimator's
+    statistics on its queries, all-reduced every iteration, so the
+    propensities and the model are the in-memory ranker's (up to the order
+    of float summation), over 2 and 3 partitions; a click eval set with
+    eval_position is scored on the same debiased labels."""
+    frame, clicks = _click_frame()
+    train, valid = frame[frame.qid < 450], frame[frame.qid >= 450]
+    y_train, y_valid = clicks[(frame.qid < 450).to_numpy()], clicks[(frame.qid >= 450).to_numpy()]
+    kw = dict(CLICK_KW, position_bias="estimate", propensity_estimator=estimator, eval_metric="dcg@10")
+    fit_kw = dict(eval_set=[(valid.drop(columns="position"), y_valid)], eval_position=[valid["position"]])
+    local = rankkit.LambdaMARTRanker(**kw).fit(train, y_train, **fit_kw)
+    expected = local.predict(train)
+    assert local.position_bias_.min() < 0.9  # something was estimated
+    for n_partitions in (2, 3):
+        parts = dd.from_pandas(train, npartitions=n_partitions, sort=False)
+        dy = dd.from_pandas(pd.Series(y_train), npartitions=n_partitions, sort=False)
+        dvalid = dd.from_pandas(valid, npartitions=2, sort=False)
+        dy_valid = dd.from_pandas(pd.Series(y_valid), npartitions=2, sort=False)
+        model = DaskLambdaMARTRanker(**kw, client=client).fit(
+            parts, dy, eval_set=[(dvalid.drop(columns="position"), dy_valid)], eval_position=[dvalid["position"]])
+        np.testing.assert_allclose(model.position_bias_, local.position_bias_, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(model.to_local().predict(train), expected, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(model.evals_result_["validation_0"]["dcg@10"],
+                                   local.evals_result_["validation_0"]["dcg@10"], rtol=1e-9)
+        assert model.score(dvalid, dy_valid) == pytest.approx(local.score(valid, y_valid), rel=1e-9)
+        assert model.score(dvalid.drop(columns="position"), dy_valid, position=dvalid["position"]) == \
+            pytest.approx(local.score(valid, y_valid), rel=1e-9)
+
+
+def test_estimate_on_dask_with_an_empty_worker(client):
+    """One partition for two workers: the worker without rows still joins
+    every all-reduction, and the estimate is the in-memory one."""
+    frame, clicks = _click_frame(n_sessions=300)
+    kw = dict(CLICK_KW, position_bias="estimate")
+    local = rankkit.LambdaMARTRanker(**kw).fit(frame, clicks)
+    model = DaskLambdaMARTRanker(**kw, client=client).fit(dd.from_pandas(frame, npartitions=1),
+                                                          dd.from_pandas(pd.Series(clicks), npartitions=1))
+    np.testing.assert_allclose(model.position_bias_, local.position_bias_, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(model.to_local().predict(frame), local.predict(frame), rtol=0, atol=1e-6)
+    # predict drops the position column, as in memory
+    scores = model.predict(dd.from_pandas(frame, npartitions=2)).compute()
+    np.testing.assert_array_equal(scores.to_numpy(), model.to_local().predict(frame))
+
+
+def test_dask_eval_position_with_known_propensities(client):
+    frame, clicks = _click_frame(n_sessions=300)
+    train, valid = frame[frame.qid < 220], frame[frame.qid >= 220]
+    y_train, y_valid = clicks[(frame.qid < 220).to_numpy()], clicks[(frame.qid >= 220).to_numpy()]
+    kw = dict(CLICK_KW, position_bias="known", propensities=lambda k: 1.0 / k, eval_metric="dcg@10",
+              early_stopping_rounds=2)
+    local = rankkit.LambdaMARTRanker(**kw).fit(train, y_train, eval_set=[(valid.drop(columns="position"), y_valid)],
+                                               eval_position=[valid["position"].to_numpy()])
+    dvalid = dd.from_pandas(valid, npartitions=2, sort=False)
+    model = DaskLambdaMARTRanker(**kw, client=client).fit(
+        dd.from_pandas(train, npartitions=2, sort=False), dd.from_pandas(pd.Series(y_train), npartitions=2, sort=False),
+        eval_set=[(dvalid.drop(columns="position"), dd.from_pandas(pd.Series(y_valid), npartitions=2, sort=False))],
+        eval_position=[dvalid["position"]])
+    # Known propensities debias on the partitions, and the DMatrix keeps labels as float32.
+    np.testing.assert_allclose(model.evals_result_["validation_0"]["dcg@10"],
+                               local.evals_result_["validation_0"]["dcg@10"], rtol=1e-7)
+    assert model.best_iteration_ == local.best_iteration_
+
+
 def test_click_data_errors_on_dask(client):
     X, y, qid = make_ranking(10, n_features=3, random_state=0)
     frame = dd.from_pandas(pd.DataFrame(X).rename(columns=str).assign(qid=qid, position=1), npartitions=2)
     dy = dd.from_pandas(pd.Series(y), npartitions=2)
-    with pytest.raises(ValueError, match="known"):
-        DaskLambdaMARTRanker(position_bias="estimate", client=client).fit(frame, dy)
+    with pytest.raises(ValueError, match="share position 1"):
+        DaskLambdaMARTRanker(position_bias="estimate", propensity_estimator="pairwise", client=client,
+                             n_estimators=2).fit(frame, dy)
+    clicks, _ = _click_frame(n_sessions=50)
+    counts = dd.from_pandas(pd.Series(np.full(len(clicks), 2.0)), npartitions=2)
+    with pytest.raises(ValueError, match='propensity_estimator="em" needs 0/1 clicks'):
+        DaskLambdaMARTRanker(position_bias="estimate", client=client, n_estimators=2).fit(
+            dd.from_pandas(clicks, npartitions=2), counts)
+    plain = dd.from_pandas(pd.DataFrame(X).rename(columns=str).assign(qid=qid), npartitions=2)
+    with pytest.raises(ValueError, match=r"eval_position\[0\]= was given but position_bias=None"):
+        DaskLambdaMARTRanker(client=client, n_estimators=2).fit(plain, dy, eval_set=[(plain, dy)],
+                                                                eval_position=[dy])
+    with pytest.raises(ValueError, match="eval_position has 2 entries but eval_set has 1"):
+        DaskLambdaMARTRanker(client=client, n_estimators=2).fit(plain, dy, eval_set=[(plain, dy)],
+                                                                eval_position=[None, None])
     with pytest.raises(ValueError, match="share position 1"):
         DaskLambdaMARTRanker(position_bias="known", propensities=[1.0], client=client, n_estimators=2).fit(frame, dy)
     with pytest.raises(ValueError, match="needs the rank"):

@@ -104,7 +104,8 @@ class _WorkerTraining:
         self.loop = None
         self.beta = None
         self.eval_handles = {}
-        self.eval_data = []
+        self.eval_sets = []
+        self.eval_data = None
 
     def objective(self, preds, dtrain):
         preds = np.asarray(preds, dtype=np.float64).ravel()
@@ -119,7 +120,10 @@ class _WorkerTraining:
     def _start(self, dtrain, preds):
         train = self.local_reader(dtrain)
         grad_fn, self.beta = self.make_grad_fn(train, allreduce_sum)
-        self.train = train
+        # A grad_fn that rewrites the labels (click data) says which rows the
+        # monitor scores as the training data and how eval sets' rows are read.
+        self.train = getattr(grad_fn, "train", train)
+        self.eval_data = getattr(grad_fn, "eval_data", None)
         self.engine = _WorkerEngine(preds)
         self.engine.dtrain = dtrain
         self.loop = BoostingLoop(self.engine, train.y.shape[0], grad_fn, ShrunkScores(self.shrink), None)
@@ -129,8 +133,9 @@ class _WorkerTraining:
         """Keeps the eval set's margin for the loop; XGBoost's own value is unused."""
         handle = dmat.handle.value
         if handle not in self.eval_handles:  # the sets come in order at the first iteration
-            self.eval_handles[handle] = len(self.eval_data)
-            self.eval_data.append(self.local_reader(dmat, with_keys=False))
+            self.eval_handles[handle] = len(self.eval_sets)
+            data = self.local_reader(dmat, with_keys=False)
+            self.eval_sets.append(data if self.eval_data is None else self.eval_data(data))
             self.engine.evals.append([np.zeros(len(predt)), None])
         entry = self.engine.evals[self.eval_handles[handle]]
         margin = np.asarray(predt, dtype=np.float64).ravel()
@@ -144,7 +149,7 @@ class _WorkerTraining:
         with limit_threads(self.n_jobs):
             if self.loop.callback is None and self.make_callback is not None:
                 emit = self._emit if collective.get_rank() == 0 else None
-                self.loop.callback = self.make_callback(self.train, self.eval_data, allreduce_sum, emit)
+                self.loop.callback = self.make_callback(self.train, self.eval_sets, allreduce_sum, emit)
             stop = self.loop.after_tree(epoch)
         self.t = epoch + 1
         return stop

@@ -1,0 +1,164 @@
+"""How close can regression EM get to the true propensities? (issue 23, target: 10% at 10^6 sessions)
+
+The setting of ``bench_clicks.py`` (one fixed logging ranker trained on 1%
+of the training queries, PBM clicks aggregated per (query, document), CTR
+labels with the impressions as sample weights), and the maximum relative
+error of the estimated propensities over positions 1-10 for variants of
+regression EM:
+
+* ``default``: ``LambdaMARTRanker(position_bias="estimate")`` as shipped
+  (3 EM steps per boosting iteration on the current scores);
+* ``steps10``: 10 EM steps per iteration;
+* ``final``: after training, EM run to convergence (``--em-steps`` steps)
+  on the final model's scores, from the shipped estimate;
+* ``final-noq``: the same without the per-query offsets of the relevance model;
+* ``features``: EM whose relevance model is a logistic regression on the
+  standardised features plus per-query offsets (no ranker at all);
+* ``features+score``: the same with the final model's score as one more feature.
+
+    python benchmarks/bench_click_em.py --datasets mq2008 --etas 1 --sessions 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+import bench_clicks as bc
+from _common import save_result
+
+import rankkit._clicks as clicks_module
+from rankkit import LambdaMARTRanker
+from rankkit._clicks import RegressionEM, _offset_fit, _sigmoid
+from rankkit._groups import make_groups
+from rankkit.datasets import pbm_propensities, simulate_clicks
+
+
+def error(theta, truth):
+    k = min(10, theta.shape[0])
+    return float(np.max(np.abs(theta[:k] / truth[:k] - 1)))
+
+
+class FeatureEM:
+    """Regression EM with ``P(relevant) = sigmoid(F w + b + offset_q)``,
+    ``F`` standardised features (ridge-penalised Newton steps on ``w, b``)."""
+
+    def __init__(self, ctr, position, weight, group_ptr, F, ridge=1.0):
+        self.em = RegressionEM(ctr, position, weight, group_ptr=group_ptr)
+        std = F.std(axis=0)
+        std[std == 0] = 1.0
+        self.F = np.column_stack([(F - F.mean(axis=0)) / std, np.ones(F.shape[0])])
+        self.coef = np.zeros(self.F.shape[1])
+        self.coef[-1] = self.em.b
+        self.ridge = ridge
+
+    def step(self):
+        em = self.em
+        base = self.F @ self.coef
+        gamma = _sigmoid(base + em.offset[em.query])
+        theta = em.theta[em.index]
+        c = em.clicks
+        denom = np.maximum(1.0 - theta * gamma, 1e-12)
+        examined = c + (1.0 - c) * theta * (1.0 - gamma) / denom
+        relevant = c + (1.0 - c) * (1.0 - theta) * gamma / denom
+        em.theta = np.clip(np.bincount(em.index, weights=examined * em.weight, minlength=em.n_positions) / em.count,
+                           1e-6, 1.0)
+        for _ in range(3):
+            p = _sigmoid(self.F @ self.coef + em.offset[em.query])
+            r = em.weight * (relevant - p)
+            w = em.weight * np.maximum(p * (1 - p), 1e-12)
+            g = self.F.T @ r - self.ridge * self.coef
+            h = (self.F * w[:, None]).T @ self.F + self.ridge * np.eye(self.F.shape[1])
+            self.coef = self.coef + np.linalg.solve(h, g)
+        em.offset = _offset_fit(em.query, self.F @ self.coef, relevant, em.weight, em.offset)
+
+    def relative(self):
+        return self.em.relative()
+
+
+def sorted_rows(qid):
+    groups = make_groups(qid)
+    return groups, np.argsort(groups.codes, kind="stable")
+
+
+def run(dataset, eta, n_sessions, seed, em_steps):
+    data = bc.load(dataset)
+    Xtr, ytr, qtr = data[:3]
+    logger, _ = bc.logging_scores(Xtr, ytr, qtr, seed)
+    Xc, clicks, qc, position, impressions = simulate_clicks(
+        Xtr, ytr, qtr, logger, n_sessions=n_sessions, eta=eta, aggregate=True, return_impressions=True,
+        random_state=seed)
+    shown = impressions > 0
+    Xc, clicks, qc, position, impressions = Xc[shown], clicks[shown], qc[shown], position[shown], impressions[shown]
+    truth = pbm_propensities(int(position.max()), eta)
+    ctr = clicks / impressions
+    out = {}
+    base = dict(bc.COMMON, random_state=seed)
+
+    t = time.perf_counter()
+    model = LambdaMARTRanker(gain="linear", position_bias="estimate", **base)
+    model.fit(Xc, ctr, qid=qc, position=position, sample_weight=impressions)
+    out["default"] = (error(model.position_bias_, truth), time.perf_counter() - t)
+
+    defaults = RegressionEM.__init__.__kwdefaults__
+    t = time.perf_counter()
+    defaults["n_steps"] = 10
+    try:
+        more = LambdaMARTRanker(gain="linear", position_bias="estimate", **base)
+        more.fit(Xc, ctr, qid=qc, position=position, sample_weight=impressions)
+    finally:
+        defaults["n_steps"] = 3
+    out["steps10"] = (error(more.position_bias_, truth), time.perf_counter() - t)
+
+    groups, order = sorted_rows(qc)
+    ptr = groups.group_ptr
+    raw = model.predict(Xc)[order]
+    s_ctr, s_pos, s_w, s_X = ctr[order], position[order], impressions[order], Xc[order]
+    for name, group_ptr in (("final", ptr), ("final-noq", None)):
+        t = time.perf_counter()
+        em = RegressionEM(s_ctr, s_pos, s_w, group_ptr=group_ptr)
+        for _ in range(em_steps):
+            em.step(raw)
+        out[name] = (error(em.relative(), truth), time.perf_counter() - t)
+    for name, F in (("features", s_X), ("features+score", np.column_stack([s_X, raw]))):
+        t = time.perf_counter()
+        fem = FeatureEM(s_ctr, s_pos, s_w, ptr, F)
+        for _ in range(em_steps):
+            fem.step()
+        out[name] = (error(fem.relative(), truth), time.perf_counter() - t)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["mq2008"], choices=["mq2008", "clueweb09", "yahoo"])
+    parser.add_argument("--sessions", nargs="+", type=int, default=[1_000_000])
+    parser.add_argument("--etas", nargs="+", type=float, default=[0.5, 1.0, 2.0])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--em-steps", type=int, default=100)
+    parser.add_argument("--tag", default="")
+    args = parser.parse_args()
+    rows, raw = [], []
+    for dataset in args.datasets:
+        for seed in args.seeds:
+            for eta in args.etas:
+                for n_sessions in args.sessions:
+                    result = run(dataset, eta, n_sessions, seed, args.em_steps)
+                    raw.append({"dataset": dataset, "seed": seed, "eta": eta, "sessions": n_sessions, **result})
+                    line = " | ".join(f"{k} {v[0]:.3f}" for k, v in result.items())
+                    print(f"{dataset} seed {seed} eta {eta} sessions {n_sessions}: {line}", flush=True)
+                    rows.append((dataset, seed, eta, n_sessions, result))
+    names = list(rows[0][4])
+    text = "| dataset | seed | eta | sessions | " + " | ".join(names) + " |\n|" + "---|" * (4 + len(names)) + "\n"
+    for dataset, seed, eta, n_sessions, result in rows:
+        text += f"| {dataset} | {seed} | {eta} | {n_sessions} | " + " | ".join(f"{result[n][0]:.3f}" for n in names) + " |\n"
+    print(text)
+    save_result(f"click_em{args.tag}.md", text)
+    save_result(f"click_em{args.tag}.json", json.dumps(raw, indent=1))
+
+
+if __name__ == "__main__":
+    main()
