@@ -79,7 +79,7 @@ from ._training import (
     mean_metric,
     why_constant,
 )
-from ._validation import check_iteration_range, check_sample_weight
+from ._validation import check_iteration_range, check_sample_weight, per_eval_set
 
 
 class BaseRanker(BaseEstimator):
@@ -176,33 +176,10 @@ class BaseRanker(BaseEstimator):
         without predicting anything (LightGBM's rule). ``training`` is
         ``(X, y, qid, group, position)`` of ``fit``; ``eval_position`` one
         entry per set, routed as ``eval_qid``."""
-        if eval_set is None:
-            for name, value in (("eval_qid", eval_qid), ("eval_group", eval_group), ("eval_position", eval_position)):
-                if value is not None:
-                    raise ValueError(f"{name} was given without eval_set.")
-            return []
-        if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(eval_set[0], tuple):
-            raise ValueError("eval_set must be a list of (X, y) pairs, e.g. eval_set=[(X_val, y_val)].")
-        eval_set = list(eval_set)
-        per_set = {}
-        what = {"eval_qid": "qid array", "eval_group": "group-sizes array",
-                "eval_position": "positions array (None for a set of graded labels)"}
-        for name, value in (("eval_qid", eval_qid), ("eval_group", eval_group), ("eval_position", eval_position)):
-            if name == "eval_position" and value is not None and (hasattr(value, "shape") or hasattr(value, "dtype")):
-                raise ValueError(
-                    "eval_position must be a list with one positions array per eval set, like eval_qid: "
-                    "eval_position=[position_val]."
-                )
-            value = [None] * len(eval_set) if value is None else list(value)
-            if len(value) != len(eval_set):
-                raise ValueError(
-                    f"{name} has {len(value)} entries but eval_set has {len(eval_set)}: pass one {what[name]} "
-                    "per eval set."
-                )
-            per_set[name] = value
+        eval_set, per_set = per_eval_set(eval_set, eval_qid=eval_qid, eval_group=eval_group,
+                                         eval_position=eval_position)
         out = []
-        for i, (pair, q, g, p) in enumerate(zip(eval_set, per_set["eval_qid"], per_set["eval_group"],
-                                                per_set["eval_position"])):
+        for i, (pair, q, g, p) in enumerate(zip(eval_set, *per_set.values())):
             if len(pair) != 2:
                 raise ValueError(f"eval_set[{i}] must be an (X, y) pair.")
             if pair[0] is training[0] and pair[1] is training[1] and q is training[2] and g is training[3] \

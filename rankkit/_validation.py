@@ -110,3 +110,35 @@ def check_iteration_range(iteration_range, n_kept, n_run):
             f"{kept}{hint}."
         )
     return int(start), int(end)
+
+
+#: What one entry of each per-eval-set argument of ``fit`` is, for the messages.
+_PER_SET = {"eval_qid": "qid array", "eval_group": "group-sizes array",
+            "eval_position": "positions array (None for a set of graded labels)"}
+
+
+def per_eval_set(eval_set, **lists):
+    """``(eval_set, per_set)``: ``eval_set`` as a list (``[]`` for None) and
+    each of ``lists`` (``eval_qid=``, ``eval_group=``, ``eval_position=`` of
+    ``fit``) as one entry per set (None: all None), in the order given; or a
+    clear error. One ``(X, y)`` pair instead of a list of them is refused."""
+    if eval_set is None:
+        for name, value in lists.items():
+            if value is not None:
+                raise ValueError(f"{name} was given without eval_set.")
+        return [], {}
+    if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(eval_set[0], tuple):
+        raise ValueError("eval_set must be a list of (X, y) pairs, e.g. eval_set=[(X_val, y_val)].")
+    eval_set = list(eval_set)
+    n_sets = len(eval_set)
+    out = {}
+    for name, value in lists.items():
+        if name == "eval_position" and value is not None and (hasattr(value, "shape") or hasattr(value, "dtype")):
+            raise ValueError("eval_position must be a list with one positions array per eval set, like eval_qid: "
+                             "eval_position=[position_val].")
+        value = [None] * n_sets if value is None else list(value)
+        if len(value) != n_sets:
+            raise ValueError(f"{name} has {len(value)} entries but eval_set has {n_sets}: pass one "
+                             f"{_PER_SET[name]} per eval set.")
+        out[name] = value
+    return eval_set, out
