@@ -116,6 +116,98 @@ def bucket_worst_order(score, y, lo, hi, order, key, count):
     return True
 
 
+
+@njit(cache=True, inline="always")
+def _pair_weight(mode, a, b, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second, scale, pi_a,
+                 s_ab, q_ab):
+    """The weight of the pair at positions ``a < b`` of the noisy ranking (before the rounds' mean
+    for the metrics; ``decay_a`` has it already)."""
+    if mode == CLASSIC:
+        return abs(ra - rb) * decay_a
+    if mode == ERR:
+        return err_delta(a, b, lo, val, disc, pi_a, s_ab, q_ab) * inv_p
+    return swap_delta(mode, a, b, lo, val, disc, aux1, aux2, first, second, scale) * inv_p
+
+
+@njit(cache=True, inline="always")
+def _adjacent_pairs(y, raw, ez, order, grad, hess, mode, a_end, lo, inv_p, decay, val, disc, aux1, aux2, first,
+                    second, scale):
+    """One round's pairs ``(a, a + 1)`` (``num_neighbors=1``, the default): the document at
+    position ``a + 1`` meets pair ``(a, a + 1)``, then pair ``(a + 1, a + 2)``; its sums are
+    carried in registers from one to the next rather than stored and reloaded. Same additions
+    in the same order as :func:`_neighbour_pairs`."""
+    pi_a = 1.0
+    decay_a = inv_p
+    ia = order[lo]
+    ra = y[ia]
+    g_a = grad[ia]
+    h_a = hess[ia]
+    for a in range(a_end):
+        ib = order[lo + a + 1]
+        rb = y[ib]
+        g_b = grad[ib]
+        h_b = hess[ib]
+        if ra != rb:
+            w = _pair_weight(mode, a, a + 1, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second,
+                             scale, pi_a, 0.0, 1.0)
+            if w > 0.0:
+                up = ra > rb  # the upper document is the more relevant
+                # Selects, not branches: ``up`` is a coin flip.
+                win = ia if up else ib
+                lose = ib if up else ia
+                rho = pair_rho(ez[win], ez[lose], raw[win], raw[lose], 1.0)
+                wr = w * rho
+                signed = wr if up else -wr  # x - (-wr) == x + wr exactly
+                g_a -= signed
+                g_b += signed
+                h = wr * (1.0 - rho)
+                h_a += h
+                h_b += h
+        grad[ia] = g_a
+        hess[ia] = h_a
+        if mode == ERR:
+            pi_a *= 1.0 - val[lo + a]
+        decay_a *= decay
+        ia, ra, g_a, h_a = ib, rb, g_b, h_b
+    grad[ia] = g_a
+    hess[ia] = h_a
+
+
+@njit(cache=True, inline="always")
+def _neighbour_pairs(y, raw, ez, order, grad, hess, n, reach, mode, a_end, lo, inv_p, decay, val, disc, aux1, aux2,
+                     first, second, scale):
+    """One round's pairs ``(a, b)``, ``a < b <= a + reach``, folded into ``grad`` and ``hess``."""
+    pi_a = 1.0
+    decay_a = inv_p
+    for a in range(a_end):
+        ia = order[lo + a]
+        ra = y[ia]
+        s_ab = 0.0
+        q_ab = 1.0
+        for b in range(a + 1, min(n, a + reach + 1)):
+            ib = order[lo + b]
+            rb = y[ib]
+            if ra != rb:
+                w = _pair_weight(mode, a, b, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second,
+                                 scale, pi_a, s_ab, q_ab)
+                if w > 0.0:
+                    if ra > rb:
+                        win, lose = ia, ib
+                    else:
+                        win, lose = ib, ia
+                    rho = pair_rho(ez[win], ez[lose], raw[win], raw[lose], 1.0)
+                    wr = w * rho
+                    grad[win] -= wr
+                    grad[lose] += wr
+                    h = wr * (1.0 - rho)
+                    hess[win] += h
+                    hess[lose] += h
+            if mode == ERR:
+                s_ab, q_ab = err_advance(b, lo, val, disc, s_ab, q_ab)
+        if mode == ERR:
+            pi_a *= 1.0 - val[lo + a]
+        decay_a *= decay
+
 @njit(cache=True, parallel=True)
 def yetirank_kernel(
     y, raw, group_ptr, query_key, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay, exp_gain,
@@ -175,83 +267,13 @@ def yetirank_kernel(
             first, second = n, n
             if mode != CLASSIC:
                 first, second = swap_prepare(mode, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2)
-            pi_a = 1.0
-            decay_a = inv_p
             if reach == 1:
-                # Adjacent pairs (the default): the document at position a + 1
-                # meets pair (a, a + 1), then pair (a + 1, a + 2); its sums are
-                # carried in registers from one to the next rather than stored
-                # and reloaded. Same additions in the same order as below.
-                ia = order[lo]
-                ra = y[ia]
-                g_a = grad[ia]
-                h_a = hess[ia]
-                for a in range(a_end):
-                    ib = order[lo + a + 1]
-                    rb = y[ib]
-                    g_b = grad[ib]
-                    h_b = hess[ib]
-                    if ra != rb:
-                        if mode == CLASSIC:
-                            w = abs(ra - rb) * decay_a
-                        elif mode == ERR:
-                            w = err_delta(a, a + 1, lo, val, disc, pi_a, 0.0, 1.0) * inv_p
-                        else:
-                            w = swap_delta(mode, a, a + 1, lo, val, disc, aux1, aux2, first, second, scale) * inv_p
-                        if w > 0.0:
-                            up = ra > rb  # the upper document is the more relevant
-                            # Selects, not branches: ``up`` is a coin flip.
-                            win = ia if up else ib
-                            lose = ib if up else ia
-                            rho = pair_rho(ez[win], ez[lose], raw[win], raw[lose], 1.0)
-                            wr = w * rho
-                            signed = wr if up else -wr  # x - (-wr) == x + wr exactly
-                            g_a -= signed
-                            g_b += signed
-                            h = wr * (1.0 - rho)
-                            h_a += h
-                            h_b += h
-                    grad[ia] = g_a
-                    hess[ia] = h_a
-                    if mode == ERR:
-                        pi_a *= 1.0 - val[lo + a]
-                    decay_a *= decay
-                    ia, ra, g_a, h_a = ib, rb, g_b, h_b
-                grad[ia] = g_a
-                hess[ia] = h_a
-                continue
-            for a in range(a_end):
-                ia = order[lo + a]
-                ra = y[ia]
-                s_ab = 0.0
-                q_ab = 1.0
-                for b in range(a + 1, min(n, a + reach + 1)):
-                    ib = order[lo + b]
-                    rb = y[ib]
-                    if ra != rb:
-                        if mode == CLASSIC:
-                            w = abs(ra - rb) * decay_a
-                        elif mode == ERR:
-                            w = err_delta(a, b, lo, val, disc, pi_a, s_ab, q_ab) * inv_p
-                        else:
-                            w = swap_delta(mode, a, b, lo, val, disc, aux1, aux2, first, second, scale) * inv_p
-                        if w > 0.0:
-                            if ra > rb:
-                                win, lose = ia, ib
-                            else:
-                                win, lose = ib, ia
-                            rho = pair_rho(ez[win], ez[lose], raw[win], raw[lose], 1.0)
-                            wr = w * rho
-                            grad[win] -= wr
-                            grad[lose] += wr
-                            h = wr * (1.0 - rho)
-                            hess[win] += h
-                            hess[lose] += h
-                    if mode == ERR:
-                        s_ab, q_ab = err_advance(b, lo, val, disc, s_ab, q_ab)
-                if mode == ERR:
-                    pi_a *= 1.0 - val[lo + a]
-                decay_a *= decay
+                _adjacent_pairs(y, raw, ez, order, grad, hess, mode, a_end, lo, inv_p, decay, val, disc, aux1,
+                                aux2, first, second, scale)
+            else:
+                _neighbour_pairs(y, raw, ez, order, grad, hess, n, reach, mode, a_end, lo, inv_p, decay, val,
+                                 disc, aux1, aux2, first, second, scale)
+
 
 class YetiRank(MetricObjective):
     r"""YetiRank (Gulin et al. 2011) and YetiLoss (Lyzhin et al. 2022).
