@@ -43,6 +43,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._groups import split_column
+
 # ---------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------
@@ -491,14 +493,7 @@ def split_position(X, position, position_bias, position_col, *, name="position")
         if position is not None:
             raise position_without_debiasing_error(name)
         return X, None  # a "position" column stays a feature, as before debiasing existed
-    if hasattr(X, "columns") and hasattr(X, "iloc") and position_col is not None and position_col in X.columns:
-        if position is not None:
-            raise ValueError(
-                f"Positions given twice: the data has a '{position_col}' column and {name}= was passed. Drop "
-                f"the column or pass position_col=None to use {name}=."
-            )
-        return X.drop(columns=[position_col]), X[position_col]
-    return X, position
+    return split_column(X, position, position_col, what="Positions", name=name, col_param="position_col")
 
 
 def sorted_positions(position, groups, n_rows, *, name="position"):

@@ -19,7 +19,7 @@ from sklearn.utils.validation import _num_samples
 from ._random import index_query_keys, query_keys
 
 __all__ = ["QueryGroups", "make_groups", "check_qid", "factorize_qid", "split_qid", "missing_qid_error", "qid_from_group_sizes",
-           "group_ptr_from_sizes", "qid_from_sizes"]
+           "group_ptr_from_sizes", "qid_from_sizes", "split_column"]
 
 
 def is_dataframe(X):
@@ -219,14 +219,21 @@ def split_qid(X, qid=None, qid_col="qid"):
     :func:`missing_qid_error`). Giving both is an error. Non-DataFrame inputs
     pass through.
     """
-    if is_dataframe(X) and qid_col is not None and qid_col in X.columns:
-        if qid is not None:
+    return split_column(X, qid, qid_col, what="Query ids", name="qid", col_param="qid_col")
+
+
+def split_column(X, values, col, *, what, name, col_param):
+    """``(X without column col, values)``: the ``col`` column of a DataFrame
+    ``X`` when it has one, else ``values`` (``name=``) as given; both is an
+    error naming ``col_param``, the ranker parameter naming the column."""
+    if is_dataframe(X) and col is not None and col in X.columns:
+        if values is not None:
             raise ValueError(
-                f"Query ids given twice: X has a '{qid_col}' column and qid= was passed. "
-                f"Drop the column or pass qid_col=None to use qid=."
+                f"{what} given twice: X has a '{col}' column and {name}= was passed. "
+                f"Drop the column or pass {col_param}=None to use {name}=."
             )
-        return X.drop(columns=[qid_col]), X[qid_col]
-    return X, qid
+        return X.drop(columns=[col]), X[col]
+    return X, values
 
 
 def missing_qid_error(X, qid_col="qid", *, where="X", qid_name="qid"):
