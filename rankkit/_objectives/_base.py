@@ -107,9 +107,10 @@ def query_hessian_units(grad, hess, n_queries, hess_sum=None):
     more. Multiplying gradients and hessians by one positive factor leaves
     every Newton step ``-G / H`` unchanged and gives the two regularisers one
     meaning for every objective: ``min_child_weight=1`` asks a leaf for the
-    curvature of one average query, ``reg_lambda=1`` weighs like one query.
-    The query, not the document, is the unit because the loss is a sum over
-    queries. Applied by the rankers to objectives with Newton leaves, every
+    curvature of one average query, ``reg_lambda=1`` weighs like one query
+    (the rankers lower both for lists longer than 20 documents on average:
+    :func:`rankkit._training.curvature_unit`). The query, not the document,
+    is the unit because the loss is a sum over queries. Applied by the rankers to objectives with Newton leaves, every
     iteration (``docs/user_guide.md``, "Defaults and why"). Returns the factor.
 
     ``hess_sum`` and ``n_queries`` are over all the training rows: when
