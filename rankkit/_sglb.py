@@ -47,6 +47,7 @@ Either way the saved model predicts exactly the ``F`` that training used.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from numbers import Real
 
@@ -271,15 +272,29 @@ class SGLB(RankingObjective):
         ``SGLB(obj)`` minus ``obj`` with the same seed is exactly the noise.
     learning_rate : float, default=0.1
         ``eta`` (> 0): the booster's learning rate.
-    diffusion_temperature : float, default=1e4
-        ``beta`` (> 0), CatBoost's ``diffusion_temperature``.
+    diffusion_temperature : float or "auto", default="auto"
+        ``beta`` (> 0), CatBoost's ``diffusion_temperature``. ``"auto"``, as
+        on the rankers: ``beta`` is set on the first call for a training set
+        (labels and queries) from that call's gradients of the wrapped
+        objective (:func:`auto_diffusion_temperature`: the noise is a tenth
+        of their root mean square) and kept, in ``diffusion_temperature_``,
+        while calls bring the same labels, queries and ``learning_rate``; a
+        booster's first call is its first iteration, so this is the
+        rankers' rule. Another training set sets it afresh.
     random_state : int, Generator or None
         Source of the per-call seeds.
+
+    Attributes
+    ----------
+    diffusion_temperature_ : float
+        The ``beta`` in use: ``diffusion_temperature``, or with ``"auto"`` the
+        value set by the first call (absent before it).
 
     Notes
     -----
     Hessians are the wrapped objective's (``uses_hessian`` is forwarded); a
-    ``sample_weight`` multiplies the noisy gradient like any gradient.
+    ``sample_weight`` multiplies the noisy gradient like any gradient (the
+    ``"auto"`` rule reads the gradients before the weights).
 
     Examples
     --------
@@ -297,13 +312,11 @@ class SGLB(RankingObjective):
     _parameter_constraints = {
         "objective": [RankingObjective],
         "learning_rate": _POSITIVE,
-        # A number: "auto" needs the first iteration's gradients, which only
-        # a ranker sees (it resolves it with auto_diffusion_temperature).
-        "diffusion_temperature": _POSITIVE,
+        "diffusion_temperature": PARAMETER_CONSTRAINTS["diffusion_temperature"],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, objective, *, learning_rate=0.1, diffusion_temperature=1e4, random_state=None):
+    def __init__(self, objective, *, learning_rate=0.1, diffusion_temperature="auto", random_state=None):
         self.objective = objective
         self.learning_rate = learning_rate
         self.diffusion_temperature = diffusion_temperature
@@ -323,16 +336,33 @@ class SGLB(RankingObjective):
 
     @property
     def noise_scale(self):
-        """``sqrt(2 / (learning_rate * diffusion_temperature))``."""
-        return langevin_noise_scale(self.learning_rate, self.diffusion_temperature)
+        """``sqrt(2 / (learning_rate * diffusion_temperature_))``."""
+        if isinstance(self.diffusion_temperature, str) and not hasattr(self, "diffusion_temperature_"):
+            raise AttributeError(
+                'diffusion_temperature="auto" is set by the first call of the objective; '
+                "call it (or give a number) before reading noise_scale."
+            )
+        beta = self.diffusion_temperature_ if isinstance(self.diffusion_temperature, str) else self.diffusion_temperature
+        return langevin_noise_scale(self.learning_rate, beta)
 
     def _resolve(self):
-        if not math.isfinite(self.noise_scale):
+        if not isinstance(self.diffusion_temperature, str) and not math.isfinite(self.noise_scale):
             raise ValueError(
                 "sqrt(2 / (learning_rate * diffusion_temperature)) overflows; "
                 "raise learning_rate or diffusion_temperature."
             )
         self.objective._check_params()
+
+    def _resolve_auto(self, y, group_ptr, grad):
+        """Set ``diffusion_temperature_`` from ``grad`` unless it was set for
+        these labels, queries and learning rate (a digest, not a copy, is kept)."""
+        digest = hashlib.blake2b(digest_size=16)
+        for part in (np.float64(self.learning_rate), y, group_ptr):
+            digest.update(np.ascontiguousarray(part).tobytes())
+        key = digest.hexdigest()
+        if getattr(self, "_auto_for", None) != key or not hasattr(self, "diffusion_temperature_"):
+            self.diffusion_temperature_ = auto_diffusion_temperature(grad, self.learning_rate)
+            self._auto_for = key
 
     def _check_labels(self, y):
         return self.objective._check_labels(y)
@@ -345,6 +375,10 @@ class SGLB(RankingObjective):
         if query_keys is None:
             query_keys = index_query_keys(group_ptr.shape[0] - 1)
         grad, hess = self.objective._gradient_hessian_sorted(y, raw, group_ptr, seed, query_keys)
+        if isinstance(self.diffusion_temperature, str):
+            self._resolve_auto(y, group_ptr, grad)
+        else:
+            self.diffusion_temperature_ = float(self.diffusion_temperature)
         n = y.shape[0]
         add_gaussian_noise(grad, y, raw, group_ptr, query_keys, self.noise_scale, np.int64(seed),
                            np.empty((3, n), dtype=np.int64))

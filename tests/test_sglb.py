@@ -108,6 +108,62 @@ def test_xgboost_style_call_and_qid_order():
     np.testing.assert_array_equal(h1, 1.0)
 
 
+def test_auto_temperature_is_the_rankers_rule_set_once_per_training_set():
+    """``"auto"`` (the default, as on the rankers): ``beta`` from the first
+    call's gradients, kept while the labels, queries and learning rate stay."""
+    import inspect
+
+    import rankkit
+    from rankkit._sglb import auto_diffusion_temperature
+
+    default = inspect.signature(SGLB).parameters["diffusion_temperature"].default
+    assert default == "auto" == rankkit.StochasticRankRanker().diffusion_temperature
+    y, raw, ptr = _data(400, 25)
+    inner = QueryRMSE()
+    obj = SGLB(inner, learning_rate=0.2, random_state=0)
+    with pytest.raises(AttributeError, match="first call"):
+        obj.noise_scale
+    g0, _ = inner.gradient_hessian(y, raw, group_ptr=ptr)
+    g, _ = obj.gradient_hessian(y, raw, group_ptr=ptr)
+    beta = auto_diffusion_temperature(g0, 0.2)
+    assert obj.diffusion_temperature_ == beta
+    rms = math.sqrt(np.mean(g0 ** 2))
+    assert abs((g - g0).std() / (0.1 * rms) - 1) <= 5 / math.sqrt(2 * g.size)
+    # Later iterations (other scores, same labels and queries) keep it.
+    obj.gradient_hessian(y, raw * 0.1, group_ptr=ptr)
+    assert obj.diffusion_temperature_ == beta
+    # Another training set, or another learning rate, sets it afresh.
+    y2 = y.copy()
+    y2[0] += 1
+    obj.gradient_hessian(y2, raw * 0.1, group_ptr=ptr)
+    assert obj.diffusion_temperature_ == auto_diffusion_temperature(inner.gradient_hessian(y2, raw * 0.1, group_ptr=ptr)[0], 0.2)
+    obj.set_params(learning_rate=0.4)
+    obj.gradient_hessian(y2, raw, group_ptr=ptr)
+    assert obj.diffusion_temperature_ == auto_diffusion_temperature(inner.gradient_hessian(y2, raw, group_ptr=ptr)[0], 0.4)
+    # A number is used as given.
+    fixed = SGLB(inner, diffusion_temperature=50.0)
+    fixed.gradient_hessian(y, raw, group_ptr=ptr)
+    assert fixed.diffusion_temperature_ == 50.0 and fixed.noise_scale == math.sqrt(2 / (0.1 * 50.0))
+
+
+def test_auto_temperature_in_xgboost_train_equals_the_rankers():
+    """``xgboost.train(obj=SGLB(QueryRMSE()))`` and
+    ``QueryRMSERanker(langevin=True)`` on XGBoost resolve the same ``beta``
+    (QueryRMSE is shift invariant, so XGBoost's base margin does not matter)."""
+    xgboost = pytest.importorskip("xgboost")
+    import rankkit
+
+    rng = np.random.default_rng(3)
+    qid = np.repeat(np.arange(60), 12)
+    X = rng.normal(size=(qid.size, 4))
+    y = rng.integers(0, 4, qid.size).astype(float)
+    obj = SGLB(QueryRMSE(), learning_rate=0.1, random_state=0)
+    xgboost.train({"eta": 0.1, "max_depth": 3, "nthread": 1}, xgboost.DMatrix(X, y, qid=qid), num_boost_round=3, obj=obj)
+    ranker = rankkit.QueryRMSERanker(langevin=True, backend="xgboost", n_estimators=3, learning_rate=0.1,
+                                     random_state=0).fit(X, y, qid=qid)
+    assert obj.diffusion_temperature_ == pytest.approx(ranker.diffusion_temperature_, rel=1e-12)
+
+
 @pytest.mark.parametrize(
     "kwargs,match",
     [
@@ -115,6 +171,7 @@ def test_xgboost_style_call_and_qid_order():
         (dict(learning_rate=-1.0), "learning_rate"),
         (dict(diffusion_temperature=0.0), "diffusion_temperature"),
         (dict(diffusion_temperature=float("inf")), "diffusion_temperature"),
+        (dict(diffusion_temperature="warm"), "diffusion_temperature"),
     ],
 )
 def test_bad_params(kwargs, match):
