@@ -44,6 +44,20 @@ def ref_goes_left(b, t, ml):
     return bool(ml) if b == MISSING else b <= t
 
 
+def ref_partition(segment, left):
+    """A segment's rows after the split: the k-th row of the left part that
+    goes right trades places with the k-th row of the right part that goes
+    left (the grower's rule; any partition would do, this one is its)."""
+    out = list(segment)
+    n_left = int(np.sum(left))
+    wrong_left = [i for i in range(n_left) if not left[i]]
+    wrong_right = [i for i in range(n_left, len(out)) if left[i]]
+    assert len(wrong_left) == len(wrong_right)
+    for i, j in zip(wrong_left, wrong_right):
+        out[i], out[j] = out[j], out[i]
+    return np.array(out, dtype=np.asarray(segment).dtype)
+
+
 def ref_node_candidates(Xb, rows, grad, hess, f, nb, lam):
     """All (t, ml, GL, HL, GR, HR) of feature f on the node's rows, by masks."""
     col = Xb[rows, f]

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from rankkit._backends._gbm import binning, histogram, splitting
-from rankkit._backends._gbm.grower import (TreeGrower, group_features, level_histograms, partition_segments,
-                                           split_sides)
+from rankkit._backends._gbm.grower import (TreeGrower, group_features, level_histograms, misplaced_positions,
+                                           partition_segments, split_sides)
 from rankkit._backends._gbm.predictor import (add_tree_binned, add_tree_positions, flat_trees, oblivious_tables,
                                               predict_oblivious, predict_raw)
 from tests import _reference_gbm as ref
@@ -265,9 +265,9 @@ def test_random_split_strength_matches_reference(policy):
     assert changed >= 2
 
 
-@pytest.mark.parametrize("n_chunks", [1, 3])
-def test_partition_is_stable_and_moves_bins_gradients_and_rows(n_chunks):
-    rng = np.random.default_rng(4)
+@pytest.mark.parametrize("seed", [4, 5])
+def test_partition_moves_bins_gradients_and_rows_by_the_swap_rule(seed):
+    rng = np.random.default_rng(seed)
     n = 500
     Xb, _, _ = binned(tied_data(rng, n, 12))
     Xg = group_features(Xb)
@@ -276,17 +276,25 @@ def test_partition_is_stable_and_moves_bins_gradients_and_rows(n_chunks):
     rows = before.copy()
     pos = np.ascontiguousarray(Xg[:, rows, :])  # bins by position
     gh = np.ascontiguousarray(np.stack([grad[rows], hess[rows]]))
-    starts, ends = np.array([0, 200], dtype=np.int64), np.array([200, 480], dtype=np.int64)
-    f, t, ml = np.array([0, 11], dtype=np.int64), np.array([1, 0], np.uint8), np.array([1, 0], np.uint8)
-    go, nl = np.empty(n, np.uint8), np.empty(2, dtype=np.int64)
+    # Segments of 1 and 0 rows, one whose rows all go one way, and two ordinary ones.
+    starts = np.array([0, 200, 201, 201, 260], dtype=np.int64)
+    ends = np.array([200, 201, 201, 260, 480], dtype=np.int64)
+    f = np.array([0, 3, 3, 5, 11], dtype=np.int64)
+    t = np.array([1, 0, 0, 255, 0], np.uint8)
+    ml = np.array([1, 0, 0, 1, 0], np.uint8)
+    m = starts.shape[0]
+    go, nl, misplaced = np.empty(n, np.uint8), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
     split_sides(pos, starts, ends, f, t, ml, go, nl)
-    partition_segments(pos.view(np.uint64)[:, :, 0], gh.view(np.uint64), rows, np.empty(n, np.int32), go,
-                       starts, ends, nl, np.empty((n_chunks, n), np.uint64))
-    for k in range(2):
+    where = np.empty(n, np.int32)
+    misplaced_positions(go, starts, ends, nl, where, misplaced)
+    partition_segments(pos.view(np.uint64)[:, :, 0], gh.view(np.uint64), rows, where, starts, nl, misplaced)
+    for k in range(m):
         seg = before[starts[k]:ends[k]]
-        left = np.array([ref.ref_goes_left(b, t[k], ml[k]) for b in Xb[seg, f[k]]])
-        np.testing.assert_array_equal(rows[starts[k]:ends[k]], np.concatenate([seg[left], seg[~left]]))
+        left = np.array([ref.ref_goes_left(b, t[k], ml[k]) for b in Xb[seg, f[k]]], dtype=bool)
+        np.testing.assert_array_equal(rows[starts[k]:ends[k]], ref.ref_partition(seg, left))
         assert nl[k] == left.sum()
+        assert misplaced[k] == np.sum(~left[: left.sum()])
+    assert misplaced[0] > 10 and misplaced[4] > 10  # the swaps were exercised
     # Every position still holds its row's bins and gradients; positions outside the segments are untouched.
     np.testing.assert_array_equal(rows[480:], before[480:])
     np.testing.assert_array_equal(pos, Xg[:, rows, :])

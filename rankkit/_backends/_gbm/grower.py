@@ -9,7 +9,7 @@ not only row indices), so each node owns a contiguous segment and histograms
 stream it forwards at every depth. The next tree starts from the order the
 last one left: no copy is restored, and no second matrix is kept. Memory: the
 binned matrix once (1 byte per value), the gradients and hessians by position
-(16 bytes per row), the permutation and a scratch row per worker thread. One
+(16 bytes per row), the permutation and a list of positions to swap (4 bytes per row). One
 level costs a handful of kernel calls, whatever the number of nodes: build the
 histograms of the smaller children, subtract for their siblings, find the
 best splits, partition (not after the last level: there a flag per position
@@ -162,56 +162,68 @@ def split_sides(X_pos, starts, ends, features, bin_thresholds, missing_left, go,
 
 
 @njit(cache=True, parallel=True)
-def partition_segments(X64, gh64, rows, tmp, go, starts, ends, n_left, scratch):
-    """Stable in-place partition of each segment by ``go``: rows, bins, gradients.
+def misplaced_positions(go, starts, ends, n_left, where, n_misplaced):
+    """The positions that :func:`partition_segments` swaps, once for all arrays.
 
-    Segment ``k`` is ``starts[k]:ends[k]``; its positions with ``go = 1``
-    (``n_left[k]`` of them) come first, both sides keep their order. What
-    moves: the bins (``X64``, the ``uint64`` view ``(G, n)`` of the grouped
-    matrix: 8 codes per move), the gradients and hessians (``gh64``, ``(2,
-    n)``, float64 bits) and the row of each position (``rows``, through
-    ``tmp``). Left codes are compacted forwards in place, right ones wait in
-    a row of ``scratch`` (``uint64 (K, n)``, one row per parallel chunk of
-    tasks). Pure data movement: the same for any thread count and any ``K``.
+    For segment ``k`` (``starts[k]:ends[k]``, its left part the first
+    ``n_left[k]`` positions): ``where[a:a + m]`` the left part's positions
+    with ``go = 0`` and ``where[mid:mid + m]`` the right part's with ``go = 1``
+    (``a = starts[k]``, ``mid = a + n_left[k]``, ``m = n_misplaced[k]``: the
+    two counts are equal). Branch-free: a position is written at the next slot
+    either way, and only kept when it belongs.
     """
-    m = starts.shape[0]
+    for k in numba.prange(starts.shape[0]):
+        a = starts[k]
+        mid = a + n_left[k]
+        p = a
+        for i in range(a, mid):
+            where[p] = i
+            p += 1 - np.int64(go[i])
+        n_misplaced[k] = p - a
+        p = mid
+        for i in range(mid, ends[k]):
+            where[p] = i
+            p += np.int64(go[i])
+
+
+@njit(cache=True, parallel=True)
+def partition_segments(X64, gh64, rows, where, starts, n_left, n_misplaced):
+    """In-place partition of each segment: rows, bins, gradients.
+
+    After it, segment ``k``'s first ``n_left[k]`` positions hold the rows its
+    split sends left (``go = 1``) and the others the rest: the ``i``-th
+    misplaced position of the left part swaps with the ``i``-th of the right
+    part (:func:`misplaced_positions`), in every array alike. What moves: the
+    bins (``X64``, the ``uint64`` view ``(G, n)`` of the grouped matrix: 8
+    codes per move), the gradients and hessians (``gh64``, ``(2, n)``,
+    float64 bits) and the row of each position (``rows``). Only misplaced
+    positions are read and written (a stable partition writes every
+    position and buffers one side), and the result depends on ``go`` alone:
+    the same for any thread count. One task per (segment, array).
+    """
     G = X64.shape[0]
-    n_arrays = G + 2
-    n_tasks = m * (n_arrays + 1)
-    n_chunks = min(scratch.shape[0], n_tasks)
-    # Chunk c takes tasks c, c + n_chunks, ... and owns scratch[c].
-    for c in numba.prange(n_chunks):
-        buf = scratch[c]
-        for task in range(c, n_tasks, n_chunks):
-            k = task // (n_arrays + 1)
-            g = task - k * (n_arrays + 1)
-            a = starts[k]
-            b = ends[k]
-            p = a
-            if g == n_arrays:
-                # Branch-free (the side of a row is unpredictable): a row goes to p or q.
-                q = a + n_left[k]
-                for i in range(a, b):
-                    gi = np.int64(go[i])
-                    tmp[q + (p - q) * gi] = rows[i]
-                    p += gi
-                    q += 1 - gi
-                for i in range(a, b):
-                    rows[i] = tmp[i]
-            else:
-                s = X64[g] if g < G else gh64[g - G]
-                # p <= i: writing s[p] never clobbers a code still to be read;
-                # a right code written there is overwritten later.
-                r = 0
-                for i in range(a, b):
-                    v = s[i]
-                    gi = np.int64(go[i])
-                    s[p] = v
-                    buf[r] = v
-                    p += gi
-                    r += 1 - gi
-                for i in range(r):
-                    s[p + i] = buf[i]
+    n_arrays = G + 3
+    for task in numba.prange(starts.shape[0] * n_arrays):
+        k = task // n_arrays
+        g = task - k * n_arrays
+        a = starts[k]
+        mid = a + n_left[k]
+        m = n_misplaced[k]
+        if g == G + 2:
+            for t in range(m):
+                i = where[a + t]
+                j = where[mid + t]
+                v = rows[i]
+                rows[i] = rows[j]
+                rows[j] = v
+        else:
+            s = X64[g] if g < G else gh64[g - G]
+            for t in range(m):
+                i = where[a + t]
+                j = where[mid + t]
+                v = s[i]
+                s[i] = s[j]
+                s[j] = v
 
 
 @njit(cache=True, parallel=True)
@@ -289,10 +301,9 @@ class TreeGrower:
         n = X_grouped.shape[1]
         self.X = X_grouped
         self.rows = np.arange(n, dtype=np.int32)
-        self._tmp = np.empty(n, dtype=np.int32)
+        self._where = np.empty(n, dtype=np.int32)
         self._gh = np.empty((2, n))
         self._go = np.empty(n, dtype=np.uint8)
-        self._scratch = np.empty((0, n), dtype=np.uint64)
         self._hist = [np.empty((0, 0, N_BINS, 2)), np.empty((0, 0, N_BINS, 2))]
         self.n_sampled = n
         self._segments = None
@@ -320,11 +331,10 @@ class TreeGrower:
         return outs
 
     def _partition(self, starts, ends, n_left):
-        n_chunks = min(numba.get_num_threads(), 8)  # memory-bound: more chunks do not help
-        if self._scratch.shape[0] < n_chunks:
-            self._scratch = np.empty((n_chunks, self.X.shape[1]), dtype=np.uint64)
-        partition_segments(self.X.view(np.uint64)[:, :, 0], self._gh.view(np.uint64), self.rows, self._tmp,
-                           self._go, starts, ends, n_left, self._scratch)
+        n_misplaced = np.empty(starts.shape[0], dtype=np.int64)
+        misplaced_positions(self._go, starts, ends, n_left, self._where, n_misplaced)
+        partition_segments(self.X.view(np.uint64)[:, :, 0], self._gh.view(np.uint64), self.rows, self._where,
+                           starts, n_left, n_misplaced)
 
     def _begin(self, grad, hess, sampled):
         """Gradients by position; the sampled rows (all if ``sampled`` is None) to the front."""
