@@ -147,10 +147,12 @@ def _adjacent_pairs(y, raw, ez, order, grad, hess, mode, a_end, lo, inv_p, decay
         rb = y[ib]
         g_b = grad[ib]
         h_b = hess[ib]
-        if ra != rb:
+        if mode == CLASSIC or ra != rb:
+            # Classic weights are |r_a - r_b| decay^a: 0 for equal labels, so those pairs
+            # add zeros and the loop needs no branch on the labels.
             w = _pair_weight(mode, a, a + 1, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second,
                              scale, pi_a, 0.0, 1.0)
-            if w > 0.0:
+            if mode == CLASSIC or w > 0.0:
                 up = ra > rb  # the upper document is the more relevant
                 # Selects, not branches: ``up`` is a coin flip.
                 win = ia if up else ib
