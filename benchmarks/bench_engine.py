@@ -70,7 +70,7 @@ STAGES = {
     "split search": ("find_oblivious_split", "oblivious_scores", "best_split_one"),
     "partition": ("split_sides", "partition_segments", "gather_gradients", "sampled_sides", "sum_segment"),
     "score update": ("scatter_leaf_values", "add_tree_positions", "add_tree_binned"),
-    "binning": ("fit_bin_edges", "bin_block", "transform", "group_features", "_greedy", "quantile"),
+    "binning": ("fit_bin_edges", "bin_block", "transform", "_greedy", "quantile"),
 }
 
 

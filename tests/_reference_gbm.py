@@ -27,6 +27,21 @@ def ref_bin(X, edges, edges_ptr):
     return out
 
 
+def group_features(Xb):
+    """The grower's layout of an (n, F) bin matrix, by copying:
+    ``Xg[f // 8, i, f % 8] = Xb[i, f]``, padding lanes 0."""
+    n, F = Xb.shape
+    out = np.zeros(((F + 7) // 8, n, 8), dtype=np.uint8)
+    for f in range(F):
+        out[f // 8, :, f % 8] = Xb[:, f]
+    return out
+
+
+def ungroup_features(Xg, F):
+    """The (n, F) bin matrix of the grower's layout."""
+    return np.asfortranarray(np.concatenate(list(Xg), axis=1)[:, :F])
+
+
 def ref_histogram(Xb, rows, grad, hess, f):
     h = np.zeros((256, 2))
     for r in rows:

@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 
 from rankkit._backends._gbm import binning, histogram, splitting
-from rankkit._backends._gbm.grower import (TreeGrower, group_features, level_histograms, misplaced_positions,
-                                           partition_segments, split_sides)
+from rankkit._backends._gbm.grower import (TreeGrower, level_histograms, misplaced_positions, partition_segments,
+                                           split_sides)
 from rankkit._backends._gbm.predictor import (add_tree_binned, add_tree_positions, flat_trees, oblivious_tables,
                                               predict_oblivious, predict_raw)
 from tests import _reference_gbm as ref
+from tests._reference_gbm import group_features
 
 
 def tied_data(rng, n, F, n_values=4, missing=0.15):
@@ -27,8 +28,9 @@ def dyadic(rng, n, lo=-8, hi=9):
 
 
 def binned(X, max_bins=255):
+    """``(n, F)`` bins (from the grower's layout), edges, edges_ptr."""
     edges, ptr = binning.fit_bin_edges(X, max_bins)
-    return binning.transform(X, edges, ptr), edges, ptr
+    return ref.ungroup_features(binning.transform(X, edges, ptr), X.shape[1]), edges, ptr
 
 
 # -- binning ---------------------------------------------------------------
@@ -135,14 +137,17 @@ def test_histograms_and_subtraction_match_reference():
                                        atol=1e-12)
 
 
-def test_group_features_layout():
+@pytest.mark.parametrize("F", [1, 8, 13, 17])
+def test_transform_writes_the_grouped_layout(F):
     rng = np.random.default_rng(3)
-    for F in (1, 8, 13, 17):
-        Xb = np.asfortranarray(rng.integers(0, 256, size=(50, F)).astype(np.uint8))
-        Xg = group_features(Xb)
-        assert Xg.shape == ((F + 7) // 8, 50, 8) and Xg.flags.c_contiguous
-        for f in range(F):
-            np.testing.assert_array_equal(Xg[f // 8, :, f % 8], Xb[:, f])
+    X = np.round(rng.normal(size=(20_000, F)), 2)  # more rows than one block
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[0, 0], X[1, 0] = np.inf, -np.inf
+    edges, ptr = binning.fit_bin_edges(X, 255)
+    Xg = binning.transform(X.astype(np.float32) if F == 13 else X, edges, ptr)
+    assert Xg.shape == ((F + 7) // 8, X.shape[0], 8) and Xg.flags.c_contiguous and Xg.dtype == np.uint8
+    want = ref.ref_bin(X.astype(np.float32) if F == 13 else X, edges, ptr)
+    np.testing.assert_array_equal(Xg, group_features(want))  # padding lanes 0 too
 
 
 # -- split finding ---------------------------------------------------------

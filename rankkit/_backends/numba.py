@@ -22,7 +22,7 @@ from .._validation import Interval
 from ._base import Backend, check_iteration_range
 from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms, sum_of_squares
-from ._gbm.grower import TreeGrower, group_features
+from ._gbm.grower import TreeGrower
 from ._gbm.predictor import add_tree_binned, add_tree_positions
 from ._gbm.tree import NODE_DTYPE
 
@@ -212,10 +212,9 @@ class NumbaBackend(Backend):
         self.feature_names_in_ = None if feature_names is None else np.asarray(feature_names, dtype=object)
         with limit_threads(self.n_jobs):
             edges, edges_ptr = fit_bin_edges(X, min(int(self.max_bin), 255), p["border_type"])
-            # One binned copy of each set, in the grower's layout (the column-major
-            # one from binning is dropped at once); the grower reorders the training one.
-            Xb = group_features(transform(X, edges, edges_ptr))
-            self._Eb = [group_features(transform(E, edges, edges_ptr)) for E in eval_X]
+            # One binned copy of each set, in the grower's layout; the grower reorders the training one.
+            Xb = transform(X, edges, edges_ptr)
+            self._Eb = [transform(E, edges, edges_ptr) for E in eval_X]
             self._grower = TreeGrower(Xb, np.diff(edges_ptr) + 1, edges, edges_ptr, max_depth=self.max_depth,
                                       min_child_weight=self.min_child_weight, reg_lambda=self.reg_lambda,
                                       min_split_gain=p["min_split_gain"], grow_policy=p["grow_policy"])

@@ -134,37 +134,56 @@ def fit_bin_edges(X, max_bins, border_type="quantile"):
     return np.ascontiguousarray(edges), ptr
 
 
+#: Rows binned together: their binary searches run side by side.
+SEARCH_ROWS = 32
+
+
 @njit(cache=True, parallel=True)
 def bin_block(block, edges, edges_ptr, out, row0):
-    """Write the bins of ``block`` (float32/float64, C order) into ``out[row0:, :]``.
+    """Write the bins of ``block`` (float32/float64, C order) into rows
+    ``row0:`` of ``out``, the grower's layout ``out[f // 8, row, f % 8]``
+    (:func:`transform`).
 
-    Parallel over features; ``out`` is the Fortran-ordered uint8 matrix.
+    The bin, the number of edges strictly below ``x``, comes from a binary
+    search. One search is a chain of dependent loads (each step's address
+    needs the last step's comparison), so a task searches one feature for
+    :data:`SEARCH_ROWS` rows step by step, side by side: the steps of
+    different rows are independent and overlap. Each step is arithmetic, not
+    a branch, and the number of steps depends on the feature only. Parallel
+    over groups of rows.
     """
     n, n_features = block.shape
-    for f in numba.prange(n_features):
-        a = edges_ptr[f]
-        m = edges_ptr[f + 1] - a
-        for i in range(n):
-            x = block[i, f]
-            if np.isnan(x):
-                out[row0 + i, f] = MISSING_BIN
-                continue
-            # bin = number of edges strictly below x (binary search).
-            lo = 0
-            hi = m
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if edges[a + mid] < x:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            out[row0 + i, f] = lo
+    n_tasks = (n + SEARCH_ROWS - 1) // SEARCH_ROWS
+    for task in numba.prange(n_tasks):
+        i0 = task * SEARCH_ROWS
+        rows = min(SEARCH_ROWS, n - i0)
+        pos = np.empty(SEARCH_ROWS, dtype=np.int64)
+        for f in range(n_features):
+            a = edges_ptr[f]
+            m = edges_ptr[f + 1] - a
+            for j in range(rows):
+                pos[j] = 0
+            # The answer lies in [pos, pos + m]: halve the range until one edge is left.
+            while m > 1:
+                half = m >> 1
+                for j in range(rows):
+                    pos[j] += half * np.int64(edges[a + pos[j] + half] < block[i0 + j, f])
+                m -= half
+            g = f >> 3
+            lane = f & 7
+            for j in range(rows):
+                x = block[i0 + j, f]
+                b = pos[j] + np.int64(m == 1 and edges[a + pos[j]] < x)
+                out[g, row0 + i0 + j, lane] = MISSING_BIN if np.isnan(x) else b
 
 
 def transform(X, edges, edges_ptr):
-    """uint8 bins of ``X`` in Fortran layout (feature columns contiguous)."""
+    """uint8 bins of ``X`` in the grower's feature-group layout:
+    ``Xg[f // 8, i, f % 8]`` is feature ``f`` of row ``i``, shape
+    ``(ceil(n_features / 8), n, 8)``, C order, padding lanes 0
+    (:mod:`.grower` explains the layout)."""
     n, n_features = X.shape
-    out = np.empty((n, n_features), dtype=np.uint8, order="F")
+    out = np.zeros(((n_features + 7) // 8, n, 8), dtype=np.uint8)
     for a, blk in iter_row_blocks(X, BLOCK_ROWS):
         bin_block(blk, edges, edges_ptr, out, a)
     return out

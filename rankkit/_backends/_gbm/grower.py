@@ -1,7 +1,9 @@
 """Growing one tree from gradients and hessians, level by level.
 
 The grower owns the training set's binned matrix (one copy, in groups of 8
-features, :func:`group_features`) and keeps it *ordered by position*: a
+features, :func:`.binning.transform`: ``Xg[f // 8, i, f % 8]``, so a task of
+:func:`level_histograms` reads the 8 codes of one row for its feature group
+from 8 bytes, at the root and at deep nodes alike) and keeps it *ordered by position*: a
 permutation ``rows`` says which training row sits at each position. Every
 split partitions its node's segment in place, moving the rows' bins and their
 gradients and hessians with them (as in LightGBM and pygbm, but with the data,
@@ -44,24 +46,6 @@ from .tree import empty_nodes
 FEATURE_GROUP = 8
 
 
-def group_features(X_binned):
-    """The bins in feature-group-major layout: ``Xg[f // 8, r, f % 8] = X_binned[r, f]``.
-
-    Shape ``(ceil(F / 8), n, 8)`` (uint8, C order; padding lanes are 0). A task
-    of :func:`level_histograms` reads the 8 codes of one row for its feature
-    group from one cache line, for the root (a forward stream) and for deep
-    nodes (rows scattered over the matrix) alike.
-    """
-    n, F = X_binned.shape
-    G = (F + FEATURE_GROUP - 1) // FEATURE_GROUP
-    out = np.zeros((G, n, FEATURE_GROUP), dtype=np.uint8)
-    for g in range(G):
-        a = g * FEATURE_GROUP
-        b = min(F, a + FEATURE_GROUP)
-        out[g, :, : b - a] = X_binned[:, a:b]
-    return out
-
-
 @njit(cache=True, parallel=True)
 def level_histograms(X_pos, gh, feats, n_bins,
                      build_start, build_end, build_slot, sib_slot, parent_slot, parent_hist, hist,
@@ -70,7 +54,7 @@ def level_histograms(X_pos, gh, feats, n_bins,
                      out_score, out_gain, out_bin, out_missing_left, out_left_g, out_left_h):
     """One level in one call: histograms, sibling subtraction, best splits.
 
-    ``X_pos`` holds the bins in :func:`group_features` layout by position and
+    ``X_pos`` holds the bins in :func:`.binning.transform`'s layout by position and
     ``gh`` (2, n) the gradients and hessians by position (``gh[:, i]`` belong
     to the row whose codes are ``X_pos[:, i]``; :func:`partition_segments`
     keeps them so), so every node reads its segment forwards. Task
@@ -274,7 +258,7 @@ class TreeGrower:
 
     Parameters
     ----------
-    X_grouped : uint8 ndarray, the bins in :func:`group_features` layout. The
+    X_grouped : uint8 ndarray, the bins in :func:`.binning.transform`'s layout. The
         grower takes it over and reorders it in place (``X_grouped[:, i]``
         belongs to row ``rows[i]``); read it only through :attr:`rows`.
     n_bins : int64 ndarray (n_features,), non-missing bins per feature

@@ -36,7 +36,7 @@ def _binned_leaf(nodes, X_grouped, i):
 @njit(cache=True, parallel=True)
 def add_tree_binned(nodes, X_grouped, mult, out):
     """``out[i] += mult * value(leaf of row i)`` for one tree on binned rows, in
-    the grower's layout (:func:`.grower.group_features`: feature ``f`` of row
+    the grower's layout (:func:`.binning.transform`: feature ``f`` of row
     ``i`` at ``X_grouped[f // 8, i, f % 8]``)."""
     for i in numba.prange(X_grouped.shape[1]):
         out[i] += mult * nodes[_binned_leaf(nodes, X_grouped, i)].value
