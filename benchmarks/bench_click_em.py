@@ -16,7 +16,13 @@ regression EM:
   standardised features plus per-query offsets (no ranker at all);
 * ``features+score``: the same with the final model's score as one more feature.
 
+``--rankings K`` randomises the logger (``simulate_clicks(n_rankings=K,
+ranking_noise=--ranking-noise)``: each query shown in its logging order and
+in ``K - 1`` Plackett-Luce samples of it); ``--default-only`` runs only the
+shipped estimator.
+
     python benchmarks/bench_click_em.py --datasets mq2008 --etas 1 --sessions 1000000
+    python benchmarks/bench_click_em.py --datasets mq2008 yahoo --rankings 8 --ranking-noise 2 --default-only
 """
 
 from __future__ import annotations
@@ -84,13 +90,13 @@ def sorted_rows(qid):
     return groups, np.argsort(groups.codes, kind="stable")
 
 
-def run(dataset, eta, n_sessions, seed, em_steps):
+def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.0, default_only=False):
     data = bc.load(dataset)
     Xtr, ytr, qtr = data[:3]
     logger, _ = bc.logging_scores(Xtr, ytr, qtr, seed)
     Xc, clicks, qc, position, impressions = simulate_clicks(
         Xtr, ytr, qtr, logger, n_sessions=n_sessions, eta=eta, aggregate=True, return_impressions=True,
-        random_state=seed)
+        n_rankings=n_rankings, ranking_noise=ranking_noise, random_state=seed)
     shown = impressions > 0
     Xc, clicks, qc, position, impressions = Xc[shown], clicks[shown], qc[shown], position[shown], impressions[shown]
     truth = pbm_propensities(int(position.max()), eta)
@@ -102,6 +108,8 @@ def run(dataset, eta, n_sessions, seed, em_steps):
     model = LambdaMARTRanker(gain="linear", position_bias="estimate", **base)
     model.fit(Xc, ctr, qid=qc, position=position, sample_weight=impressions)
     out["default"] = (error(model.position_bias_, truth), time.perf_counter() - t)
+    if default_only:
+        return out
 
     defaults = RegressionEM.__init__.__kwdefaults__
     t = time.perf_counter()
@@ -139,6 +147,9 @@ def main():
     parser.add_argument("--etas", nargs="+", type=float, default=[0.5, 1.0, 2.0])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--em-steps", type=int, default=100)
+    parser.add_argument("--rankings", type=int, default=1, help="logging rankings per query (simulate_clicks)")
+    parser.add_argument("--ranking-noise", type=float, default=1.0)
+    parser.add_argument("--default-only", action="store_true", help="only the shipped estimator")
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     rows, raw = [], []
@@ -146,7 +157,8 @@ def main():
         for seed in args.seeds:
             for eta in args.etas:
                 for n_sessions in args.sessions:
-                    result = run(dataset, eta, n_sessions, seed, args.em_steps)
+                    result = run(dataset, eta, n_sessions, seed, args.em_steps, args.rankings, args.ranking_noise,
+                                 args.default_only)
                     raw.append({"dataset": dataset, "seed": seed, "eta": eta, "sessions": n_sessions, **result})
                     line = " | ".join(f"{k} {v[0]:.3f}" for k, v in result.items())
                     print(f"{dataset} seed {seed} eta {eta} sessions {n_sessions}: {line}", flush=True)

@@ -24,7 +24,11 @@ def _relevance_probability(y, max_label, noise):
     return np.clip(p, 0.0, 1.0)  # eps + (1 - eps) can round above 1
 
 
-def _check_args(model, n_sessions, eta, noise, top_k):
+def _check_args(model, n_sessions, eta, noise, top_k, n_rankings, ranking_noise):
+    if not isinstance(n_rankings, (int, np.integer)) or n_rankings < 1:
+        raise ValueError(f"n_rankings must be a positive int, got {n_rankings!r}.")
+    if not (ranking_noise >= 0 and np.isfinite(ranking_noise)):
+        raise ValueError(f"ranking_noise must be a finite number >= 0, got {ranking_noise!r}.")
     if model not in CLICK_MODELS:
         raise ValueError(f"click model {model!r} is not one of {list(CLICK_MODELS)}.")
     if not isinstance(n_sessions, (int, np.integer)) or n_sessions < 1:
@@ -37,20 +41,28 @@ def _check_args(model, n_sessions, eta, noise, top_k):
         raise ValueError(f"top_k must be a positive int or None, got {top_k!r}.")
 
 
-def _shown_lists(scores, groups, top_k):
-    """Per query, the rows shown (logging ranker's order, ties by row order)
-    and their 1-based positions, in the sorted layout."""
+def _shown_lists(scores, groups, top_k, n_rankings, ranking_noise, rng):
+    """Per query and ranking, the rows shown and their 1-based positions, in
+    the sorted layout; ``lists`` numbers the (query, ranking) lists.
+
+    Ranking 0 of a query is the logging ranker's order (ties by row order);
+    ranking ``r >= 1`` sorts ``scores + ranking_noise * sd * G`` with ``G``
+    standard Gumbel draws and ``sd`` the standard deviation of the query's
+    scores: a Plackett-Luce sample of the logger's softmax."""
     ptr = groups.group_ptr
-    shown, position, query = [], [], []
+    shown, position, lists = [], [], []
     for q in range(ptr.shape[0] - 1):
         lo, hi = ptr[q], ptr[q + 1]
-        order = lo + np.argsort(-scores[lo:hi], kind="stable")
-        if top_k is not None:
-            order = order[:top_k]
-        shown.append(order)
-        position.append(np.arange(1, order.shape[0] + 1))
-        query.append(np.full(order.shape[0], q))
-    return np.concatenate(shown), np.concatenate(position), np.concatenate(query)
+        s = scores[lo:hi]
+        for r in range(n_rankings):
+            key = s if r == 0 else s + ranking_noise * s.std() * rng.gumbel(size=s.shape[0])
+            order = lo + np.argsort(-key, kind="stable")
+            if top_k is not None:
+                order = order[:top_k]
+            shown.append(order)
+            position.append(np.arange(1, order.shape[0] + 1))
+            lists.append(np.full(order.shape[0], q * n_rankings + r))
+    return np.concatenate(shown), np.concatenate(position), np.concatenate(lists)
 
 
 def _cascade_clicks(rel, sessions, rng):
@@ -65,7 +77,8 @@ def _cascade_clicks(rel, sessions, rng):
 
 
 def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.0, noise=0.1, top_k=None,
-                    max_label=None, aggregate=True, return_impressions=False, random_state=None):
+                    max_label=None, n_rankings=1, ranking_noise=1.0, aggregate=True, return_impressions=False,
+                    random_state=None):
     r"""Simulate a click log from graded labels and a logging ranker's scores.
 
     The semi-synthetic protocol of Joachims, Swaminathan & Schnabel (2017):
@@ -102,15 +115,30 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
         Documents shown per session.
     max_label : float, optional
         ``r_max`` of the mapping; default the largest label of ``y``.
+    n_rankings : int, default=1
+        Rankings the logger shows for each query. The first is the order of
+        ``scores`` (the deterministic logger of the protocol); each other one
+        sorts ``scores + ranking_noise * sd_q * G``, ``G`` standard Gumbel
+        draws and ``sd_q`` the standard deviation of the query's scores (a
+        Plackett-Luce sample of the logger's softmax, drawn once). A
+        query's sessions are spread uniformly at random over its rankings. A
+        randomised logger shows a document at several ranks, which is what
+        lets ``position_bias="estimate"`` tell position from relevance (one
+        fixed ranking confounds them).
+    ranking_noise : float, default=1.0
+        Scale of the Gumbel noise of rankings ``2..n_rankings``.
     aggregate : bool, default=True
-        True: one row per shown (query, document) with the number of clicks
-        over the query's sessions as the label and the query's own id (each
-        query shows one list, so every position appears once per query).
-        False: one row per shown document per session, 0/1 clicks, and
-        the session number as ``qid`` (a query group is one impression list).
+        True: one row per shown (query, ranking, document) with the number of
+        clicks over the sessions that saw that ranking as the label, and as
+        ``qid`` the query's own id when ``n_rankings=1`` (each query shows
+        one list, so every position appears once per query), else the
+        number of the (query, ranking) list, ``q * n_rankings + r`` with
+        ``q`` the query's place among the sorted ids. False: one row per
+        shown document per session, 0/1 clicks, and the session number as
+        ``qid`` (a query group is one impression list).
     return_impressions : bool, default=False
         With ``aggregate``, also return how many sessions showed each row
-        (its query's sessions): ``clicks / impressions`` are click-through
+        (its list's sessions): ``clicks / impressions`` are click-through
         rates, the input of ``propensity_estimator="em"`` with
         ``sample_weight=impressions``.
     random_state : int, Generator or None
@@ -130,41 +158,45 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
     >>> bool(position.min() == 1 and clicks.min() >= 0)
     True
     """
-    _check_args(model, n_sessions, eta, noise, top_k)
+    _check_args(model, n_sessions, eta, noise, top_k, n_rankings, ranking_noise)
     y = check_labels(y, name="y")
     scores = check_scores(scores, name="scores")
     groups = make_groups(qid, y.shape[0])
     rng = np.random.default_rng(random_state)
     ys, ss = groups.sort(y), groups.sort(scores)
-    shown, position, query = _shown_lists(ss, groups, top_k)
+    shown, position, lists = _shown_lists(ss, groups, top_k, n_rankings, ranking_noise, rng)
     rmax = float(ys.max()) if max_label is None else float(max_label)
     rel = _relevance_probability(ys[shown], rmax, noise if model == "noisy" else 0.0)
     exam = pbm_propensities(position.max(), eta)[position - 1]
     n_queries = groups.n_queries
-    per_query = rng.multinomial(n_sessions, np.full(n_queries, 1.0 / n_queries))
-    sizes = np.bincount(query, minlength=n_queries)
+    n_lists = n_queries * n_rankings
+    per_list = rng.multinomial(n_sessions, np.full(n_queries, 1.0 / n_queries))
+    if n_rankings > 1:  # each query's sessions over its rankings
+        per_list = np.concatenate([rng.multinomial(m, np.full(n_rankings, 1.0 / n_rankings)) for m in per_list])
+    sizes = np.bincount(lists, minlength=n_lists)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     rows = groups.order[shown] if groups.order is not None else shown  # caller's row numbers
     if aggregate:
         if model == "cascade":
             clicks = np.concatenate([
-                _cascade_clicks(rel[starts[q]:starts[q + 1]], per_query[q], rng).sum(axis=0)
-                for q in range(n_queries)])
+                _cascade_clicks(rel[starts[k]:starts[k + 1]], per_list[k], rng).sum(axis=0)
+                for k in range(n_lists)])
         else:  # independent sessions: the sum of Bernoulli clicks is binomial
-            clicks = rng.binomial(per_query[query], exam * rel)
-        out_qid = np.asarray(qid)[rows]
+            clicks = rng.binomial(per_list[lists], exam * rel)
+        out_qid = np.asarray(qid)[rows] if n_rankings == 1 else lists
         out = (_take(X, rows), clicks.astype(np.float64), out_qid, position)
-        return (*out, per_query[query].astype(np.float64)) if return_impressions else out
-    return _sessions(X, rows, rel, exam, position, per_query, starts, model, rng)
+        return (*out, per_list[lists].astype(np.float64)) if return_impressions else out
+    return _sessions(X, rows, rel, exam, position, per_list, starts, model, rng)
 
 
-def _sessions(X, rows, rel, exam, position, per_query, starts, model, rng):
-    """One row per shown document per session (session ids 0, 1, ...)."""
+def _sessions(X, rows, rel, exam, position, per_list, starts, model, rng):
+    """One row per shown document per session (session ids 0, 1, ...);
+    ``per_list[k]`` sessions see list ``k``, rows ``starts[k]:starts[k + 1]``."""
     parts_rows, parts_clicks, parts_pos, parts_sid = [], [], [], []
     next_session = 0
-    for q in np.flatnonzero(per_query):
-        lo, hi = starts[q], starts[q + 1]
-        m, n = int(per_query[q]), hi - lo
+    for k in np.flatnonzero(per_list):
+        lo, hi = starts[k], starts[k + 1]
+        m, n = int(per_list[k]), hi - lo
         if model == "cascade":
             clicks = _cascade_clicks(rel[lo:hi], m, rng)
         else:

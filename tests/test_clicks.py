@@ -68,12 +68,53 @@ def test_simulator_aggregate_matches_sessions_in_distribution():
     assert pd.DataFrame({"q": qa, "p": pa}).duplicated().sum() == 0
 
 
+def test_simulator_randomised_logger_shows_each_document_at_several_ranks():
+    X, y, qid = make_ranking(30, n_features=4, max_docs=12, random_state=0)
+    scores = X[:, 0]
+    X = np.column_stack([X, np.arange(X.shape[0])])  # the last column names the document
+    n_sessions, K = 30_000, 4
+    one = simulate_clicks(X, y, qid, scores, n_sessions=n_sessions, return_impressions=True, random_state=1)
+    Xc, clicks, lists, position, imp = simulate_clicks(X, y, qid, scores, n_sessions=n_sessions, n_rankings=K,
+                                                       return_impressions=True, random_state=1)
+    sizes = np.bincount(np.unique(qid, return_inverse=True)[1])
+    assert Xc.shape[0] == K * qid.shape[0] and np.unique(lists).size == K * sizes.size
+    frame = pd.DataFrame({"list": lists, "position": position, "doc": Xc[:, -1], "imp": imp, "clicks": clicks})
+    # Each list shows its query's documents once, at positions 1..n.
+    assert not frame.duplicated(["list", "position"]).any() and not frame.duplicated(["list", "doc"]).any()
+    assert (frame.groupby("list")["position"].max() == np.repeat(sizes, K)).all()
+    # List 0 of a query is the logger's own order: the rows of n_rankings=1.
+    first = frame[frame["list"] % K == 0]
+    np.testing.assert_array_equal(first["doc"], one[0][:, -1])
+    np.testing.assert_array_equal(first["position"], one[3])
+    # Every session saw one list; a list's rows share its sessions.
+    per_list = frame.groupby("list")["imp"].agg(["min", "max"])
+    assert (per_list["min"] == per_list["max"]).all() and per_list["min"].sum() == n_sessions
+    # Most documents are shown at more than one rank.
+    ranks = frame.groupby([lists // K, "doc"])["position"].nunique()
+    assert (ranks > 1).mean() > 0.8
+    # Clicks follow the PBM on every list: totals by position within 5 standard errors.
+    rel = (np.exp2(y) - 1) / (np.exp2(y.max()) - 1)
+    label = dict(zip(X[:, -1], rel))
+    expected = frame["imp"] * pbm_propensities(frame["position"].max())[frame["position"] - 1] * frame["doc"].map(label)
+    by_pos = frame.assign(expected=expected).groupby("position")[["clicks", "expected"]].sum()
+    assert np.all(np.abs(by_pos["clicks"] - by_pos["expected"]) <= 5 * np.sqrt(by_pos["expected"]) + 1)
+    # Sessions, not aggregated: one list per session, positions unique within it.
+    _, _, sid, ps = simulate_clicks(X, y, qid, scores, n_sessions=500, n_rankings=K, aggregate=False, random_state=2)
+    assert not pd.DataFrame({"s": sid, "p": ps}).duplicated().any()
+
+
 def test_simulator_rejects_bad_arguments():
     X, y, qid = make_ranking(5, random_state=0)
     with pytest.raises(ValueError, match="click model"):
         simulate_clicks(X, y, qid, X[:, 0], model="dbn")
     with pytest.raises(ValueError, match="n_sessions"):
         simulate_clicks(X, y, qid, X[:, 0], n_sessions=0)
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match="n_rankings"):
+            simulate_clicks(X, y, qid, X[:, 0], n_rankings=bad)
+    for bad in (-1.0, np.nan, np.inf):
+        with pytest.raises(ValueError, match="ranking_noise"):
+            simulate_clicks(X, y, qid, X[:, 0], n_rankings=2, ranking_noise=bad)
 
 
 # -- validation ---------------------------------------------------------------
@@ -306,6 +347,24 @@ def test_regression_em_recovers_propensities():
     for _ in range(30):
         theta, _ = em.update(score.ravel())
     assert np.max(np.abs(theta / truth - 1)) < 0.10, theta
+
+
+def test_a_randomised_logger_lets_the_ranker_recover_the_propensities():
+    # One fixed logging ranking confounds position with relevance; eight
+    # Plackett-Luce rankings per query show each document at several ranks and
+    # position_bias="estimate" recovers (1/k)^eta within 10%.
+    X, y, qid = make_ranking(300, n_features=8, max_docs=12, random_state=0)
+    logger = X @ np.random.default_rng(0).normal(size=X.shape[1])
+    errors = {}
+    for K in (1, 8):
+        Xc, c, qc, pos, imp = simulate_clicks(X, y, qid, logger, n_sessions=200_000, n_rankings=K, ranking_noise=2.0,
+                                              return_impressions=True, random_state=0)
+        keep = imp > 0
+        r = LambdaMARTRanker(gain="linear", n_estimators=60, n_jobs=1, random_state=0, position_bias="estimate")
+        r.fit(Xc[keep], c[keep] / imp[keep], qid=qc[keep], position=pos[keep], sample_weight=imp[keep])
+        truth = pbm_propensities(r.position_bias_.shape[0], 1.0)
+        errors[K] = np.max(np.abs(r.position_bias_[:10] / truth[:10] - 1))
+    assert errors[8] < 0.10 and errors[1] > 2 * errors[8], errors
 
 
 @pytest.mark.parametrize("estimator", ["em", "pairwise"])
