@@ -192,22 +192,21 @@ def partition_segments(X64, gh64, rows, where, starts, n_left, n_misplaced):
         g = task - k * n_arrays
         a = starts[k]
         mid = a + n_left[k]
-        m = n_misplaced[k]
         if g == G + 2:
-            for t in range(m):
-                i = where[a + t]
-                j = where[mid + t]
-                v = rows[i]
-                rows[i] = rows[j]
-                rows[j] = v
+            _swap_pairs(rows, where, a, mid, n_misplaced[k])
         else:
-            s = X64[g] if g < G else gh64[g - G]
-            for t in range(m):
-                i = where[a + t]
-                j = where[mid + t]
-                v = s[i]
-                s[i] = s[j]
-                s[j] = v
+            _swap_pairs(X64[g] if g < G else gh64[g - G], where, a, mid, n_misplaced[k])
+
+
+@njit(cache=True, inline="always")
+def _swap_pairs(s, where, a, mid, m):
+    """Swap ``s`` at ``where[a + t]`` and ``where[mid + t]`` for ``t < m``."""
+    for t in range(m):
+        i = where[a + t]
+        j = where[mid + t]
+        v = s[i]
+        s[i] = s[j]
+        s[j] = v
 
 
 @njit(cache=True, parallel=True)
