@@ -355,7 +355,14 @@ class SGLB(RankingObjective):
 
     def _resolve_auto(self, y, group_ptr, grad):
         """Set ``diffusion_temperature_`` from ``grad`` unless it was set for
-        these labels, queries and learning rate (a digest, not a copy, is kept)."""
+        these labels, queries and learning rate (a digest, not a copy, is kept).
+
+        The engine hook hands over the very same label and query arrays
+        while the engine's are unchanged (it compares them), so those calls
+        skip the digest."""
+        seen = getattr(self, "_auto_seen", None)
+        if seen is not None and seen[0] is y and seen[1] is group_ptr and seen[2] == self.learning_rate:
+            return
         digest = hashlib.blake2b(digest_size=16)
         for part in (np.float64(self.learning_rate), y, group_ptr):
             digest.update(np.ascontiguousarray(part).tobytes())
@@ -363,6 +370,12 @@ class SGLB(RankingObjective):
         if getattr(self, "_auto_for", None) != key or not hasattr(self, "diffusion_temperature_"):
             self.diffusion_temperature_ = auto_diffusion_temperature(grad, self.learning_rate)
             self._auto_for = key
+        self._auto_seen = (y, group_ptr, self.learning_rate)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_auto_seen", None)  # references to a caller's arrays
+        return state
 
     def _check_labels(self, y):
         return self.objective._check_labels(y)
@@ -379,6 +392,7 @@ class SGLB(RankingObjective):
             self._resolve_auto(y, group_ptr, grad)
         else:
             self.diffusion_temperature_ = float(self.diffusion_temperature)
+            self._auto_for = self._auto_seen = None  # "auto" set later starts afresh
         n = y.shape[0]
         add_gaussian_noise(grad, y, raw, group_ptr, query_keys, self.noise_scale, np.int64(seed),
                            np.empty((3, n), dtype=np.int64))
