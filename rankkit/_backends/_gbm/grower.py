@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from .binning import MISSING_BIN
-from .histogram import N_BINS, subtract_one
+from .histogram import N_BINS, clear_used, subtract_one
 from .splitting import best_split_one, find_oblivious_split, oblivious_scores
 from .tree import empty_nodes
 
@@ -67,7 +67,8 @@ def level_histograms(X_pos, gh, feats, n_bins,
     ``find_splits``, writes the best split of both nodes on each feature into
     ``out_*[slot, j]`` (``node_g``/``node_h`` are indexed by slot; with
     ``noise_sd > 0`` tree node ``node_ids[slot]`` draws the split noise of
-    feature ``f``'s candidates from counters ``512 (node n_features + f) + 2 t + ml``). Every
+    feature ``f``'s candidates from counters ``512 (node n_features + f) + 2 t + ml``). Only the
+    bins a feature can hold are zeroed, summed and subtracted (:mod:`.histogram`). Every
     histogram is summed in position order by one task, whatever the thread count.
     """
     n_pairs = build_start.shape[0]
@@ -83,7 +84,8 @@ def level_histograms(X_pos, gh, feats, n_bins,
         b = build_end[k]
         # The group's histograms as one flat array: feature j's bin v at 2 * (256 j + v).
         hs = hist[s, j0:j1].reshape(-1)
-        hs[:] = 0.0
+        for j in range(j0, j1):
+            clear_used(hist[s, j], n_bins[feats[j]])
         f0 = feats[j0]
         g0 = f0 // FEATURE_GROUP
         if j1 - j0 == FEATURE_GROUP and f0 == g0 * FEATURE_GROUP and feats[j1 - 1] == f0 + FEATURE_GROUP - 1:
@@ -108,7 +110,7 @@ def level_histograms(X_pos, gh, feats, n_bins,
         for j in range(j0, j1):
             f = feats[j]
             if o >= 0:
-                subtract_one(parent_hist[parent_slot[k], j], hist[s, j], hist[o, j])
+                subtract_one(parent_hist[parent_slot[k], j], hist[s, j], hist[o, j], n_bins[f])
             if find_splits:
                 for w in range(2):
                     c = s if w == 0 else o
