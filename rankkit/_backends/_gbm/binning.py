@@ -154,10 +154,11 @@ def bin_block(block, edges, edges_ptr, out, row0):
     """
     n, n_features = block.shape
     n_tasks = (n + SEARCH_ROWS - 1) // SEARCH_ROWS
+    search = np.empty((n_tasks, SEARCH_ROWS), dtype=np.int64)  # each task's positions, allocated once
     for task in numba.prange(n_tasks):
         i0 = task * SEARCH_ROWS
         rows = min(SEARCH_ROWS, n - i0)
-        pos = np.empty(SEARCH_ROWS, dtype=np.int64)
+        pos = search[task]
         for f in range(n_features):
             a = edges_ptr[f]
             m = edges_ptr[f + 1] - a
