@@ -37,6 +37,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_curves.py                          # everything (long)
     .venv/bin/python benchmarks/bench_curves.py --datasets mq2008 --sizes 40 100 --seeds 2
     .venv/bin/python benchmarks/bench_curves.py --only rankkit --variant 'lam1:reg_lambda=1'
+    .venv/bin/python benchmarks/bench_curves.py --scales raw --plot docs/img/curves.png
 """
 
 from __future__ import annotations
@@ -286,6 +287,39 @@ def report(dataset, scale, results, sizes):
     return text
 
 
+def plot(curves, path):
+    """One panel per dataset and feature scale: each rankkit objective's paired
+    difference to its counterpart (NDCG@10 points, +- one standard error)
+    against the number of training queries; the grey band is +-1 point."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(3.2 * len(curves), 3.4), sharey=True, squeeze=False)
+    for ax, ((dataset, scale), results) in zip(axes[0], curves.items()):
+        sizes = sorted(results)
+        labels = [k for k in results[sizes[0]] if k.startswith("rankkit") and " [" not in k]
+        for label in labels:
+            peer = COUNTERPART[label.split(" ", 1)[1]]
+            pts = [(n, *_paired(results[n][label], results[n][peer])[:2]) for n in sizes if peer in results[n]]
+            if pts:
+                n, d, se = (np.array(v) for v in zip(*pts))
+                ax.errorbar(n, 100 * d, yerr=100 * se, marker="o", ms=3, capsize=2, label=label.split(" ", 1)[1])
+        ax.axhspan(-1, 1, color="0.9", zorder=0)
+        ax.axhline(0, color="0.5", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xticks(sizes, [str(n) for n in sizes])
+        ax.minorticks_off()
+        ax.set_title(dataset if scale == "raw" else f"{dataset} ({scale})", fontsize=10)
+        ax.set_xlabel("training queries")
+    axes[0][0].set_ylabel("NDCG@10 minus counterpart (points)")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", nargs="*", default=list(POOLS), choices=list(POOLS))
@@ -300,10 +334,11 @@ def main(argv=None):
     parser.add_argument("--objectives", nargs="*", default=None,
                         help="rankkit objectives to run (substrings of the labels); peers always")
     parser.add_argument("--variant", dest="variants", action="append", default=[])
+    parser.add_argument("--plot", default=None, help="also draw the differences to the counterparts to this PNG")
     cfg = parser.parse_args(argv)
 
     print(machine_line())
-    texts = []
+    texts, curves = [], {}
     for dataset in cfg.datasets:
         if dataset in _NEEDS and not (SHARED_DATA / _NEEDS[dataset]).exists():
             print(f"skip {dataset}: {SHARED_DATA / _NEEDS[dataset]} not found")
@@ -318,10 +353,13 @@ def main(argv=None):
                         results.setdefault(n, {}).setdefault(label, []).append(pq)
                 print(f"{dataset} {scale} seed {seed} done", flush=True)
             results = {n: {k: np.concatenate(v) for k, v in r.items()} for n, r in results.items()}
+            curves[dataset, scale] = results
             text = report(dataset, scale, results, [n for n in cfg.sizes if n in results])
             print(text + "\n", flush=True)
             texts.append(text)
     save_result("curves.md", "\n\n".join(texts))
+    if cfg.plot and curves:
+        print(f"plot: {plot(curves, cfg.plot)}")
 
 
 if __name__ == "__main__":

@@ -150,6 +150,13 @@ def objective_gain(objective):
     return gain
 
 
+def debiased_metric_settings(settings, objective):
+    """Metric settings (:func:`rankkit._training.eval_metrics`) for debiased
+    click labels: the gain the labels are written in, so that the metric
+    sums their IPW gains ``clicks / theta`` (:func:`ipw_labels`)."""
+    return {**settings, "gain": objective_gain(objective)}
+
+
 def ipw_labels(clicks, theta_at_row, gain, out=None):
     """Labels whose gain is ``clicks / theta``: the IPW relevance estimate."""
     out = np.divide(clicks, theta_at_row, out=out)

@@ -225,8 +225,9 @@ def partition_summary(frame):
 class LaidOut:
     """A dask set laid out by query, persisted, with its summary."""
 
-    def __init__(self, frame, n_features, query_keys, max_label, has_weight, n_rows):
+    def __init__(self, frame, n_features, query_keys, max_label, has_weight, n_rows, debiased=False):
         self.frame = frame
+        self.debiased = debiased  # labels debiased from clicks (rankkit._clicks.debias_partition)
         self.features = [f"f{j}" for j in range(n_features)]
         self.query_keys = query_keys  # list: per partition, the keys of its queries
         self.max_label = max_label

@@ -55,7 +55,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backends import get_backend, resolve_backend
 from ._categorical import apply_categories, fit_categories
-from ._clicks import check_clicks, debiased_score_labels, split_position, sorted_positions, start_click_training
+from ._clicks import (
+    check_clicks, debiased_metric_settings, debiased_score_labels, split_position, sorted_positions,
+    start_click_training,
+)
 from .callback import CallbackList
 from ._groups import make_groups, missing_qid_error, qid_from_group_sizes, split_qid
 from ._objectives._base import RankingObjective
@@ -203,6 +206,11 @@ class BaseRanker(BaseEstimator):
         """The validated objective."""
         objective = self._make_objective()
         objective._check_params()
+        if self.position_bias is not None and getattr(objective, "gain", "exp") is None:
+            # Debiased click labels carry the gains clicks / theta in either form
+            # (rankkit._clicks.ipw_labels); in the exp form they are scored with
+            # rankkit's default NDCG, as every other ranker's.
+            objective.set_params(gain="exp")
         return objective
 
     def _eval_metrics(self, objective):
@@ -291,7 +299,11 @@ class BaseRanker(BaseEstimator):
         objective = self._objective_for_fit()
         train, sets, debias = self._training_data(objective, (X, y, qid, group, position), sample_weight,
                                                   (eval_set, eval_qid, eval_group, eval_position))
-        monitor = EvalMonitor(self, train, sets, *self._eval_metrics(objective),
+        metrics, settings = self._eval_metrics(objective)
+        debiased = {} if self.position_bias is None else {
+            name: debiased_metric_settings(settings, objective)
+            for name, data in [*sets, (EvalMonitor.TRAINING, None)] if data is None or data.position is not None}
+        monitor = EvalMonitor(self, train, sets, metrics, settings, set_settings=debiased,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
         seed_base = seed_from(self.random_state)
@@ -450,10 +462,11 @@ class BaseRanker(BaseEstimator):
         """
         check_is_fitted(self, "backend_")
         data = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight, position=position)
+        metrics, settings = self._eval_metrics(self.objective_)
         if data.position is not None:
             data = data._replace(y=self.objective_._check_labels(
                 debiased_score_labels(self, self.objective_, data.y, data.position)))
-        metrics, settings = self._eval_metrics(self.objective_)
+            settings = debiased_metric_settings(settings, self.objective_)
         with limit_threads(self.n_jobs):
             return mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
                                 weight=data.weight)
@@ -612,8 +625,8 @@ class StochasticRankRanker(_NamedRanker):
 
     _objective_class = StochasticRank
 
-    def __init__(self, metric="ndcg", k=None, *, sigma=1.0, mu=0.1, nu=0.01, sfa=True, n_estimations=1,
-                 gain="exp", relevance_threshold=0.0, err_mapping=None, err_max_label=None,
+    def __init__(self, metric="ndcg", k=None, *, sigma=1.0, mu=0.0, nu=0.01, sfa=True, n_estimations=1,
+                 gain=None, relevance_threshold=0.0, err_mapping=None, err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",

@@ -297,12 +297,15 @@ class EvalMonitor:
     improvement, like XGBoost: ties keep the earlier, smaller model. With
     ``verbose=N`` a line every ``N`` iterations (and at the last one) shows
     the training metrics, computed on those iterations only, and every set's;
-    :meth:`after_training` prints the final line.
+    :meth:`after_training` prints the final line. ``set_settings`` maps the
+    names of sets whose metrics take other settings than ``settings`` to
+    theirs (debiased click labels: :func:`rankkit._clicks.debiased_metric_settings`).
     """
 
     TRAINING = "training"
 
-    def __init__(self, ranker, train, sets, metrics, settings, *, early_stopping_rounds, verbose, callbacks):
+    def __init__(self, ranker, train, sets, metrics, settings, *, early_stopping_rounds, verbose, callbacks,
+                 set_settings=None):
         if isinstance(verbose, (bool, np.bool_)):
             self.period = 1 if verbose else 0
         elif isinstance(verbose, Integral) and verbose >= 0:
@@ -329,6 +332,7 @@ class EvalMonitor:
         self.sets = sets
         self.metrics = metrics
         self.settings = settings
+        self.set_settings = set_settings or {}
         self.early_stopping_rounds = early_stopping_rounds
         self.callbacks = callbacks
         self.n_estimators = int(ranker.n_estimators)
@@ -348,20 +352,20 @@ class EvalMonitor:
         """Whether the backend must call the monitor at all."""
         return bool(self.sets) or self.period > 0 or bool(self.callbacks)
 
-    def _metric(self, metric, data, raw):
-        return mean_metric(metric, data.y, raw, data.group_ptr, self.settings)
+    def _metric(self, metric, name, data, raw):
+        return mean_metric(metric, data.y, raw, data.group_ptr, self.set_settings.get(name, self.settings))
 
     def __call__(self, t, raw_train, raw_evals):
         raws = iter(raw_evals)
         values = {}
         for name, data in self.sets:
             data, raw = (self.train, raw_train) if data is None else (data, next(raws))
-            values[name] = {metric: self._metric(metric, data, raw) for metric in self.metrics}
+            values[name] = {metric: self._metric(metric, name, data, raw) for metric in self.metrics}
         stop = self.record(t, values)
         if self.prints(t, stop):
             training = None
             if self.TRAINING not in self.history:  # computed for this line only
-                training = {m: self._metric(m, self.train, raw_train) for m in self.metrics}
+                training = {m: self._metric(m, self.TRAINING, self.train, raw_train) for m in self.metrics}
             print(self.progress_line(t, training), file=sys.stdout, flush=True)
         return stop
 

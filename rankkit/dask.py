@@ -107,7 +107,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _estimators
 from ._backends.xgboost_dask import XGBoostDaskBackend
-from ._clicks import click_settings, dask_click_settings, position_without_debiasing_error, propensity_table
+from ._clicks import (
+    click_settings, dask_click_settings, debiased_metric_settings, position_without_debiasing_error,
+    propensity_table,
+)
 from ._dask_layout import (
     KEY,
     LaidOut,
@@ -162,6 +165,12 @@ def _predict_partition(x, backend, iteration_range=None):
     else:
         out = backend.predict(x, iteration_range[1], start_iteration=iteration_range[0])
     return out if index is None else pd.Series(out, index=index)
+
+
+def _set_settings(settings, laid, objective):
+    """The metric settings of a laid-out set: debiased click labels are
+    scored in the gain they are written in (:func:`rankkit._clicks.debiased_metric_settings`)."""
+    return debiased_metric_settings(settings, objective) if laid.debiased else settings
 
 
 def _with_err_max_label(settings, max_label):
@@ -297,7 +306,7 @@ class _DaskRanker:
         if sample_weight is not None and not sum(s[2] for s in summaries) > 0:
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
         return LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None,
-                       sum(s[3] for s in summaries)), X
+                       sum(s[3] for s in summaries), debiased=clicks is not None), X
 
     def _split_position(self, X, position, where, name="position"):
         """``(features, position)``: ``position=`` (``name``) or the ``position_col``
@@ -452,7 +461,8 @@ class _DaskRanker:
         worker_monitor = PartMonitor(
             EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets], metrics, {},
                         early_stopping_rounds=monitor.early_stopping_rounds, verbose=verbose, callbacks=None),
-            {name: _with_err_max_label(settings, (train if data is None else data).max_label)
+            {name: _with_err_max_label(_set_settings(settings, train if data is None else data, objective),
+                                       (train if data is None else data).max_label)
              for name, data in [*sets, (EvalMonitor.TRAINING, None)]},
         )
         backend = XGBoostDaskBackend(
@@ -524,7 +534,7 @@ class _DaskRanker:
         client = self._get_client()
         laid = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight, position=position)
         metrics, settings = self._eval_metrics(self.objective_)
-        settings = _with_err_max_label(settings, laid.max_label)
+        settings = _with_err_max_label(_set_settings(settings, laid, self.objective_), laid.max_label)
         backend = dask.delayed(self.backend_, pure=True)
         sums = laid.frame.map_partitions(score_partition, backend, laid.features, metrics[0], settings,
                                          meta=pd.DataFrame({"sum": [0.0], "count": [0.0]}).iloc[:0])

@@ -5,6 +5,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 
 from rankkit import LambdaMARTRanker, QueryRMSERanker, Ranker, StochasticRankRanker, XENDCGRanker, YetiRanker
 from rankkit._click_kernels import model_rank_discounts, pair_click_losses
@@ -375,6 +376,39 @@ def test_estimated_propensities_fall_with_the_rank(estimator):
     theta = r.position_bias_
     assert theta[0] == 1.0 and theta.shape == (8,)
     assert theta[-1] < 0.7 * theta[0]
+
+
+@pytest.mark.parametrize("ranker", _RANKERS, ids=lambda r: type(r).__name__)
+def test_click_metrics_sum_the_ipw_gains(ranker):
+    """score(position=) and the training curve are NDCG@10 of the gains
+    clicks / theta, whichever form the objective's labels take (log2(1 + c /
+    theta) for exp-gain objectives, c / theta for QueryRMSE and StochasticRank's
+    linear default); a graded eval set in the same fit keeps the exp gain."""
+    from rankkit.metrics import ndcg_score
+
+    (X, y, qid), (Xc, clicks, sid, position) = _click_data(n_sessions=600)
+    theta = lambda k: 1.0 / k  # noqa: E731
+    # The first eval set is the training data itself (LightGBM's rule: named "training").
+    model = clone(ranker).set_params(n_estimators=4, n_jobs=1, random_state=0, position_bias="known",
+                                     propensities=theta)
+    model.fit(Xc, clicks, qid=sid, position=position, eval_set=[(Xc, clicks), (X, y)], eval_qid=[sid, qid],
+              eval_position=[position, None])
+    gains = clicks / theta(position)
+    want = ndcg_score(gains, model.predict(Xc), qid=sid, k=10, gain="linear")
+    assert model.score(Xc, clicks, qid=sid, position=position) == pytest.approx(want, rel=1e-9)
+    assert model.evals_result_["training"]["ndcg@10"][-1] == pytest.approx(want, rel=1e-9)
+    graded = ndcg_score(y, model.predict(X), qid=qid, k=10)
+    assert model.evals_result_["validation_1"]["ndcg@10"][-1] == pytest.approx(graded, rel=1e-9)
+
+
+def test_stochasticrank_default_gain_on_clicks_is_the_exp_form():
+    """On click labels gain=None trains as gain="exp": the gains are clicks / theta in either form."""
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=600)
+    params = dict(n_estimators=4, n_jobs=1, random_state=0, position_bias="known", propensities=lambda k: 1.0 / k)
+    default = StochasticRankRanker(**params).fit(Xc, clicks, qid=sid, position=position)
+    exp = StochasticRankRanker(gain="exp", **params).fit(Xc, clicks, qid=sid, position=position)
+    assert default.gain is None and default.objective_.gain == "exp"
+    assert np.array_equal(default.predict(Xc), exp.predict(Xc))
 
 
 def test_eval_set_with_positions_is_scored_on_debiased_labels():

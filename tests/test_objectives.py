@@ -927,7 +927,7 @@ def test_err_max_label_below_labels():
 
 
 @pytest.mark.parametrize("obj", [
-    LambdaMART(), LambdaMART("dcg@3"), YetiRank("ndcg"), StochasticRank("ndcg", random_state=0),
+    LambdaMART(), LambdaMART("dcg@3"), YetiRank("ndcg"), StochasticRank("ndcg", gain="exp", random_state=0),
     SGLB(LambdaMART(), random_state=0),
 ])
 def test_labels_whose_exp_gain_overflows_are_an_error(obj):

@@ -485,9 +485,13 @@ def test_labels_whose_exp_gain_overflows(data):
     big = y * 600.0  # up to 2400: 2^2400 is not a float64
     for name in ("lambdamart", "stochasticrank", "yetiloss"):
         with pytest.raises(ValueError, match=r"label 2400\b.*overflows float64.*gain='linear'"):
-            _ranker(name, metric="ndcg").fit(X, big, qid=qid)
+            _ranker(name, metric="ndcg", gain="exp").fit(X, big, qid=qid)
     model = _ranker("lambdamart", gain="linear").fit(X, big, qid=qid)
     assert np.isfinite(model.score(X, big, qid=qid))
+    # StochasticRank smooths linear gains by default; its score is the exp-gain NDCG@10 of every ranker.
+    model = _ranker("stochasticrank", metric="ndcg").fit(X, big, qid=qid)
+    with pytest.raises(ValueError, match=r"label 2400\b.*overflows float64.*gain='linear'"):
+        model.score(X, big, qid=qid)
 
 
 def test_eval_set_without_eval_qid(data):

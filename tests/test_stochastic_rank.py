@@ -37,7 +37,7 @@ def _metric_kwargs(metric, y):
         return dict(err_mapping="chapelle"), dict(err_scale=2.0 ** y.max())
     if metric in ("mrr", "map"):
         return dict(relevance_threshold=1.0), dict(threshold=1.0)
-    return {}, {}
+    return dict(gain="exp"), {}  # the reference's gain; the default (None, linear) has its own test
 
 
 def _kernel(obj, y, raw, ptr, seed, eps=None):
@@ -76,7 +76,7 @@ def test_kernel_matches_reference_on_tied_sampled_scores(metric):
     """Zero noise leaves tied sampled scores: both sides break ties by row order."""
     y, raw, ptr = _tricky_data(3)
     okw, rkw = _metric_kwargs(metric, y)
-    obj = StochasticRank(metric, mu=0.0, sfa=False, gain="linear", **okw)
+    obj = StochasticRank(metric, mu=0.0, sfa=False, **{**okw, "gain": "linear"})
     eps = np.zeros((1, len(y)))
     grad, _ = _kernel(obj, y, raw, ptr, 0, eps=eps)
     ref = ccs_reference(y, raw, ptr, eps, metric, exp_gain=False, sfa=False, **rkw)
@@ -101,7 +101,7 @@ def test_long_query_matches_reference():
     y = rng.integers(0, 3, ptr[-1]).astype(float)
     raw = rng.integers(0, 4, ptr[-1]).astype(float)
     for metric, k in [("ndcg", 5), ("mrr", None), ("map", 10)]:
-        obj = StochasticRank(metric, k, mu=0.0, sfa=True)
+        obj = StochasticRank(metric, k, mu=0.0, sfa=True, gain="exp")
         grad, _ = _kernel(obj, y, raw, ptr, 4)
         ref = ccs_reference(y, raw, ptr, obj.sampled_noise(y, raw, ptr, 4), metric, k)
         np.testing.assert_allclose(grad, ref, rtol=1e-10, atol=1e-12)
@@ -193,7 +193,7 @@ def test_two_documents_closed_form_exact(metric):
     sigma, mu = 0.8, 0.25
     y = np.array([2.0, 0.0]) if metric != "err" else np.array([0.9, 0.2])
     raw = np.array([0.1, 0.6])
-    obj = StochasticRank(metric, sigma=sigma, mu=mu, sfa=False)
+    obj = StochasticRank(metric, sigma=sigma, mu=mu, sfa=False, gain="exp")
     nodes, weights = np.polynomial.hermite_e.hermegauss(80)
     weights = weights / weights.sum()
     m = len(nodes)
@@ -432,3 +432,21 @@ def test_bad_labels():
     b, _ = StochasticRank("err", err_mapping="chapelle").gradient_hessian(
         [3, 0, 1], [0.0, 0.1, 0.2], qid=[0, 0, 0], seed=1)
     np.testing.assert_array_equal(a, b)
+
+
+def test_default_gain_smooths_linear_gains_and_reports_rankkits_ndcg():
+    """gain=None (the default) smooths the linear-gain metric, as gain="linear",
+    and leaves the reported metric at its default (exp) gain; an explicit gain
+    is both the smoothed and the reported one."""
+    y, raw, ptr = _tricky_data(4)
+    default = StochasticRank("ndcg@5", sfa=True)
+    linear = StochasticRank("ndcg@5", sfa=True, gain="linear")
+    exp = StochasticRank("ndcg@5", sfa=True, gain="exp")
+    g_default, _ = _kernel(default, y, raw, ptr, 11)
+    assert np.array_equal(g_default, _kernel(linear, y, raw, ptr, 11)[0])
+    assert not np.allclose(g_default, _kernel(exp, y, raw, ptr, 11)[0])
+    assert "gain" not in default._eval_metric_settings()
+    assert linear._eval_metric_settings()["gain"] == "linear"
+    assert exp._eval_metric_settings()["gain"] == "exp"
+    with pytest.raises(ValueError, match="gain"):
+        StochasticRank(gain="log")._check_params()

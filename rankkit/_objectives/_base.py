@@ -241,8 +241,9 @@ class RankingObjective:
 
     def _eval_metric_settings(self):
         """The objective's parameters that set up its metric (``gain``,
-        ``decay``, ...), for evaluating that metric with the same settings."""
-        return {p: v for p, v in self._get_params().items() if p in _METRIC_SETTINGS}
+        ``decay``, ...), for evaluating that metric with the same settings;
+        one left at None keeps the metric's default."""
+        return {p: v for p, v in self._get_params().items() if p in _METRIC_SETTINGS and v is not None}
 
     # -- public API ---------------------------------------------------------
     def gradient_hessian(self, y, raw, *, qid=None, group_ptr=None, sample_weight=None, seed=None):
