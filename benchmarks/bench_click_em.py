@@ -19,10 +19,14 @@ regression EM:
 ``--rankings K`` randomises the logger (``simulate_clicks(n_rankings=K,
 ranking_noise=--ranking-noise)``: each query shown in its logging order and
 in ``K - 1`` Plackett-Luce samples of it); ``--default-only`` runs only the
-shipped estimator.
+shipped estimator; ``--ndcg`` runs ``default`` and ``steps10`` only and adds
+each model's NDCG@10 on the true labels of the test queries (as in
+``bench_clicks.py``; queries without a relevant document excluded), so the two
+can be compared as rankers, not only as estimators.
 
     python benchmarks/bench_click_em.py --datasets mq2008 --etas 1 --sessions 1000000
     python benchmarks/bench_click_em.py --datasets mq2008 yahoo --rankings 8 --ranking-noise 2 --default-only
+    python benchmarks/bench_click_em.py --datasets mq2008 yahoo --seeds 0 1 2 --ndcg --rankings 16 --ranking-noise 4
 """
 
 from __future__ import annotations
@@ -90,7 +94,7 @@ def sorted_rows(qid):
     return groups, np.argsort(groups.codes, kind="stable")
 
 
-def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.0, default_only=False):
+def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.0, default_only=False, ndcg=False):
     data = bc.load(dataset)
     Xtr, ytr, qtr = data[:3]
     logger, _ = bc.logging_scores(Xtr, ytr, qtr, seed)
@@ -108,6 +112,8 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     model = LambdaMARTRanker(gain="linear", position_bias="estimate", **base)
     model.fit(Xc, ctr, qid=qc, position=position, sample_weight=impressions)
     out["default"] = (error(model.position_bias_, truth), time.perf_counter() - t)
+    if ndcg:
+        out["default"] += (bc.test_ndcg(data[4], model.predict(data[3]), data[5]),)
     if default_only:
         return out
 
@@ -120,6 +126,9 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     finally:
         defaults["n_steps"] = 3
     out["steps10"] = (error(more.position_bias_, truth), time.perf_counter() - t)
+    if ndcg:
+        out["steps10"] += (bc.test_ndcg(data[4], more.predict(data[3]), data[5]),)
+        return out
 
     groups, order = sorted_rows(qc)
     ptr = groups.group_ptr
@@ -140,6 +149,30 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     return out
 
 
+def ndcg_table(rows):
+    """Test NDCG@10 of ``default`` and ``steps10`` per dataset, eta and sessions:
+    means over seeds and test queries, the paired difference and its Wilcoxon p."""
+    from scipy.stats import wilcoxon
+
+    cells = {}
+    for dataset, _, eta, n_sessions, result in rows:
+        a, b = result["default"][2], result["steps10"][2]
+        keep = ~(np.isnan(a) | np.isnan(b))
+        cell = cells.setdefault((dataset, eta, n_sessions), [[], [], [], []])
+        cell[0].append(a[keep])
+        cell[1].append(b[keep])
+        cell[2].append(result["default"][0])
+        cell[3].append(result["steps10"][0])
+    text = ("| dataset | eta | sessions | error default | error steps10 | NDCG@10 default | NDCG@10 steps10 "
+            "| steps10 - default (p) |\n|" + "---|" * 8 + "\n")
+    for (dataset, eta, n_sessions), (a, b, ea, eb) in cells.items():
+        a, b = np.concatenate(a), np.concatenate(b)
+        p = float(wilcoxon(b - a).pvalue) if np.any(b != a) else 1.0
+        text += (f"| {dataset} | {eta} | {n_sessions} | {np.mean(ea):.3f} | {np.mean(eb):.3f} | {a.mean():.4f} "
+                 f"| {b.mean():.4f} | {100 * (b - a).mean():+.2f} (p {p:.2g}) |\n")
+    return text
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["mq2008"], choices=["mq2008", "clueweb09", "yahoo"])
@@ -150,6 +183,8 @@ def main():
     parser.add_argument("--rankings", type=int, default=1, help="logging rankings per query (simulate_clicks)")
     parser.add_argument("--ranking-noise", type=float, default=1.0)
     parser.add_argument("--default-only", action="store_true", help="only the shipped estimator")
+    parser.add_argument("--ndcg", action="store_true",
+                        help="default and steps10 only, with their test NDCG@10 (paired over queries and seeds)")
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     rows, raw = [], []
@@ -158,8 +193,9 @@ def main():
             for eta in args.etas:
                 for n_sessions in args.sessions:
                     result = run(dataset, eta, n_sessions, seed, args.em_steps, args.rankings, args.ranking_noise,
-                                 args.default_only)
-                    raw.append({"dataset": dataset, "seed": seed, "eta": eta, "sessions": n_sessions, **result})
+                                 args.default_only, args.ndcg)
+                    raw.append({"dataset": dataset, "seed": seed, "eta": eta, "sessions": n_sessions,
+                                **{k: [v[0], v[1]] + ([v[2].tolist()] if len(v) > 2 else []) for k, v in result.items()}})
                     line = " | ".join(f"{k} {v[0]:.3f}" for k, v in result.items())
                     print(f"{dataset} seed {seed} eta {eta} sessions {n_sessions}: {line}", flush=True)
                     rows.append((dataset, seed, eta, n_sessions, result))
@@ -167,6 +203,8 @@ def main():
     text = "| dataset | seed | eta | sessions | " + " | ".join(names) + " |\n|" + "---|" * (4 + len(names)) + "\n"
     for dataset, seed, eta, n_sessions, result in rows:
         text += f"| {dataset} | {seed} | {eta} | {n_sessions} | " + " | ".join(f"{result[n][0]:.3f}" for n in names) + " |\n"
+    if args.ndcg:
+        text += "\n" + ndcg_table(rows)
     print(text)
     save_result(f"click_em{args.tag}.md", text)
     save_result(f"click_em{args.tag}.json", json.dumps(raw, indent=1))

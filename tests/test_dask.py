@@ -543,16 +543,19 @@ def test_estimate_on_dask_with_an_empty_worker(client):
     np.testing.assert_array_equal(scores.to_numpy(), model.to_local().predict(frame))
 
 
-def test_dask_eval_position_with_known_propensities(client):
+@pytest.mark.parametrize("name", ["LambdaMARTRanker", "QueryRMSERanker"])
+def test_dask_eval_position_with_known_propensities(client, name):
+    """Click eval sets and score(position=) as in memory, for an exp-gain
+    objective and for QueryRMSE, whose debiased labels are in linear gain."""
     frame, clicks = _click_frame(n_sessions=300)
     train, valid = frame[frame.qid < 220], frame[frame.qid >= 220]
     y_train, y_valid = clicks[(frame.qid < 220).to_numpy()], clicks[(frame.qid >= 220).to_numpy()]
     kw = dict(CLICK_KW, position_bias="known", propensities=lambda k: 1.0 / k, eval_metric="dcg@10",
               early_stopping_rounds=2)
-    local = rankkit.LambdaMARTRanker(**kw).fit(train, y_train, eval_set=[(valid.drop(columns="position"), y_valid)],
-                                               eval_position=[valid["position"].to_numpy()])
+    local = getattr(rankkit, name)(**kw).fit(train, y_train, eval_set=[(valid.drop(columns="position"), y_valid)],
+                                             eval_position=[valid["position"].to_numpy()])
     dvalid = dd.from_pandas(valid, npartitions=2, sort=False)
-    model = DaskLambdaMARTRanker(**kw, client=client).fit(
+    model = getattr(rankkit.dask, f"Dask{name}")(**kw, client=client).fit(
         dd.from_pandas(train, npartitions=2, sort=False), dd.from_pandas(pd.Series(y_train), npartitions=2, sort=False),
         eval_set=[(dvalid.drop(columns="position"), dd.from_pandas(pd.Series(y_valid), npartitions=2, sort=False))],
         eval_position=[dvalid["position"]])
@@ -560,6 +563,10 @@ def test_dask_eval_position_with_known_propensities(client):
     np.testing.assert_allclose(model.evals_result_["validation_0"]["dcg@10"],
                                local.evals_result_["validation_0"]["dcg@10"], rtol=1e-7)
     assert model.best_iteration_ == local.best_iteration_
+    want = local.score(valid, y_valid)  # the position column: debiased
+    assert want != pytest.approx(local.score(valid.drop(columns="position"), y_valid))
+    assert model.score(dvalid, dd.from_pandas(pd.Series(y_valid), npartitions=2, sort=False)) == \
+        pytest.approx(want, rel=1e-6)
 
 
 def test_click_data_errors_on_dask(client):
