@@ -432,7 +432,8 @@ class BaseRanker(BaseEstimator):
 
         The metric is the first ``eval_metric``, by default ``ndcg@10`` for
         every ranker (so ``scoring=None`` compares rankers on one metric),
-        with the objective's metric settings (gain, ...) and worst-case tie
+        with the objective's metric settings (gain, ...; one left at None,
+        as StochasticRank's default gain, keeps the metric's default) and worst-case tie
         handling: tied documents are ordered worst label first, so ties never
         inflate the score.
 

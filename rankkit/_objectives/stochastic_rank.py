@@ -304,9 +304,9 @@ class StochasticRank(MetricObjective):
         makes the smoothing consistent with the ``worst`` tie rule that the
         metrics use (the paper's SR-R1). The default 0 is SR-R1soft, the
         paper's other variant and CatBoost's default: with the default linear
-        gain it scored as well or better at every training-set size measured,
-        by up to 0.8 NDCG@10 points on lists of ~120 documents
-        (``docs/user_guide.md``, section 9).
+        gain it scored higher on the ``make_ranking`` learning curves (by up
+        to 0.8 NDCG@10 points on lists of ~120 documents) and within noise of
+        ``mu = 0.1`` on the LETOR sets (``docs/user_guide.md``, section 9).
     nu : float, default=0.01
         SFA damping (>= 0) of the score norm.
     sfa : bool, default=True
@@ -319,8 +319,10 @@ class StochasticRank(MetricObjective):
         the linear-gain metric (CatBoost's default) and leaves the reported
         NDCG at rankkit's exp gain, like every other ranker's: on graded
         labels 0-4 the linear surrogate scored higher exp-gain NDCG@10 than
-        the exp one (by 0.5-1 point on ``make_ranking`` data, within noise on
-        the LETOR sets; ``docs/user_guide.md``, section 9).
+        the exp one (by up to 1 point on ``make_ranking`` data, within noise
+        on the LETOR sets; ``docs/user_guide.md``, section 9). On click labels
+        (``position_bias`` set) ``None`` trains in the exp form: the debiased
+        gains are ``clicks / theta`` in either.
     relevance_threshold : float, default=0.0
         MRR/MAP binarise graded labels: relevant iff ``label > threshold``.
     err_mapping : {None, "chapelle"}, default=None
