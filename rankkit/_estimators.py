@@ -433,7 +433,7 @@ class BaseRanker(BaseEstimator):
         The metric is the first ``eval_metric``, by default ``ndcg@10`` for
         every ranker (so ``scoring=None`` compares rankers on one metric),
         with the objective's metric settings (gain, ...; one left at None,
-        as StochasticRank's default gain, keeps the metric's default) and worst-case tie
+        as StochasticRank's ``gain=None``, keeps the metric's default) and worst-case tie
         handling: tied documents are ordered worst label first, so ties never
         inflate the score.
 
@@ -626,8 +626,8 @@ class StochasticRankRanker(_NamedRanker):
 
     _objective_class = StochasticRank
 
-    def __init__(self, metric="ndcg", k=None, *, sigma=1.0, mu=0.0, nu=0.01, sfa=True, n_estimations=1,
-                 gain=None, relevance_threshold=0.0, err_mapping=None, err_max_label=None,
+    def __init__(self, metric="ndcg", k=None, *, sigma=1.0, mu=0.1, nu=0.01, sfa=True, n_estimations=1,
+                 gain="exp", relevance_threshold=0.0, err_mapping=None, err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",

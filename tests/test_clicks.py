@@ -382,8 +382,8 @@ def test_estimated_propensities_fall_with_the_rank(estimator):
 def test_click_metrics_sum_the_ipw_gains(ranker):
     """score(position=) and the training curve are NDCG@10 of the gains
     clicks / theta, whichever form the objective's labels take (log2(1 + c /
-    theta) for exp-gain objectives, c / theta for QueryRMSE and StochasticRank's
-    linear default); a graded eval set in the same fit keeps the exp gain."""
+    theta) for exp-gain objectives, c / theta for QueryRMSE); a graded eval
+    set in the same fit keeps the exp gain."""
     from rankkit.metrics import ndcg_score
 
     (X, y, qid), (Xc, clicks, sid, position) = _click_data(n_sessions=600)
@@ -401,11 +401,11 @@ def test_click_metrics_sum_the_ipw_gains(ranker):
     assert model.evals_result_["validation_1"]["ndcg@10"][-1] == pytest.approx(graded, rel=1e-9)
 
 
-def test_stochasticrank_default_gain_on_clicks_is_the_exp_form():
+def test_stochasticrank_gain_none_on_clicks_is_the_exp_form():
     """On click labels gain=None trains as gain="exp": the gains are clicks / theta in either form."""
     (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=600)
     params = dict(n_estimators=4, n_jobs=1, random_state=0, position_bias="known", propensities=lambda k: 1.0 / k)
-    default = StochasticRankRanker(**params).fit(Xc, clicks, qid=sid, position=position)
+    default = StochasticRankRanker(gain=None, **params).fit(Xc, clicks, qid=sid, position=position)
     exp = StochasticRankRanker(gain="exp", **params).fit(Xc, clicks, qid=sid, position=position)
     assert default.gain is None and default.objective_.gain == "exp"
     assert np.array_equal(default.predict(Xc), exp.predict(Xc))

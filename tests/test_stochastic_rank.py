@@ -37,7 +37,7 @@ def _metric_kwargs(metric, y):
         return dict(err_mapping="chapelle"), dict(err_scale=2.0 ** y.max())
     if metric in ("mrr", "map"):
         return dict(relevance_threshold=1.0), dict(threshold=1.0)
-    return dict(gain="exp"), {}  # the reference's gain; the default (None, linear) has its own test
+    return dict(gain="exp"), {}  # the reference's gain; gain=None (linear) has its own test
 
 
 def _kernel(obj, y, raw, ptr, seed, eps=None):
@@ -434,12 +434,12 @@ def test_bad_labels():
     np.testing.assert_array_equal(a, b)
 
 
-def test_default_gain_smooths_linear_gains_and_reports_rankkits_ndcg():
-    """gain=None (the default) smooths the linear-gain metric, as gain="linear",
-    and leaves the reported metric at its default (exp) gain; an explicit gain
-    is both the smoothed and the reported one."""
+def test_gain_none_smooths_linear_gains_and_reports_rankkits_ndcg():
+    """gain=None smooths the linear-gain metric, as gain="linear", and leaves
+    the reported metric at its default (exp) gain; an explicit gain is both
+    the smoothed and the reported one."""
     y, raw, ptr = _tricky_data(4)
-    default = StochasticRank("ndcg@5", sfa=True)
+    default = StochasticRank("ndcg@5", sfa=True, gain=None)
     linear = StochasticRank("ndcg@5", sfa=True, gain="linear")
     exp = StochasticRank("ndcg@5", sfa=True, gain="exp")
     g_default, _ = _kernel(default, y, raw, ptr, 11)

@@ -299,28 +299,26 @@ class StochasticRank(MetricObjective):
         Cut-off; must agree with an ``@k`` suffix. ``None``: whole list.
     sigma : float, default=1.0
         Noise scale (> 0).
-    mu : float, default=0.0
+    mu : float, default=0.1
         Shift ``sigma mu r`` of relevant documents downwards (>= 0); ``mu > 0``
         makes the smoothing consistent with the ``worst`` tie rule that the
-        metrics use (the paper's SR-R1). The default 0 is SR-R1soft, the
-        paper's other variant and CatBoost's default: with the default linear
-        gain it scored higher on the ``make_ranking`` learning curves (by up
-        to 0.8 NDCG@10 points on lists of ~120 documents) and within noise of
-        ``mu = 0.1`` on the LETOR sets (``docs/user_guide.md``, section 9).
+        metrics use (the paper's SR-R1; ``mu = 0`` is SR-R1soft, CatBoost's
+        default). The default 0.1 lies in the range the papers tune over
+        ([0.01, 0.2]) and scored at least as well as 0 on the LETOR sets
+        (``docs/user_guide.md``, section 9).
     nu : float, default=0.01
         SFA damping (>= 0) of the score norm.
     sfa : bool, default=True
         Apply scale-free acceleration.
     n_estimations : int, default=1
         Noise samples averaged per call.
-    gain : {"exp", "linear"} or None, default=None
+    gain : {"exp", "linear"} or None, default="exp"
         DCG gain ``2^r - 1`` or ``r`` of the smoothed metric and of the NDCG
         that a ranker's ``score`` and early stopping report. ``None`` smooths
-        the linear-gain metric (CatBoost's default) and leaves the reported
-        NDCG at rankkit's exp gain, like every other ranker's: on graded
-        labels 0-4 the linear surrogate scored higher exp-gain NDCG@10 than
-        the exp one (by up to 1 point on ``make_ranking`` data, within noise
-        on the LETOR sets; ``docs/user_guide.md``, section 9). On click labels
+        the linear-gain metric (CatBoost's default surrogate) and reports
+        rankkit's exp-gain NDCG like every other ranker; it scored higher on
+        ``make_ranking`` data and lower on the LETOR sets under early stopping
+        (``docs/user_guide.md``, section 9). On click labels
         (``position_bias`` set) ``None`` trains in the exp form: the debiased
         gains are ``clicks / theta`` in either.
     relevance_threshold : float, default=0.0
@@ -355,8 +353,8 @@ class StochasticRank(MetricObjective):
     uses_hessian = False
 
     def __init__(
-        self, metric="ndcg", k=None, *, sigma=1.0, mu=0.0, nu=0.01, sfa=True,
-        n_estimations=1, gain=None, relevance_threshold=0.0, err_mapping=None,
+        self, metric="ndcg", k=None, *, sigma=1.0, mu=0.1, nu=0.01, sfa=True,
+        n_estimations=1, gain="exp", relevance_threshold=0.0, err_mapping=None,
         err_max_label=None, random_state=None,
     ):
         self.metric = metric
