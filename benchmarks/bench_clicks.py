@@ -24,7 +24,8 @@ and the impressions as sample weights);
 * ``xgboost unbiased``: ``XGBRanker(objective="rank:ndcg",
   lambdarank_unbiased=True)`` (rows ordered by position inside each query,
   which is how XGBoost reads positions), click counts as labels with linear
-  gain (XGBoost's exp gain needs integer labels below 32);
+  gain (XGBoost's exp gain needs integer labels below 32), and the error of
+  its estimated propensities ``t+`` (read from the booster's saved config);
 * ``lightgbm position``: ``lambdarank`` with ``Dataset(position=...)``,
   click counts as labels with a linear ``label_gain`` (LightGBM needs
   integer labels);
@@ -118,6 +119,14 @@ def fit_xgboost(X, y, qid, seed, *, unbiased, position=None):
     return xgb.XGBRanker(**params).fit(X, y, qid=make_groups(qid).codes)
 
 
+def xgboost_propensities(model):
+    """XGBoost's estimated click propensities ``t+`` (Unbiased LambdaMART), relative to rank 1."""
+    config = json.loads(model.get_booster().save_config())["learner"]["objective"]
+    theta = np.asarray(config["ti+"], dtype=np.float64)
+    theta = theta[theta > 0]  # unused slots past the deepest position are 0
+    return theta / theta[0]
+
+
 def fit_lightgbm(X, y, qid, seed, *, position=None):
     import lightgbm as lgb
 
@@ -170,8 +179,8 @@ def run_setting(data, logger, eta, n_sessions, seed, objectives, estimators):
         model.fit(Xc, clicks / impressions, qid=qc, position=position, **ctr)
         record(f"{estimator} {name}", model, time.perf_counter() - t, model.position_bias_)
     t = time.perf_counter()
-    record("xgboost unbiased", fit_xgboost(Xc, clicks, qc, seed, unbiased=True, position=position),
-           time.perf_counter() - t)
+    xgb_model = fit_xgboost(Xc, clicks, qc, seed, unbiased=True, position=position)
+    record("xgboost unbiased", xgb_model, time.perf_counter() - t, xgboost_propensities(xgb_model))
     t = time.perf_counter()
     record("lightgbm position", fit_lightgbm(Xc, clicks, qc, seed, position=position), time.perf_counter() - t)
     return out
