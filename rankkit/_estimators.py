@@ -647,7 +647,7 @@ class YetiRanker(_NamedRanker):
     _objective_class = YetiRank
 
     def __init__(self, metric="classic", k=None, *, n_permutations=10, noise="logistic", noise_scale=1.0,
-                 num_neighbors=1, decay=0.85, gain="exp", relevance_threshold=0.0, err_mapping=None,
+                 num_neighbors="auto", decay=0.85, gain="exp", relevance_threshold=0.0, err_mapping=None,
                  err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,

@@ -222,10 +222,13 @@ def yeti_reference(obj, y, z, ptr, seed):
     if "@" in metric:
         metric, k = metric.split("@")[0], int(metric.split("@")[1])
     rounds = yeti_noisy_rounds(obj, y, z, ptr, seed)
+    neighbors = obj.num_neighbors
+    if neighbors == "auto":  # the documented rule: 2 for YetiLoss with NDCG or DCG, else 1
+        neighbors = 2 if metric in ("ndcg", "dcg") else 1
     for q in range(len(ptr) - 1):
         lo, hi = ptr[q], ptr[q + 1]
         W = ref.yeti_weights(list(y[lo:hi]), [r[lo:hi] for r in rounds], metric, k,
-                             num_neighbors=obj.num_neighbors, decay=obj.decay, **ref_kw)
+                             num_neighbors=neighbors, decay=obj.decay, **ref_kw)
         g[lo:hi], h[lo:hi] = ref.pairwise_logistic_grad(W, z[lo:hi])
     return g, h, W
 
@@ -347,6 +350,26 @@ def test_yetirank_noise_distribution():
     assert lg.var() == pytest.approx(1.5**2 * math.pi**2 / 3, rel=0.05)
     assert abs(gs.mean()) < 6 * 1.5 * se
     assert gs.var() == pytest.approx(1.5**2, rel=0.05)
+
+
+@pytest.mark.parametrize("metric", ["classic", "ndcg@10", "dcg", "mrr", "map", "expdcg"])
+def test_yetirank_auto_neighbors_match_the_reference(metric):
+    """``num_neighbors="auto"`` (the default) is 2 for YetiLoss with NDCG or
+    DCG and 1 otherwise, against the reference with the number spelled out."""
+    y, z, ptr = make_queries(11, n_queries=6)
+    obj = YetiRank(metric, n_permutations=3)
+    assert obj.num_neighbors == "auto"
+    g, h = obj.gradient_hessian(y, z, group_ptr=ptr, seed=5)
+    g_ref, h_ref, _ = yeti_reference(obj, y, z, ptr, 5)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(h, np.maximum(h_ref, HESSIAN_FLOOR), rtol=1e-10, atol=1e-13)
+    explicit = 2 if metric.split("@")[0] in ("ndcg", "dcg") else 1
+    g_explicit, _ = YetiRank(metric, n_permutations=3, num_neighbors=explicit).gradient_hessian(
+        y, z, group_ptr=ptr, seed=5)
+    np.testing.assert_array_equal(g, g_explicit)
+    other, _ = YetiRank(metric, n_permutations=3, num_neighbors=3 - explicit).gradient_hessian(
+        y, z, group_ptr=ptr, seed=5)
+    assert not np.array_equal(g, other)
 
 
 def test_yetirank_gradient_is_derivative_of_weighted_pair_loss():

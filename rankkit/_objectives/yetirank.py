@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 from sklearn.utils._param_validation import Options, StrOptions
 
-from .._metrics._common import DECAY_RANGE, DEFAULT_DECAY, ERR, discount_table_for, worst_order
+from .._metrics._common import DCG, DECAY_RANGE, DEFAULT_DECAY, ERR, NDCG, discount_table_for, worst_order
 from .._random import logistic, noise_ranks, normal, query_stream
 from .._validation import Interval
 from ._base import MetricObjective
@@ -313,8 +313,12 @@ class YetiRank(MetricObjective):
         :math:`\epsilon = s \log(u / (1 - u))` with :math:`u \sim U(0, 1)`,
         :math:`\epsilon \sim N(0, s^2)`, or no noise; :math:`s` = ``noise_scale``.
     noise_scale : float, default=1.0
-    num_neighbors : int, default=1
-        Largest position distance of a pair; -1 for all pairs.
+    num_neighbors : int or "auto", default="auto"
+        Largest position distance of a pair; -1 for all pairs. ``"auto"``
+        is 2 for YetiLoss with NDCG or DCG and 1 otherwise (YetiRank and
+        the other YetiLoss metrics): measured on every dataset at hand,
+        second neighbours help NDCG@10 and not MRR or MAP
+        (``docs/user_guide.md``, section 9).
     decay : float in (0, 1], default=0.85
         Position decay of the classic weights (and the ExpDCG base of YetiLoss
         with ``metric="expdcg"``).
@@ -339,7 +343,7 @@ class YetiRank(MetricObjective):
       ``noise_scale`` here.
     * CatBoost's classic weights use adjacent pairs only, a constant factor
       0.15 and ``decay`` 0.99 by default; rankkit honours ``num_neighbors``
-      for the classic weights too (the default 1 is CatBoost's choice), drops
+      for the classic weights too (1 by default, CatBoost's choice), drops
       the constant (a rescaling of the learning rate) and follows
       the YetiRank paper's default 0.85.
     * Neither normalises weights per query; both average over permutations.
@@ -369,7 +373,7 @@ class YetiRank(MetricObjective):
         "n_permutations": [Interval(Integral, 1, None, closed="left")],
         "noise": [StrOptions(set(NOISES))],
         "noise_scale": [Interval(Real, 0, np.inf, closed="left")],
-        "num_neighbors": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1})],
+        "num_neighbors": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1}), StrOptions({"auto"})],
         "decay": [DECAY_RANGE],
         "random_state": ["random_state"],
     }
@@ -377,7 +381,7 @@ class YetiRank(MetricObjective):
 
     def __init__(
         self, metric="classic", k=None, *, n_permutations=10, noise="logistic", noise_scale=1.0,
-        num_neighbors=1, decay=DEFAULT_DECAY, gain="exp", relevance_threshold=0.0, err_mapping=None,
+        num_neighbors="auto", decay=DEFAULT_DECAY, gain="exp", relevance_threshold=0.0, err_mapping=None,
         err_max_label=None, random_state=None,
     ):
         self.metric = metric
@@ -409,12 +413,18 @@ class YetiRank(MetricObjective):
         return CLASSIC, NO_CUTOFF, True
 
 
+    def _neighbors(self, mode):
+        """``num_neighbors`` with ``"auto"`` resolved for the metric ``mode``."""
+        if self.num_neighbors != "auto":
+            return int(self.num_neighbors)
+        return 2 if mode in (NDCG, DCG) else 1
+
     def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys):
         mode, k, exp_gain = self._metric()
         n = y.shape[0]
         yetirank_kernel(
             y, raw, group_ptr, query_keys, mode, k, int(self.n_permutations), NOISES[self.noise],
-            float(self.noise_scale), int(self.num_neighbors), float(self.decay), exp_gain,
+            float(self.noise_scale), self._neighbors(mode), float(self.decay), exp_gain,
             float(self.relevance_threshold), self._err_scale(y, mode), np.uint64(seed), grad, hess,
             np.empty((3, n), dtype=np.int64), np.empty((8, n)), discount_table_for(group_ptr),
         )
