@@ -138,6 +138,9 @@ def draws(dataset, scale, sizes, seed):
 
 # =========================================================================== learners
 #: The counterpart of each rankkit objective (by the objective part of its label).
+#: The peer no rankkit objective should fall below.
+FLOOR = "XGBoost rank:ndcg"
+
 COUNTERPART = {
     "StochasticRank": "CatBoost StochasticRank", "YetiRank": "CatBoost YetiRank", "YetiLoss": "CatBoost YetiLoss",
     "LambdaMART": "CatBoost LambdaMart", "QueryRMSE": "CatBoost QueryRMSE", "XE-NDCG": "LightGBM rank_xendcg",
@@ -284,6 +287,16 @@ def report(dataset, scale, results, sizes):
     if prow:
         text += "\n\nPaired difference to the counterpart, NDCG@10 points (± standard error, Wilcoxon p):\n\n"
         text += markdown_table(["pair"] + [f"{n} queries" for n in sizes], prow)
+    # The floor every objective should clear: XGBoost's rank:ndcg on the same queries.
+    xrow = []
+    for label in labels:
+        if label.startswith("rankkit") and all(FLOOR in results[n] for n in sizes):
+            xrow.append([f"{label} - {FLOOR}"] + [
+                "{:+.2f} (p {:.2g})".format(100 * d, p) for d, _, p in
+                (_paired(results[n][label], results[n][FLOOR]) for n in sizes)])
+    if xrow:
+        text += f"\n\nPaired difference to {FLOOR}, NDCG@10 points (Wilcoxon p):\n\n"
+        text += markdown_table(["pair"] + [f"{n} queries" for n in sizes], xrow)
     return text
 
 
