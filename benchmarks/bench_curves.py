@@ -137,10 +137,10 @@ def draws(dataset, scale, sizes, seed):
 
 
 # =========================================================================== learners
-#: The counterpart of each rankkit objective (by the objective part of its label).
 #: The peer no rankkit objective should fall below.
 FLOOR = "XGBoost rank:ndcg"
 
+#: The counterpart of each rankkit objective (by the objective part of its label).
 COUNTERPART = {
     "StochasticRank": "CatBoost StochasticRank", "YetiRank": "CatBoost YetiRank", "YetiLoss": "CatBoost YetiLoss",
     "LambdaMART": "CatBoost LambdaMart", "QueryRMSE": "CatBoost QueryRMSE", "XE-NDCG": "LightGBM rank_xendcg",
