@@ -37,6 +37,11 @@ grade, and ``2^count`` would make one query's most clicked document
 everything. The paired test compares each debiased learner with ``naive``
 per test query (Wilcoxon signed-rank, two-sided).
 
+``--model noisy`` simulates the PBM with clicks on irrelevant documents
+(``eps = 0.1``; the true propensities are still the PBM's), ``--model
+cascade`` the cascade model, which has no per-position propensity: its run
+has no ``ipw`` learners and no propensity errors.
+
     python benchmarks/bench_clicks.py --datasets mq2008 --sessions 10000 100000 --etas 0.5 1 2
 """
 
@@ -143,19 +148,20 @@ def fit_lightgbm(X, y, qid, seed, *, position=None):
     return lgb.train(params, data, num_boost_round=COMMON["n_estimators"])
 
 
-def run_setting(data, logger, eta, n_sessions, seed, objectives, estimators):
+def run_setting(data, logger, eta, n_sessions, seed, objectives, estimators, model="pbm"):
     Xtr, ytr, qtr, Xte, yte, qte = data
     Xc, clicks, qc, position, impressions = simulate_clicks(
-        Xtr, ytr, qtr, logger, n_sessions=n_sessions, eta=eta, aggregate=True, return_impressions=True,
-        random_state=seed)
+        Xtr, ytr, qtr, logger, n_sessions=n_sessions, model=model, eta=eta, aggregate=True,
+        return_impressions=True, random_state=seed)
     shown = impressions > 0  # queries no session drew have no data
     Xc, clicks, qc, position, impressions = Xc[shown], clicks[shown], qc[shown], position[shown], impressions[shown]
-    truth = pbm_propensities(int(position.max()), eta)
+    # The cascade model has no per-position propensity: no truth, no IPW with it.
+    truth = None if model == "cascade" else pbm_propensities(int(position.max()), eta)
     out = {}
 
     def record(name, model, seconds, theta=None):
         entry = {"per_query": test_ndcg(yte, model.predict(Xte), qte), "seconds": seconds}
-        if theta is not None:
+        if theta is not None and truth is not None:
             k = min(10, theta.shape[0])
             entry["propensity_error"] = float(np.max(np.abs(theta[:k] / truth[:k] - 1)))
         out[name] = entry
@@ -168,16 +174,16 @@ def run_setting(data, logger, eta, n_sessions, seed, objectives, estimators):
     t = time.perf_counter()
     naive = LambdaMARTRanker(gain="linear", **base).fit(Xc, clicks / impressions, qid=qc, **ctr)
     record("naive", naive, time.perf_counter() - t)
-    for name in objectives:
+    for name in objectives if truth is not None else ():
         t = time.perf_counter()
-        model = OBJECTIVES[name](position_bias="known", propensities=truth, **base)
-        record(f"ipw {name}", model.fit(Xc, clicks / impressions, qid=qc, position=position, **ctr),
+        ranker = OBJECTIVES[name](position_bias="known", propensities=truth, **base)
+        record(f"ipw {name}", ranker.fit(Xc, clicks / impressions, qid=qc, position=position, **ctr),
                time.perf_counter() - t)
     for estimator, name in estimators:
         t = time.perf_counter()
-        model = OBJECTIVES[name](position_bias="estimate", propensity_estimator=estimator, **base)
-        model.fit(Xc, clicks / impressions, qid=qc, position=position, **ctr)
-        record(f"{estimator} {name}", model, time.perf_counter() - t, model.position_bias_)
+        ranker = OBJECTIVES[name](position_bias="estimate", propensity_estimator=estimator, **base)
+        ranker.fit(Xc, clicks / impressions, qid=qc, position=position, **ctr)
+        record(f"{estimator} {name}", ranker, time.perf_counter() - t, ranker.position_bias_)
     t = time.perf_counter()
     xgb_model = fit_xgboost(Xc, clicks, qc, seed, unbiased=True, position=position)
     record("xgboost unbiased", xgb_model, time.perf_counter() - t, xgboost_propensities(xgb_model))
@@ -217,6 +223,9 @@ def main():
                         help="estimator:objective pairs trained with position_bias='estimate'")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0],
                         help="each seed draws its own logging queries, click log and models")
+    parser.add_argument("--model", default="pbm", choices=["pbm", "noisy", "cascade"],
+                        help="click model of simulate_clicks (noisy: PBM with clicks on irrelevant documents; "
+                             "cascade: no per-position propensity, so no ipw learners and no propensity error)")
     parser.add_argument("--tag", default="", help="suffix of the result files")
     args = parser.parse_args()
     estimators = [tuple(e.split(":")) for e in args.estimators]
@@ -230,7 +239,8 @@ def main():
             print(f"{dataset} seed {seed}: logging ranker on {n_logging} queries", flush=True)
             for eta in args.etas:
                 for n_sessions in args.sessions:
-                    result = run_setting(data, logger, eta, n_sessions, seed, args.objectives, estimators)
+                    result = run_setting(data, logger, eta, n_sessions, seed, args.objectives, estimators,
+                                         args.model)
                     for name, entry in result.items():
                         pooled.setdefault((dataset, eta, n_sessions, name), []).append(entry)
                         raw.append({"dataset": dataset, "seed": seed, "eta": eta, "sessions": n_sessions,
