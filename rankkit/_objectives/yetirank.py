@@ -317,7 +317,8 @@ class YetiRank(MetricObjective):
         Largest position distance of a pair; -1 for all pairs. ``"auto"``
         is 2 for YetiLoss with NDCG or DCG and 1 otherwise (YetiRank and
         the other YetiLoss metrics): measured on every dataset at hand,
-        second neighbours help NDCG@10 and not MRR or MAP
+        second neighbours help NDCG@10 with the default engine's trees (about
+        neutral with XGBoost's and LightGBM's) and not MRR or MAP
         (``docs/user_guide.md``, section 9).
     decay : float in (0, 1], default=0.85
         Position decay of the classic weights (and the ExpDCG base of YetiLoss
