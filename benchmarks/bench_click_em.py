@@ -17,9 +17,10 @@ regression EM:
 * ``features+score``: the same with the final model's score as one more feature;
 * ``xgboost``: XGBoost's Unbiased LambdaMART (``bench_clicks.py``'s
   ``xgboost unbiased``) on the same clicks, as a peer's estimate of the same
-  propensities (run with ``--default-only`` too; not with ``--rankings``
-  above 1, where a document has several rows per query and XGBoost, which
-  reads positions from the row order, cannot be given them).
+  propensities (run with ``--default-only`` too; with ``--rankings`` above 1
+  each (query, ranking) list is its own query group, as ``simulate_clicks``
+  returns it, so XGBoost, which reads positions from the row order, sees
+  every impression list at its ranks).
 
 ``--rankings K`` randomises the logger (``simulate_clicks(n_rankings=K,
 ranking_noise=--ranking-noise)``: each query shown in its logging order and
@@ -119,12 +120,11 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     out["default"] = (error(model.position_bias_, truth), time.perf_counter() - t)
     if ndcg:
         out["default"] += (bc.test_ndcg(data[4], model.predict(data[3]), data[5]),)
-    if n_rankings == 1:  # XGBoost reads positions from the row order: one row per document only
-        t = time.perf_counter()
-        xgb_model = bc.fit_xgboost(Xc, clicks, qc, seed, unbiased=True, position=position)
-        out["xgboost"] = (error(bc.xgboost_propensities(xgb_model), truth), time.perf_counter() - t)
-        if ndcg:
-            out["xgboost"] += (bc.test_ndcg(data[4], xgb_model.predict(data[3]), data[5]),)
+    t = time.perf_counter()
+    xgb_model = bc.fit_xgboost(Xc, clicks, qc, seed, unbiased=True, position=position)
+    out["xgboost"] = (error(bc.xgboost_propensities(xgb_model), truth), time.perf_counter() - t)
+    if ndcg:
+        out["xgboost"] += (bc.test_ndcg(data[4], xgb_model.predict(data[3]), data[5]),)
     if default_only:
         return out
 
