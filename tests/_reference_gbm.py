@@ -277,3 +277,55 @@ def ref_greedy_logsum_edges(values, max_bins):
         bins += [(a, s), (s, b)]
     cuts = sorted(a for a, _ in bins if a > 0)
     return np.array([distinct[s - 1] + (distinct[s] - distinct[s - 1]) / 2.0 for s in cuts])
+
+
+def ref_equal_mass_edges(values, max_bins):
+    """Equal-mass bins with ties kept whole, one value at a time: values holding
+    a bin's share of the rows (``rows left / bins left``, until no new one
+    qualifies; at most ``(max_bins - 1) // 2``, the most frequent) get their own bin; the others are walked in order and a bin
+    closes at the value whose running count first reaches each multiple of
+    ``their rows / their bins``; the bins of the others shrink until all
+    bins fit in ``max_bins``."""
+    distinct = sorted(set(float(v) for v in values))
+    count = {v: 0 for v in distinct}
+    for v in values:
+        count[float(v)] += 1
+    c = [count[v] for v in distinct]
+    n = len(distinct)
+    big = set()
+    room = (max_bins - 1) // 2
+    while len(big) < room:
+        rest_bins = max_bins - len(big)
+        rest_count = sum(c[i] for i in range(n) if i not in big)
+        new = [i for i in range(n) if i not in big and c[i] * rest_bins >= rest_count]
+        if rest_count == 0 or not new:
+            break
+        new.sort(key=lambda i: -c[i])  # stable: the lower value first among equal counts
+        big |= set(new[:room - len(big)])
+    big_list = sorted(big)
+    fixed = {s for i in big_list for s in (i, i + 1) if 0 < s < n}
+    rest = [i for i in range(n) if i not in big]
+    budget = max_bins - len(big_list)
+    cuts = set(fixed)
+    while budget >= 1:
+        if len(rest) <= budget:
+            inner = set(rest[1:])
+        else:
+            total = float(sum(c[i] for i in rest))
+            inner = set()
+            for j in range(1, budget):
+                target = total * j / budget
+                running = 0.0
+                for t, i in enumerate(rest):
+                    running += c[i]
+                    if running >= target:
+                        inner.add(rest[min(t + 1, len(rest) - 1)])
+                        break
+        cuts = fixed | {s for s in inner if 0 < s < n}
+        over = len(cuts) + 1 - max_bins
+        if over <= 0:
+            break
+        budget -= over
+    cuts = sorted(cuts)
+    assert len(cuts) < max_bins
+    return np.array([distinct[s - 1] + (distinct[s] - distinct[s - 1]) / 2.0 for s in cuts])
