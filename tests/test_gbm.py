@@ -61,50 +61,6 @@ def test_greedy_logsum_gives_a_tied_value_its_own_bin_and_keeps_the_rest_fine():
     assert quantile < 120 and greedy == 254
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_quantile_edges_keep_ties_whole_and_match_the_reference(seed):
-    rng = np.random.default_rng(seed)
-    for _ in range(10):
-        n_distinct = int(rng.integers(3, 80))
-        values = np.round(rng.normal(size=n_distinct), 3)
-        x = rng.choice(values, size=int(rng.integers(50, 600)), p=rng.dirichlet(np.full(n_distinct, 0.3)))
-        x[rng.random(x.size) < 0.05] = np.nan
-        max_bins = int(rng.integers(2, 30))
-        edges, ptr = binning.fit_bin_edges(x[:, None], max_bins, "quantile_ties")
-        seen = x[~np.isnan(x)]
-        observed, counts = np.unique(seen, return_counts=True)
-        if observed.size <= max_bins:
-            np.testing.assert_array_equal(edges, binning.fit_bin_edges(x[:, None], max_bins)[0])
-            continue
-        np.testing.assert_array_equal(edges, ref.ref_equal_mass_edges(seen, max_bins))
-        assert ptr[1] <= max_bins - 1
-        # A value holding a bin's share of the rows is alone in its bin (when
-        # the bins suffice to cut around each of them).
-        bins = np.searchsorted(edges, observed)
-        heavy = np.flatnonzero(counts * max_bins >= seen.size)
-        if 2 * heavy.size + 1 <= max_bins:
-            for v in heavy:
-                assert np.sum(bins == bins[v]) == 1
-
-
-def test_quantile_edges_use_every_bin_on_tied_features():
-    rng = np.random.default_rng(0)
-    tied = np.where(rng.random(20000) < 0.6, 0.0, rng.exponential(size=20000))
-    few = np.where(rng.random(20000) < 0.9, 1.0, rng.integers(0, 264, size=20000) / 7.0)  # 264 distinct values
-    edges, ptr = binning.fit_bin_edges(np.column_stack([tied, few]), 255, "quantile_ties")
-    assert list(np.diff(ptr)) == [254, 254]
-    # Plain quantiles collapse on the tied value.
-    assert np.diff(binning.fit_bin_edges(tied[:, None], 255)[1])[0] < 120
-    # Beyond the tied value, bins of equal mass: the 8000 other rows in 253 bins of 31-32.
-    sizes = np.bincount(np.searchsorted(edges[:254], tied))
-    assert sizes.max() == np.sum(tied == 0.0) and np.all(np.sort(sizes)[:-1] >= 30) and np.all(sizes[1:] <= 33)
-    # Without ties, equal-mass bins are the quantiles.
-    x = rng.normal(size=10000)
-    e_new = binning.fit_bin_edges(x[:, None], 64, "quantile_ties")[0]
-    sizes = np.bincount(np.searchsorted(e_new, x))
-    assert sizes.size == 64 and sizes.min() >= 156 and sizes.max() <= 157
-
-
 @pytest.mark.parametrize("max_bins", [2, 5, 255])
 def test_binning_matches_reference_and_thresholds(max_bins):
     rng = np.random.default_rng(0)

@@ -32,7 +32,7 @@ BACKEND_PARAMS = {
     "min_split_gain": (0.0, [Interval(Real, 0, None, closed="left")]),
     "random_strength": (1.0, [Interval(Real, 0, None, closed="left")]),
     "sampling": ("uniform", [StrOptions({"uniform", "mvs"})]),
-    "border_type": ("quantile", [StrOptions({"quantile", "greedy_logsum", "quantile_ties"})]),
+    "border_type": ("quantile", [StrOptions({"quantile", "greedy_logsum"})]),
 }
 
 # Random streams of iteration t: 3 t (row subsample), 3 t + 1 (columns) and

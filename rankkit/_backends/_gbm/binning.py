@@ -83,57 +83,6 @@ def greedy_logsum_edges(distinct, counts, max_bins):
     return distinct[splits - 1] + (distinct[splits] - distinct[splits - 1]) / 2.0
 
 
-def equal_mass_edges(distinct, counts, max_bins):
-    """Edges splitting sorted ``distinct`` values (with ``counts``) into at most
-    ``max_bins`` bins of about equal mass, ties kept whole.
-
-    Plain quantiles of tied data waste bins: every quantile that falls on a
-    value held by 90% of the rows is the same edge, so a feature with
-    hundreds of distinct values can end with a handful of bins. Here a value
-    holding at least a bin's share of the rows (``remaining rows / remaining
-    bins``, applied until no new value qualifies, at most ``(max_bins - 1) //
-    2`` values, the most frequent first) gets a bin of its own, and
-    the other values share the remaining bins by quantiles of their own
-    counts -- one bin each when there are few enough of them. Edges are
-    midpoints between neighbouring distinct values.
-    """
-    n = distinct.size
-    big = np.zeros(n, dtype=np.bool_)
-    # Each value of its own needs up to two cuts: at most (max_bins - 1) // 2
-    # of them, the largest first, so that the bins always suffice.
-    room = (max_bins - 1) // 2
-    while big.sum() < room:
-        rest_bins = max_bins - int(big.sum())
-        rest_count = counts[~big].sum()
-        new = np.flatnonzero(~big & (counts * rest_bins >= rest_count))
-        if rest_count == 0 or new.size == 0:
-            break
-        keep = room - int(big.sum())
-        big[new[np.argsort(-counts[new], kind="stable")[:keep]]] = True
-    big_index = np.flatnonzero(big)
-    rest_index = np.flatnonzero(~big)
-    # Cuts before index s (0 < s < n): around every big value, then inside the rest.
-    fixed = np.unique(np.concatenate((big_index, big_index + 1)))
-    fixed = fixed[(fixed > 0) & (fixed < n)]
-    cum = np.cumsum(counts[rest_index], dtype=np.float64)
-    budget = max_bins - big_index.size
-    cuts = fixed
-    while budget >= 1:
-        if rest_index.size <= budget:
-            inner = rest_index[1:]  # every rest value its own bin
-        else:
-            targets = cum[-1] * np.arange(1, budget) / budget
-            after = np.searchsorted(cum, targets, side="left")  # last rest value of each bin
-            inner = rest_index[np.minimum(after + 1, rest_index.size - 1)]
-        cuts = np.union1d(fixed, inner[(inner > 0) & (inner < n)])
-        over = cuts.size + 1 - max_bins
-        if over <= 0:
-            break
-        budget -= over
-    cuts = cuts.astype(np.int64)
-    return distinct[cuts - 1] + (distinct[cuts] - distinct[cuts - 1]) / 2.0
-
-
 def fit_bin_edges(X, max_bins, border_type="quantile"):
     """Bin edges of every feature.
 
@@ -174,8 +123,6 @@ def fit_bin_edges(X, max_bins, border_type="quantile"):
             e = distinct[:-1] + (distinct[1:] - distinct[:-1]) / 2.0
         elif border_type == "greedy_logsum":
             e = greedy_logsum_edges(distinct, counts, max_bins)
-        elif border_type == "quantile_ties":
-            e = equal_mass_edges(distinct, counts, max_bins)
         else:
             q = np.quantile(col, np.linspace(0.0, 1.0, max_bins + 1)[1:-1], method="midpoint")
             e = np.unique(q)
