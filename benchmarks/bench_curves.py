@@ -30,7 +30,9 @@ is ``A * min(1, C * n_queries / n_documents)`` (``A`` queries' worth, at most
 ``A * C`` documents'), to try size-relative rules.
 
 Every fit is cached in ``benchmarks/results/curves_cache`` (keyed by the
-rankkit source or the engine's version), so a re-run only trains what changed.
+rankkit source or the engine's version), so a re-run only trains what changed;
+``--only rankkit`` trains rankkit's rankers alone and takes the peers' results
+from the cache where they are, for the paired tables.
 
 Run from the repository root::
 
@@ -237,11 +239,21 @@ def per_query_ndcg(y, score, q):
     return np.asarray(ndcg_score(y, score, qid=q, k=10, empty=1.0, ties="worst", per_query=True))
 
 
-def run(dataset, scale, size, seed, label, engine, fit, spec, train, test, cfg):
+def _cache_path(dataset, scale, size, seed, engine, spec, cfg):
     version = _rankkit_source_hash() if engine == "rankkit" else _engine_version(engine)
     blob = json.dumps([dataset, scale, size, seed, engine, version, repr(spec), cfg.n_estimators, cfg.lr,
                        cfg.depth], default=str)
-    path = CACHE / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.json"
+    return CACHE / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.json"
+
+
+def cached(dataset, scale, size, seed, engine, spec, cfg):
+    """The per-query NDCG@10 of a fit run before, or None."""
+    path = _cache_path(dataset, scale, size, seed, engine, spec, cfg)
+    return np.asarray(json.loads(path.read_text())) if path.exists() else None
+
+
+def run(dataset, scale, size, seed, label, engine, fit, spec, train, test, cfg):
+    path = _cache_path(dataset, scale, size, seed, engine, spec, cfg)
     if path.exists():
         return np.asarray(json.loads(path.read_text()))
     predict = fit(spec, train, cfg, seed)
@@ -364,6 +376,11 @@ def main(argv=None):
                     for label, (engine, fit, spec) in learners(cfg).items():
                         pq = run(dataset, scale, n, seed, label, engine, fit, spec, train, test, cfg)
                         results.setdefault(n, {}).setdefault(label, []).append(pq)
+                    if cfg.only == "rankkit":  # the peers' cached fits still give the paired tables
+                        for label, (engine, _, spec) in learners(argparse.Namespace(**{**vars(cfg), "only": "peers"})).items():
+                            pq = cached(dataset, scale, n, seed, engine, spec, cfg)
+                            if pq is not None:
+                                results[n].setdefault(label, []).append(pq)
                 print(f"{dataset} {scale} seed {seed} done", flush=True)
             results = {n: {k: np.concatenate(v) for k, v in r.items()} for n, r in results.items()}
             curves[dataset, scale] = results
