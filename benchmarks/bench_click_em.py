@@ -15,6 +15,11 @@ regression EM:
 * ``features``: EM whose relevance model is a logistic regression on the
   standardised features plus per-query offsets (no ranker at all);
 * ``features+score``: the same with the final model's score as one more feature;
+* ``oracle``: the M-step alone, with the simulator's true ``P(relevant)`` of
+  every row held fixed (the error left when relevance is known);
+* ``labels``: the shipped estimator's relevance model (logistic map plus
+  per-query offsets) given the true labels as the scores (the error of the
+  map itself when the scores rank perfectly);
 * ``xgboost``: XGBoost's Unbiased LambdaMART (``bench_clicks.py``'s
   ``xgboost unbiased``) on the same clicks, as a peer's estimate of the same
   propensities (run with ``--default-only`` too; with ``--rankings`` above 1
@@ -104,11 +109,13 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     data = bc.load(dataset)
     Xtr, ytr, qtr = data[:3]
     logger, _ = bc.logging_scores(Xtr, ytr, qtr, seed)
+    # The label rides along as a last column, so each click row keeps its true label.
     Xc, clicks, qc, position, impressions = simulate_clicks(
-        Xtr, ytr, qtr, logger, n_sessions=n_sessions, eta=eta, aggregate=True, return_impressions=True,
-        n_rankings=n_rankings, ranking_noise=ranking_noise, random_state=seed)
+        np.column_stack([Xtr, ytr]), ytr, qtr, logger, n_sessions=n_sessions, eta=eta, aggregate=True,
+        return_impressions=True, n_rankings=n_rankings, ranking_noise=ranking_noise, random_state=seed)
     shown = impressions > 0
     Xc, clicks, qc, position, impressions = Xc[shown], clicks[shown], qc[shown], position[shown], impressions[shown]
+    Xc, yc = np.ascontiguousarray(Xc[:, :-1], dtype=Xtr.dtype), Xc[:, -1].astype(np.float64)
     truth = pbm_propensities(int(position.max()), eta)
     ctr = clicks / impressions
     out = {}
@@ -157,6 +164,21 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
         for _ in range(em_steps):
             fem.step()
         out[name] = (error(fem.relative(), truth), time.perf_counter() - t)
+    s_y = yc[order]
+    t = time.perf_counter()
+    em = RegressionEM(s_ctr, s_pos, s_w, group_ptr=ptr)
+    relevant = (np.exp2(s_y) - 1.0) / (np.exp2(ytr.max()) - 1.0)  # the simulator's P(click | examined)
+    for _ in range(em_steps):
+        theta = em.theta[em.index]
+        examined = s_ctr + (1.0 - s_ctr) * theta * (1.0 - relevant) / np.maximum(1.0 - theta * relevant, 1e-12)
+        em.theta = np.clip(np.bincount(em.index, weights=examined * em.weight, minlength=em.n_positions) / em.count,
+                           1e-6, 1.0)
+    out["oracle"] = (error(em.relative(), truth), time.perf_counter() - t)
+    t = time.perf_counter()
+    em = RegressionEM(s_ctr, s_pos, s_w, group_ptr=ptr)
+    for _ in range(em_steps):
+        em.step(s_y)
+    out["labels"] = (error(em.relative(), truth), time.perf_counter() - t)
     return out
 
 
