@@ -6,6 +6,8 @@ labels with the impressions as sample weights), and the maximum relative
 error of the estimated propensities over positions 1-10 for variants of
 regression EM:
 
+* ``naive``: each position's click-through rate relative to position 1 (no
+  model; what confounding alone leaves);
 * ``default``: ``LambdaMARTRanker(position_bias="estimate")`` as shipped
   (3 EM steps per boosting iteration on the current scores);
 * ``steps10``: 10 EM steps per iteration;
@@ -63,6 +65,18 @@ def error(theta, truth):
     return float(np.max(np.abs(theta[:k] / truth[:k] - 1)))
 
 
+def propensity_step(em, gamma):
+    """The E-step of :class:`RegressionEM` ``em`` at relevance ``gamma`` and
+    its propensity update; returns the posterior relevance of every row."""
+    theta = em.theta[em.index]
+    c = em.clicks
+    denom = np.maximum(1.0 - theta * gamma, 1e-12)
+    examined = c + (1.0 - c) * theta * (1.0 - gamma) / denom
+    em.theta = np.clip(np.bincount(em.index, weights=examined * em.weight, minlength=em.n_positions) / em.count,
+                       1e-6, 1.0)
+    return c + (1.0 - c) * (1.0 - theta) * gamma / denom
+
+
 class FeatureEM:
     """Regression EM with ``P(relevant) = sigmoid(F w + b + offset_q)``,
     ``F`` standardised features (ridge-penalised Newton steps on ``w, b``)."""
@@ -79,14 +93,7 @@ class FeatureEM:
     def step(self):
         em = self.em
         base = self.F @ self.coef
-        gamma = _sigmoid(base + em.offset[em.query])
-        theta = em.theta[em.index]
-        c = em.clicks
-        denom = np.maximum(1.0 - theta * gamma, 1e-12)
-        examined = c + (1.0 - c) * theta * (1.0 - gamma) / denom
-        relevant = c + (1.0 - c) * (1.0 - theta) * gamma / denom
-        em.theta = np.clip(np.bincount(em.index, weights=examined * em.weight, minlength=em.n_positions) / em.count,
-                           1e-6, 1.0)
+        relevant = propensity_step(em, _sigmoid(base + em.offset[em.query]))
         for _ in range(3):
             p = _sigmoid(self.F @ self.coef + em.offset[em.query])
             r = em.weight * (relevant - p)
@@ -120,6 +127,9 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     ctr = clicks / impressions
     out = {}
     base = dict(bc.COMMON, random_state=seed)
+
+    ctr_at = np.bincount(position - 1, weights=clicks) / np.maximum(np.bincount(position - 1, weights=impressions), 1)
+    out["naive"] = (error(ctr_at / ctr_at[0], truth), 0.0)
 
     t = time.perf_counter()
     model = LambdaMARTRanker(gain="linear", position_bias="estimate", **base)
@@ -169,10 +179,7 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     em = RegressionEM(s_ctr, s_pos, s_w, group_ptr=ptr)
     relevant = (np.exp2(s_y) - 1.0) / (np.exp2(ytr.max()) - 1.0)  # the simulator's P(click | examined)
     for _ in range(em_steps):
-        theta = em.theta[em.index]
-        examined = s_ctr + (1.0 - s_ctr) * theta * (1.0 - relevant) / np.maximum(1.0 - theta * relevant, 1e-12)
-        em.theta = np.clip(np.bincount(em.index, weights=examined * em.weight, minlength=em.n_positions) / em.count,
-                           1e-6, 1.0)
+        propensity_step(em, relevant)
     out["oracle"] = (error(em.relative(), truth), time.perf_counter() - t)
     t = time.perf_counter()
     em = RegressionEM(s_ctr, s_pos, s_w, group_ptr=ptr)

@@ -363,6 +363,7 @@ def main(argv=None):
     cfg = parser.parse_args(argv)
 
     print(machine_line())
+    peers = learners(argparse.Namespace(**{**vars(cfg), "only": "peers"}))
     texts, curves = [], {}
     for dataset in cfg.datasets:
         if dataset in _NEEDS and not (SHARED_DATA / _NEEDS[dataset]).exists():
@@ -377,7 +378,7 @@ def main(argv=None):
                         pq = run(dataset, scale, n, seed, label, engine, fit, spec, train, test, cfg)
                         results.setdefault(n, {}).setdefault(label, []).append(pq)
                     if cfg.only == "rankkit":  # the peers' cached fits still give the paired tables
-                        for label, (engine, _, spec) in learners(argparse.Namespace(**{**vars(cfg), "only": "peers"})).items():
+                        for label, (engine, _, spec) in peers.items():
                             pq = cached(dataset, scale, n, seed, engine, spec, cfg)
                             if pq is not None:
                                 results[n].setdefault(label, []).append(pq)

@@ -413,7 +413,6 @@ class YetiRank(MetricObjective):
         super()._check_err_options()
         return CLASSIC, NO_CUTOFF, True
 
-
     def _neighbors(self, mode):
         """``num_neighbors`` with ``"auto"`` resolved for the metric ``mode``."""
         if self.num_neighbors != "auto":
