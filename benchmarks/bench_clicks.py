@@ -72,15 +72,18 @@ OBJECTIVES = {
 }
 
 
-def load(name):
-    """``(X_train, y_train, qid_train, X_test, y_test, qid_test)``."""
+def load(name, fold=1):
+    """``(X_train, y_train, qid_train, X_test, y_test, qid_test)`` of one fold
+    (the Yahoo sample has one train/test split, fold 1)."""
     if name == "mq2008":
-        folder = SHARED_DATA / "MQ2008" / "Fold1"
+        folder = SHARED_DATA / "MQ2008" / f"Fold{fold}"
         return (*load_svmlight(folder / "train.txt.gz", 46), *load_svmlight(folder / "test.txt.gz", 46))
     if name == "clueweb09":
-        folder = SHARED_DATA / "ClueWeb09-webis" / "Fold1"
+        folder = SHARED_DATA / "ClueWeb09-webis" / f"Fold{fold}"
         return (*load_svmlight(folder / "train.txt.gz", 42), *load_svmlight(folder / "test.txt.gz", 42))
     if name == "yahoo":
+        if fold != 1:
+            raise ValueError("the Yahoo sample has one train/test split: use --folds 1 with it")
         folder = SHARED_DATA / "LightGBM-lambdarank-example"
         return (*load_svmlight(folder / "rank.train.gz", 300), *load_svmlight(folder / "rank.test.gz", 300))
     raise ValueError(name)
@@ -223,6 +226,9 @@ def main():
                         help="estimator:objective pairs trained with position_bias='estimate'")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0],
                         help="each seed draws its own logging queries, click log and models")
+    parser.add_argument("--folds", nargs="+", type=int, default=[1],
+                        help="folds of MQ2008 and ClueWeb09 (1-5) whose test queries are pooled; the Yahoo "
+                             "sample has fold 1 only")
     parser.add_argument("--model", default="pbm", choices=["pbm", "noisy", "cascade"],
                         help="click model of simulate_clicks (noisy: PBM with clicks on irrelevant documents; "
                              "cascade: no per-position propensity, so no ipw learners and no propensity error)")
@@ -230,34 +236,37 @@ def main():
     args = parser.parse_args()
     estimators = [tuple(e.split(":")) for e in args.estimators]
     pooled, raw = {}, []  # (dataset, eta, sessions, learner) -> per-query values over seeds
-    for dataset in args.datasets:
-        data = load(dataset)
+    for dataset, fold in [(d, f) for d in args.datasets for f in args.folds]:
+        data = load(dataset, fold)
         for seed in args.seeds:
             logger, n_logging = logging_scores(*data[:3], seed=seed)
             for name, values in ceilings(data, seed).items():
                 pooled.setdefault((dataset, "", "", name), []).append({"per_query": values})
-            print(f"{dataset} seed {seed}: logging ranker on {n_logging} queries", flush=True)
+            print(f"{dataset} fold {fold} seed {seed}: logging ranker on {n_logging} queries", flush=True)
             for eta in args.etas:
                 for n_sessions in args.sessions:
                     result = run_setting(data, logger, eta, n_sessions, seed, args.objectives, estimators,
                                          args.model)
                     for name, entry in result.items():
                         pooled.setdefault((dataset, eta, n_sessions, name), []).append(entry)
-                        raw.append({"dataset": dataset, "seed": seed, "eta": eta, "sessions": n_sessions,
-                                    "learner": name, "ndcg@10": float(np.nanmean(entry["per_query"])),
+                        raw.append({"dataset": dataset, "fold": fold, "seed": seed, "eta": eta,
+                                    "sessions": n_sessions, "learner": name,
+                                    "ndcg@10": float(np.nanmean(entry["per_query"])),
                                     "propensity_error": entry.get("propensity_error"),
                                     "seconds": entry["seconds"]})
-                        print(" | ".join(str(raw[-1][k]) for k in ("dataset", "seed", "eta", "sessions", "learner",
-                                                                  "ndcg@10", "propensity_error")), flush=True)
-    text = summary_tables(pooled, len(args.seeds))
+                        print(" | ".join(str(raw[-1][k]) for k in ("dataset", "fold", "seed", "eta", "sessions",
+                                                                  "learner", "ndcg@10", "propensity_error")),
+                              flush=True)
+    text = summary_tables(pooled, len(args.seeds), len(args.folds))
     print(text)
     save_result(f"clicks{args.tag}.md", text)
     save_result(f"clicks{args.tag}.json", json.dumps(raw, indent=1))
 
 
-def summary_tables(pooled, n_seeds):
-    """A wide NDCG@10 table (means over seeds; ``*`` marks p < 0.05 against
-    ``naive``, Wilcoxon over every (seed, query) pair) and the propensity errors."""
+def summary_tables(pooled, n_seeds, n_folds=1):
+    """A wide NDCG@10 table (means over every (fold, seed, test query);
+    ``*`` marks p < 0.05 against ``naive``, Wilcoxon over those pairs) and
+    the propensity errors (means over folds and seeds)."""
     settings = sorted({k[:3] for k in pooled if k[1] != ""}, key=lambda k: (k[0], k[1], k[2]))
     learners = [k[3] for k in pooled if k[:3] == settings[0]] if settings else []
     rows, errors = [], []
@@ -267,7 +276,7 @@ def summary_tables(pooled, n_seeds):
         for name in learners:
             entries = pooled[(*setting, name)]
             values = np.concatenate([e["per_query"] for e in entries])
-            mean = np.mean([np.nanmean(e["per_query"]) for e in entries])
+            mean = np.nanmean(values)  # every seed scores the same test queries, so = the mean of seed means
             star = "*" if name != "naive" and paired_p(values, naive) < 0.05 and np.nanmean(values) > np.nanmean(naive) \
                 else ""
             cells.append(f"{mean:.4f}{star}")
@@ -277,9 +286,10 @@ def summary_tables(pooled, n_seeds):
         if errs:
             errors.append([*setting, *(f"{v:.3f}" for _, v in errs)])
             error_names = [n for n, _ in errs]
-    ceiling_rows = [[k[0], k[3], f"{np.mean([np.nanmean(e['per_query']) for e in v]):.4f}"]
+    ceiling_rows = [[k[0], k[3], f"{np.nanmean(np.concatenate([e['per_query'] for e in v])):.4f}"]
                     for k, v in pooled.items() if k[1] == ""]
-    text = f"NDCG@10 on the test queries' true labels, mean over {n_seeds} seed(s)\n\n"
+    folds = f"the test queries of {n_folds} folds, " if n_folds > 1 else ""
+    text = f"NDCG@10 on the test queries' true labels, mean over {folds}{n_seeds} seed(s)\n\n"
     text += markdown_table(["dataset", "eta", "sessions", *learners], rows)
     text += "\n\nTrained on the true labels (the ceiling)\n\n" + markdown_table(["dataset", "learner", "NDCG@10"],
                                                                                ceiling_rows)
