@@ -42,7 +42,14 @@ per test query (Wilcoxon signed-rank, two-sided).
 cascade`` the cascade model, which has no per-position propensity: its run
 has no ``ipw`` learners and no propensity errors.
 
+``--folds 1 2 3 4 5`` pools the test queries of five folds (the LETOR folds
+of MQ2008 and ClueWeb09; five query folds of the Yahoo sample's pooled
+queries): each fold has its own logging ranker, click log and models, and
+every test query is held out once, so the paired test has five times the
+queries of one split.
+
     python benchmarks/bench_clicks.py --datasets mq2008 --sessions 10000 100000 --etas 0.5 1 2
+    python benchmarks/bench_clicks.py --datasets clueweb09 --folds 1 2 3 4 5 --seeds 0 1 2
 """
 
 from __future__ import annotations
@@ -72,20 +79,27 @@ OBJECTIVES = {
 }
 
 
-def load(name, fold=1):
-    """``(X_train, y_train, qid_train, X_test, y_test, qid_test)`` of one fold
-    (the Yahoo sample has one train/test split, fold 1)."""
+def load(name, fold=None):
+    """``(X_train, y_train, qid_train, X_test, y_test, qid_test)``: the
+    standard split (None: Fold1 of MQ2008 and ClueWeb09, the Yahoo sample's
+    train/test files) or fold 1-5 (of the LETOR folds; for the Yahoo sample,
+    five query folds of its pooled train and test queries, fixed shuffle)."""
     if name == "mq2008":
-        folder = SHARED_DATA / "MQ2008" / f"Fold{fold}"
+        folder = SHARED_DATA / "MQ2008" / f"Fold{fold or 1}"
         return (*load_svmlight(folder / "train.txt.gz", 46), *load_svmlight(folder / "test.txt.gz", 46))
     if name == "clueweb09":
-        folder = SHARED_DATA / "ClueWeb09-webis" / f"Fold{fold}"
+        folder = SHARED_DATA / "ClueWeb09-webis" / f"Fold{fold or 1}"
         return (*load_svmlight(folder / "train.txt.gz", 42), *load_svmlight(folder / "test.txt.gz", 42))
     if name == "yahoo":
-        if fold != 1:
-            raise ValueError("the Yahoo sample has one train/test split: use --folds 1 with it")
         folder = SHARED_DATA / "LightGBM-lambdarank-example"
-        return (*load_svmlight(folder / "rank.train.gz", 300), *load_svmlight(folder / "rank.test.gz", 300))
+        train, test = load_svmlight(folder / "rank.train.gz", 300), load_svmlight(folder / "rank.test.gz", 300)
+        if fold is None:
+            return (*train, *test)
+        X, y = np.vstack([train[0], test[0]]), np.concatenate([train[1], test[1]])
+        q = np.concatenate([train[2], test[2] + train[2].max() + 1])
+        queries = np.random.default_rng(0).permutation(np.unique(q))
+        test_rows = np.isin(q, np.array_split(queries, 5)[fold - 1])
+        return X[~test_rows], y[~test_rows], q[~test_rows], X[test_rows], y[test_rows], q[test_rows]
     raise ValueError(name)
 
 
@@ -226,9 +240,8 @@ def main():
                         help="estimator:objective pairs trained with position_bias='estimate'")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0],
                         help="each seed draws its own logging queries, click log and models")
-    parser.add_argument("--folds", nargs="+", type=int, default=[1],
-                        help="folds of MQ2008 and ClueWeb09 (1-5) whose test queries are pooled; the Yahoo "
-                             "sample has fold 1 only")
+    parser.add_argument("--folds", nargs="+", type=int, default=[None], choices=[1, 2, 3, 4, 5],
+                        help="folds whose test queries are pooled (default: the standard split, see load)")
     parser.add_argument("--model", default="pbm", choices=["pbm", "noisy", "cascade"],
                         help="click model of simulate_clicks (noisy: PBM with clicks on irrelevant documents; "
                              "cascade: no per-position propensity, so no ipw learners and no propensity error)")
