@@ -248,7 +248,7 @@ def main():
     parser.add_argument("--tag", default="", help="suffix of the result files")
     args = parser.parse_args()
     estimators = [tuple(e.split(":")) for e in args.estimators]
-    pooled, raw = {}, []  # (dataset, eta, sessions, learner) -> per-query values over seeds
+    pooled, raw = {}, []  # (dataset, eta, sessions, learner) -> per-query values over folds and seeds
     for dataset, fold in [(d, f) for d in args.datasets for f in args.folds]:
         data = load(dataset, fold)
         for seed in args.seeds:
@@ -289,7 +289,7 @@ def summary_tables(pooled, n_seeds, n_folds=1):
         for name in learners:
             entries = pooled[(*setting, name)]
             values = np.concatenate([e["per_query"] for e in entries])
-            mean = np.nanmean(values)  # every seed scores the same test queries, so = the mean of seed means
+            mean = np.nanmean(values)  # one fold: the mean of the seed means (same test queries)
             star = "*" if name != "naive" and paired_p(values, naive) < 0.05 and np.nanmean(values) > np.nanmean(naive) \
                 else ""
             cells.append(f"{mean:.4f}{star}")
