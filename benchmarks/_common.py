@@ -38,6 +38,16 @@ def load_svmlight(path, n_features=None):
     return np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.float64), np.asarray(qid)
 
 
+def load_yahoo_pooled():
+    """``(X, y, qid)`` of the Yahoo sample's train and test files together
+    (the test queries' ids shifted past the training ones)."""
+    root = SHARED_DATA / "LightGBM-lambdarank-example"
+    train = load_svmlight(root / "rank.train.gz", n_features=300)
+    test = load_svmlight(root / "rank.test.gz", n_features=300)
+    q_test = test[2] + train[2].max() + 1
+    return np.vstack([train[0], test[0]]), np.concatenate([train[1], test[1]]), np.concatenate([train[2], q_test])
+
+
 def group_sizes(qid):
     """Sizes of contiguous query blocks (rows of one query are adjacent in LETOR files)."""
     qid = np.asarray(qid)

@@ -61,7 +61,7 @@ import warnings
 
 import numpy as np
 
-from _common import SHARED_DATA, load_svmlight, markdown_table, save_result
+from _common import SHARED_DATA, load_svmlight, load_yahoo_pooled, markdown_table, save_result
 
 from rankkit import LambdaMARTRanker, QueryRMSERanker, StochasticRankRanker, XENDCGRanker, YetiRanker
 from rankkit._groups import make_groups
@@ -91,12 +91,10 @@ def load(name, fold=None):
         folder = SHARED_DATA / "ClueWeb09-webis" / f"Fold{fold or 1}"
         return (*load_svmlight(folder / "train.txt.gz", 42), *load_svmlight(folder / "test.txt.gz", 42))
     if name == "yahoo":
-        folder = SHARED_DATA / "LightGBM-lambdarank-example"
-        train, test = load_svmlight(folder / "rank.train.gz", 300), load_svmlight(folder / "rank.test.gz", 300)
         if fold is None:
-            return (*train, *test)
-        X, y = np.vstack([train[0], test[0]]), np.concatenate([train[1], test[1]])
-        q = np.concatenate([train[2], test[2] + train[2].max() + 1])
+            folder = SHARED_DATA / "LightGBM-lambdarank-example"
+            return (*load_svmlight(folder / "rank.train.gz", 300), *load_svmlight(folder / "rank.test.gz", 300))
+        X, y, q = load_yahoo_pooled()
         queries = np.random.default_rng(0).permutation(np.unique(q))
         test_rows = np.isin(q, np.array_split(queries, 5)[fold - 1])
         return X[~test_rows], y[~test_rows], q[~test_rows], X[test_rows], y[test_rows], q[test_rows]

@@ -53,7 +53,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, SHARED_DATA, group_sizes, load_svmlight, machine_line, markdown_table, save_result  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS, SHARED_DATA, group_sizes, load_svmlight, load_yahoo_pooled, machine_line, markdown_table, save_result,
+)
 from bench_quality import (  # noqa: E402
     _NEEDS, CATBOOST, LIGHTGBM, RANKKIT, XGBOOST, _engine_version, _rankkit_source_hash,
 )
@@ -75,14 +77,6 @@ def _pool_clueweb09():
     return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
 
-def _pool_yahoo():
-    root = SHARED_DATA / "LightGBM-lambdarank-example"
-    train = load_svmlight(root / "rank.train.gz", n_features=300)
-    test = load_svmlight(root / "rank.test.gz", n_features=300)
-    q_test = test[2] + train[2].max() + 1
-    return np.vstack([train[0], test[0]]), np.concatenate([train[1], test[1]]), np.concatenate([train[2], q_test])
-
-
 def _pool_synthetic():
     from rankkit.datasets import make_ranking
 
@@ -97,7 +91,7 @@ def _pool_synthetic_long():
     return np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.float64), np.asarray(q)
 
 
-POOLS = {"mq2008": _pool_mq2008, "clueweb09": _pool_clueweb09, "yahoo": _pool_yahoo,
+POOLS = {"mq2008": _pool_mq2008, "clueweb09": _pool_clueweb09, "yahoo": load_yahoo_pooled,
          "synthetic": _pool_synthetic, "synthetic-long": _pool_synthetic_long}
 #: Held-out test queries per draw (at most a third of the pool).
 TEST_QUERIES = {"mq2008": 200, "clueweb09": 20, "yahoo": 80, "synthetic": 300, "synthetic-long": 100}
