@@ -22,12 +22,24 @@ regression EM:
 * ``labels``: the shipped estimator's relevance model (logistic map plus
   per-query offsets) given the true labels as the scores (the error of the
   map itself when the scores rank perfectly);
+* ``xfit-clicks`` (with ``--cross-fitted``): EM as shipped (logistic map
+  plus per-query offsets), run to convergence (``--em-steps``) on
+  out-of-fold scores: five query folds of the click log, each scored by
+  ``LambdaMARTRanker(position_bias="estimate")`` fitted on the other four;
+* ``xfit-labels`` (with ``--cross-fitted``): the same on out-of-fold scores
+  of a ``LambdaMARTRanker`` fitted on the other folds' *true labels*: a
+  relevance model as good as these features give with full supervision,
+  so about the closest any feature-based estimate can get from one fixed
+  logger;
 * ``xgboost``: XGBoost's Unbiased LambdaMART (``bench_clicks.py``'s
   ``xgboost unbiased``) on the same clicks, as a peer's estimate of the same
   propensities (run with ``--default-only`` too; with ``--rankings`` above 1
   each (query, ranking) list is its own query group, as ``simulate_clicks``
   returns it, so XGBoost, which reads positions from the row order, sees
   every impression list at its ranks).
+
+``--cross-fitted`` runs ``naive``, ``default``, ``xfit-clicks`` and
+``xfit-labels`` only.
 
 ``--rankings K`` randomises the logger (``simulate_clicks(n_rankings=K,
 ranking_noise=--ranking-noise)``: each query shown in its logging order and
@@ -40,6 +52,7 @@ can be compared as rankers, not only as estimators.
     python benchmarks/bench_click_em.py --datasets mq2008 --etas 1 --sessions 1000000
     python benchmarks/bench_click_em.py --datasets mq2008 yahoo --rankings 8 --ranking-noise 2 --default-only
     python benchmarks/bench_click_em.py --datasets mq2008 yahoo --seeds 0 1 2 --ndcg --rankings 16 --ranking-noise 4
+    python benchmarks/bench_click_em.py --datasets mq2008 yahoo clueweb09 --seeds 0 1 2 --cross-fitted --em-steps 300
 """
 
 from __future__ import annotations
@@ -53,11 +66,11 @@ import numpy as np
 import bench_clicks as bc
 from _common import save_result
 
-import rankkit._clicks as clicks_module
 from rankkit import LambdaMARTRanker
 from rankkit._clicks import RegressionEM, _offset_fit, _sigmoid
 from rankkit._groups import make_groups
 from rankkit.datasets import pbm_propensities, simulate_clicks
+from rankkit.model_selection import QueryKFold
 
 
 def error(theta, truth):
@@ -112,7 +125,24 @@ def sorted_rows(qid):
     return groups, np.argsort(groups.codes, kind="stable")
 
 
-def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.0, default_only=False, ndcg=False):
+def converged_em(ctr, position, weight, group_ptr, raw, n_steps):
+    """The shipped estimator's propensities after ``n_steps`` EM steps at fixed scores ``raw``."""
+    em = RegressionEM(ctr, position, weight, group_ptr=group_ptr)
+    for _ in range(n_steps):
+        em.step(raw)
+    return em.relative()
+
+
+def out_of_fold_scores(make_model, fit, X, qid, seed):
+    """Each row scored by a model fitted on the other four of five query folds."""
+    raw = np.zeros(X.shape[0])
+    for train, test in QueryKFold(5, shuffle=True, random_state=seed).split(X, groups=qid):
+        raw[test] = fit(make_model(), train).predict(X[test])
+    return raw
+
+
+def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.0, default_only=False, ndcg=False,
+        cross_fitted=False):
     data = bc.load(dataset)
     Xtr, ytr, qtr = data[:3]
     logger, _ = bc.logging_scores(Xtr, ytr, qtr, seed)
@@ -137,6 +167,24 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     out["default"] = (error(model.position_bias_, truth), time.perf_counter() - t)
     if ndcg:
         out["default"] += (bc.test_ndcg(data[4], model.predict(data[3]), data[5]),)
+    if cross_fitted:
+        groups, order = sorted_rows(qc)
+        s_ctr, s_pos, s_w = ctr[order], position[order], impressions[order]
+
+        def make_model(**kw):
+            return lambda: LambdaMARTRanker(gain="linear", **kw, **base)
+
+        fits = {
+            "xfit-clicks": (make_model(position_bias="estimate"), lambda m, rows: m.fit(
+                Xc[rows], ctr[rows], qid=qc[rows], position=position[rows], sample_weight=impressions[rows])),
+            "xfit-labels": (make_model(), lambda m, rows: m.fit(Xc[rows], yc[rows], qid=qc[rows])),
+        }
+        for name, (make, fit) in fits.items():
+            t = time.perf_counter()
+            raw = out_of_fold_scores(make, fit, Xc, qc, seed)[order]
+            out[name] = (error(converged_em(s_ctr, s_pos, s_w, groups.group_ptr, raw, em_steps), truth),
+                         time.perf_counter() - t)
+        return out
     t = time.perf_counter()
     xgb_model = bc.fit_xgboost(Xc, clicks, qc, seed, unbiased=True, position=position)
     out["xgboost"] = (error(bc.xgboost_propensities(xgb_model), truth), time.perf_counter() - t)
@@ -164,10 +212,7 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     s_ctr, s_pos, s_w, s_X = ctr[order], position[order], impressions[order], Xc[order]
     for name, group_ptr in (("final", ptr), ("final-noq", None)):
         t = time.perf_counter()
-        em = RegressionEM(s_ctr, s_pos, s_w, group_ptr=group_ptr)
-        for _ in range(em_steps):
-            em.step(raw)
-        out[name] = (error(em.relative(), truth), time.perf_counter() - t)
+        out[name] = (error(converged_em(s_ctr, s_pos, s_w, group_ptr, raw, em_steps), truth), time.perf_counter() - t)
     for name, F in (("features", s_X), ("features+score", np.column_stack([s_X, raw]))):
         t = time.perf_counter()
         fem = FeatureEM(s_ctr, s_pos, s_w, ptr, F)
@@ -182,10 +227,7 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
         propensity_step(em, relevant)
     out["oracle"] = (error(em.relative(), truth), time.perf_counter() - t)
     t = time.perf_counter()
-    em = RegressionEM(s_ctr, s_pos, s_w, group_ptr=ptr)
-    for _ in range(em_steps):
-        em.step(s_y)
-    out["labels"] = (error(em.relative(), truth), time.perf_counter() - t)
+    out["labels"] = (error(converged_em(s_ctr, s_pos, s_w, ptr, s_y, em_steps), truth), time.perf_counter() - t)
     return out
 
 
@@ -225,6 +267,8 @@ def main():
     parser.add_argument("--default-only", action="store_true", help="only the shipped estimator")
     parser.add_argument("--ndcg", action="store_true",
                         help="default and steps10 only, with their test NDCG@10 (paired over queries and seeds)")
+    parser.add_argument("--cross-fitted", action="store_true",
+                        help="naive, default and EM on out-of-fold scores (of click- and label-trained rankers) only")
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     rows, raw = [], []
@@ -233,7 +277,7 @@ def main():
             for eta in args.etas:
                 for n_sessions in args.sessions:
                     result = run(dataset, eta, n_sessions, seed, args.em_steps, args.rankings, args.ranking_noise,
-                                 args.default_only, args.ndcg)
+                                 args.default_only, args.ndcg, args.cross_fitted)
                     raw.append({"dataset": dataset, "seed": seed, "eta": eta, "sessions": n_sessions,
                                 **{k: [v[0], v[1]] + ([v[2].tolist()] if len(v) > 2 else []) for k, v in result.items()}})
                     line = " | ".join(f"{k} {v[0]:.3f}" for k, v in result.items())
