@@ -1,4 +1,4 @@
-"""How close can regression EM get to the true propensities? (issue 23, target: 10% at 10^6 sessions)
+"""How close can regression EM get to the true propensities? (target: within 10% at 10^6 sessions)
 
 The setting of ``bench_clicks.py`` (one fixed logging ranker trained on 1%
 of the training queries, PBM clicks aggregated per (query, document), CTR

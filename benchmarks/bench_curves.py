@@ -303,7 +303,7 @@ def report(dataset, scale, results, sizes):
     if xrow:
         text += f"\n\nPaired difference to {FLOOR}, NDCG@10 points (Wilcoxon p):\n\n"
         text += markdown_table(["pair"] + [f"{n} queries" for n in sizes], xrow)
-    # The last target: the best rankkit default against the best peer (each picked by its mean here).
+    # The best rankkit default against the best peer, each picked by its mean (so both after the fact).
     brow = []
     for n in sizes:
         ours = [k for k in results[n] if k.startswith("rankkit") and " [" not in k]
