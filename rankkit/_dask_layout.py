@@ -236,9 +236,14 @@ class LaidOut:
 
     def dmatrix(self, client, max_bin, ref=None):
         f = self.frame
+        # The names given, not read from the frame: a worker holding rows of an
+        # eval set and none of the training set builds an empty training
+        # DMatrix, which has no frame to read them from (and XGBoost then
+        # refuses to predict on it).
         return dxgb.DaskQuantileDMatrix(
             client, f[self.features], label=f[_Y], weight=f[_W] if self.has_weight else None,
             label_lower_bound=f[_PART], label_upper_bound=f[_LOCAL], max_bin=max_bin, ref=ref,
+            feature_names=self.features,
         )
 
 

@@ -259,6 +259,28 @@ def test_eval_history_is_the_exact_global_mean_with_sglb(client, data):
             data["X"], data["dy"], eval_set=[(X_eval, y_eval)], early_stopping_rounds=2)
 
 
+def test_a_worker_with_eval_rows_and_no_training_rows():
+    """Three workers, one training partition, two eval partitions: some worker
+    holds eval rows only, so its training DMatrix is empty. The fit is the
+    in-memory one (features of few distinct values: exact quantile cuts)."""
+    X, y, qid = make_ranking(80, n_features=6, max_docs=15, random_state=5)
+    frame = pd.DataFrame(np.round(X * 2), columns=[f"x{j}" for j in range(6)]).assign(qid=qid)
+    train, valid = (frame.qid < 60).to_numpy(), (frame.qid >= 60).to_numpy()
+    kw = dict(SMALL, n_estimators=5)
+    local = rankkit.LambdaMARTRanker(**kw).fit(
+        frame[train], y[train], eval_set=[(frame[valid], y[valid])])
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as c:
+        model = DaskLambdaMARTRanker(**kw, client=c).fit(
+            dd.from_pandas(frame[train], npartitions=1), dd.from_pandas(pd.Series(y[train]), npartitions=1),
+            eval_set=[(dd.from_pandas(frame[valid], npartitions=2),
+                       dd.from_pandas(pd.Series(y[valid]), npartitions=2))])
+    np.testing.assert_allclose(model.to_local().predict(frame), local.predict(frame), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(model.evals_result_["validation_0"]["ndcg@10"],
+                               local.evals_result_["validation_0"]["ndcg@10"], rtol=1e-9)
+
+
 def test_eval_metric_list_training_set_and_progress_lines(client, data, capsys):
     """As in memory: every eval_metric for every set, the training data
     passed as an eval set recorded as "training", the first metric on the
