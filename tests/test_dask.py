@@ -269,7 +269,7 @@ def test_a_worker_with_eval_rows_and_no_training_rows():
     kw = dict(SMALL, n_estimators=5)
     local = rankkit.LambdaMARTRanker(**kw).fit(
         frame[train], y[train], eval_set=[(frame[valid], y[valid])])
-    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   silence_logs=40) as cluster, \
             distributed.Client(cluster, set_as_default=False) as c:
         model = DaskLambdaMARTRanker(**kw, client=c).fit(
