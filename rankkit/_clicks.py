@@ -112,7 +112,9 @@ def check_clicks(y, *, name="y"):
 
 
 def propensity_table(propensities, max_position, *, name="propensities"):
-    """``theta[k - 1]`` for ``k = 1..max_position`` from an array or a callable."""
+    """``theta[k - 1] / theta_1`` for ``k = 1..max_position`` from an array or a
+    callable: only ratios matter, so propensities equal up to a factor give
+    the same model."""
     if propensities is None:
         raise ValueError(
             'position_bias="known" needs propensities=: a per-position array (theta_1, theta_2, ...) '
@@ -136,7 +138,7 @@ def propensity_table(propensities, max_position, *, name="propensities"):
         k = int(np.flatnonzero(bad)[0]) + 1
         raise ValueError(f"{name} must lie in (0, 1] (examination probabilities); position {k} has "
                          f"{theta[k - 1]!r}.")
-    return theta
+    return theta / theta[0]
 
 
 # ---------------------------------------------------------------------------

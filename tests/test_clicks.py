@@ -279,6 +279,20 @@ def test_unit_propensities_train_exactly_as_without_positions(backend):
     assert np.array_equal(plain.predict(Xc), unit.predict(Xc))
 
 
+@pytest.mark.parametrize("cls", [QueryRMSERanker, XENDCGRanker, StochasticRankRanker])
+def test_known_propensities_count_relative_to_position_one(cls):
+    """Propensities equal up to a factor are the same propensities: the model and
+    position_bias_ (theta_1 = 1) do not change when they are all halved."""
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=300)
+    params = dict(n_estimators=5, n_jobs=1, random_state=0, position_bias="known")
+    one = cls(**params, propensities=lambda k: 1.0 / k).fit(Xc, clicks, qid=sid, position=position)
+    half = cls(**params, propensities=0.5 / np.arange(1, 9)).fit(Xc, clicks, qid=sid, position=position)
+    np.testing.assert_allclose(half.position_bias_, 1.0 / np.arange(1, 9), rtol=1e-15)
+    np.testing.assert_array_equal(half.position_bias_, one.position_bias_)
+    np.testing.assert_array_equal(half.predict(Xc), one.predict(Xc))
+    assert half.score(Xc, clicks, qid=sid, position=position) == one.score(Xc, clicks, qid=sid, position=position)
+
+
 # -- every objective, every backend ------------------------------------------
 _RANKERS = [
     LambdaMARTRanker(), YetiRanker(n_permutations=2), StochasticRankRanker(), XENDCGRanker(), QueryRMSERanker(),

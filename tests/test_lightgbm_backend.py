@@ -235,6 +235,19 @@ def test_common_params_map_to_lightgbm_names():
     assert p["force_row_wise"] and "force_col_wise" not in p
 
 
+@pytest.mark.parametrize("cls", [est.LambdaMARTRanker, est.YetiRanker, est.XENDCGRanker])
+def test_min_child_weight_zero_trains(cls):
+    """min_child_weight=0 ("no bound") trains as the smallest positive bound
+    LightGBM accepts; passed through as 0, every one of these fits fails
+    inside LightGBM."""
+    X, y, qid = make_ranking(100, n_features=5, random_state=0)
+    kw = dict(n_estimators=10, backend="lightgbm", random_state=0, n_jobs=1)
+    zero = cls(**kw, min_child_weight=0).fit(X, y, qid=qid)
+    assert zero.backend_.params_["min_sum_hessian_in_leaf"] == 1e-12
+    np.testing.assert_array_equal(zero.predict(X), cls(**kw, min_child_weight=1e-12).fit(X, y, qid=qid).predict(X))
+    assert np.ptp(zero.predict(X)) > 0
+
+
 def test_tiny_subsample_keeps_one_row():
     """LightGBM bags int(bagging_fraction * n) rows and cannot train on none;
     the backend keeps one, as the numba engine does."""

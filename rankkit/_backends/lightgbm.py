@@ -41,6 +41,11 @@ __all__ = ["LightGBMBackend"]
 
 # LightGBM's upper limit for num_leaves.
 _MAX_LEAVES = 131072
+# The least min_sum_hessian_in_leaf passed. LightGBM starts every hessian sum
+# of a split search at 1e-15, so below that a side holding no row passes the
+# check and the split fails LightGBM's own assertion (``left_count > 0``);
+# 1e-12 is far below the hessian of any leaf holding a document.
+_MIN_LEAF_HESSIAN = 1e-12
 
 
 @functools.lru_cache(maxsize=1)
@@ -99,7 +104,7 @@ class LightGBMBackend(Backend):
     ``fit`` starts. They map to LightGBM's: ``learning_rate``; ``max_depth`` and
     ``num_leaves = 2 ** max_depth`` (at most 131072), so a tree can be the
     full depth-``max_depth`` tree the other backends grow; ``min_child_weight
-    -> min_sum_hessian_in_leaf``; ``reg_lambda -> lambda_l2``; ``subsample ->
+    -> min_sum_hessian_in_leaf`` (at least 1e-12: with 0 LightGBM fails); ``reg_lambda -> lambda_l2``; ``subsample ->
     bagging_fraction`` with ``bagging_freq=1`` when below 1;
     ``colsample_bytree -> feature_fraction``; ``max_bin``; ``n_jobs ->
     num_threads``; ``random_state -> seed``. ``min_data_in_leaf`` is 1, so
@@ -192,7 +197,7 @@ class LightGBMBackend(Backend):
             "learning_rate": float(self.learning_rate),
             "max_depth": depth,
             "num_leaves": min(2 ** min(depth, 17), _MAX_LEAVES),
-            "min_sum_hessian_in_leaf": float(self.min_child_weight),
+            "min_sum_hessian_in_leaf": max(float(self.min_child_weight), _MIN_LEAF_HESSIAN),
             "min_data_in_leaf": 1,
             "lambda_l2": float(self.reg_lambda),
             "bagging_fraction": float(self.subsample),
