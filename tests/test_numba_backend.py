@@ -215,6 +215,19 @@ def test_sparse_input_equals_dense():
     np.testing.assert_array_equal(dense.predict(X.astype(np.float32)), dense.predict(X.astype(np.float32).astype(float)))
 
 
+def test_float32_serving_predicts_as_float64_training():
+    """Features with more distinct values than bins, heavily tied: a quantile
+    falls on a tied value, and the edge is moved off it, so the training
+    values predict the same served as float32 (an edge equal to a value that
+    float32 rounds up or down sent it to the other side)."""
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 2000, size=(6000, 4)) / 7.0
+    X[rng.random(X.shape) < 0.3] = 1.0 / 3.0  # a tied value, 30% of each column
+    y = np.sin(X[:, 0] / 40) + (X[:, 1] > 140) - X[:, 2] / 300
+    model = backend(n_estimators=40, max_depth=6).fit(X, squared_error(y))
+    np.testing.assert_array_equal(model.predict(X.astype(np.float32)), model.predict(X))
+
+
 def test_oblivious_trees_are_symmetric_and_learn():
     X, y = regression_data(n=2000)
     b = backend(backend_params={"grow_policy": "oblivious"}).fit(X, squared_error(y))

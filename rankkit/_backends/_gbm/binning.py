@@ -1,8 +1,9 @@
 """Quantile binning of features to uint8 codes.
 
 Each feature gets at most ``max_bins <= 255`` bins for its non-missing values
-(bin edges at quantiles of the training values, or midpoints between distinct
-values when there are few) and one reserved bin, :data:`MISSING_BIN` = 255,
+(bin edges at quantiles of the training values, moved off the values
+themselves to midpoints, or midpoints between distinct values when there are
+few) and one reserved bin, :data:`MISSING_BIN` = 255,
 for NaN. A value ``x`` falls in bin ``b = #{edges < x}``, so
 ``b <= t  <=>  x <= edges[t]``: a split found on bins is the same split on raw
 features with threshold ``edges[t]``. Edges are fitted on the training set and
@@ -128,6 +129,14 @@ def fit_bin_edges(X, max_bins, border_type="quantile"):
             e = np.unique(q)
             # An edge equal to the largest value would leave an empty last bin.
             e = e[e < distinct[-1]]
+            # A quantile on a tied value is that value: move it halfway to the
+            # next one. The training rows keep their bins, and a value seen in
+            # training stays on its side when served in another precision
+            # (float32 rounds it across an edge equal to it).
+            at = np.searchsorted(distinct, e)
+            tied = distinct[at] == e
+            e[tied] = distinct[at[tied]] + (distinct[at[tied] + 1] - distinct[at[tied]]) / 2.0
+            e = np.unique(e)
         parts.append(e.astype(np.float64))
         ptr[f + 1] = ptr[f] + e.size
     edges = np.concatenate(parts) if parts else np.empty(0)
