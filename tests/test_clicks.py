@@ -244,8 +244,8 @@ def test_ipw_labels_keep_position_one_clicks():
 #: positions then have; the predictions moved by <= 8e-16 from commit 77a234f's),
 #: with numba 0.68.1, xgboost 3.2.0, lightgbm 4.7.0.
 _TODAY = {
-    ("numba", "LambdaMARTRanker"): "9ab9188303c88155", ("numba", "XENDCGRanker"): "7963359f5dc2aa8d",
-    ("numba", "YetiRanker"): "4ab1a73b4966b58e", ("xgboost", "LambdaMARTRanker"): "e99fe729f878f165",
+    ("numba", "LambdaMARTRanker"): "92e45dda5535003b", ("numba", "XENDCGRanker"): "8a535ea48108df70",
+    ("numba", "YetiRanker"): "0cfcbca1a0d8b80e", ("xgboost", "LambdaMARTRanker"): "e99fe729f878f165",
     ("xgboost", "XENDCGRanker"): "64c1d8fc142b8bb3", ("xgboost", "YetiRanker"): "8729c3480868314e",
     ("lightgbm", "LambdaMARTRanker"): "b5a9285fee8d5ffb", ("lightgbm", "XENDCGRanker"): "e17b56017bcc9324",
     ("lightgbm", "YetiRanker"): "4af2a6e9fb2305c3",
