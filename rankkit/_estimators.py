@@ -80,6 +80,7 @@ from ._training import (
     curvature_unit,
     eval_metrics,
     mean_metric,
+    pin_err_max_label,
     why_constant,
 )
 from ._validation import check_iteration_range, check_sample_weight, per_eval_set
@@ -336,12 +337,17 @@ class BaseRanker(BaseEstimator):
         ``eval_set, eval_qid, eval_group, eval_position``), and the wrapper of
         the gradient function that debiases click labels
         (:func:`rankkit._clicks.start_click_training`; the identity without
-        ``position_bias``)."""
+        ``position_bias``). On graded labels, ERR's ``err_max_label`` left to
+        the data becomes the largest training label
+        (:func:`rankkit._training.pin_err_max_label`)."""
         X, y, qid, group, position = training
         qid = self._qid_from_group(X, qid, group)
         train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
         eval_set, eval_qid, eval_group, eval_position = evals
         sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training, eval_position)
+        if self.position_bias is None:  # debiased click gains have no label scale to pin
+            pin_err_max_label(objective, _largest(train.y), [(name, _largest(data.y)) for name, data in sets
+                                                            if data is not None])
         return start_click_training(self, objective, train, sets)
 
     def _early_stopping_rounds(self, fit_value):
@@ -712,3 +718,8 @@ class QueryRMSERanker(_NamedRanker):
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         store_arguments(self, locals())
+
+
+def _largest(y):
+    """The largest label of ``y`` (-inf when empty)."""
+    return float(np.max(y)) if len(y) else -np.inf

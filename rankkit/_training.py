@@ -67,6 +67,29 @@ def curvature_unit(objective, n_queries, n_rows):
     return min(1.0, UNIT_DOCUMENTS * n_queries / n_rows)
 
 
+def pin_err_max_label(objective, train_max, eval_maxes=()):
+    """The objective with ERR's ``err_max_label`` set to the largest training
+    label when left to the data: Chapelle's ``r_max`` is the top of the label
+    scale, so every set the fitted ranker scores (eval sets, ``score``) is
+    mapped as the training labels were, not by its own largest label (which
+    would make one query's ERR depend on the others). ``eval_maxes``:
+    ``(name, largest label)`` of the eval sets, checked against it."""
+    inner = objective
+    while hasattr(inner, "objective") and not hasattr(inner, "err_mapping"):
+        inner = inner.objective
+    if getattr(inner, "err_mapping", None) is None or getattr(inner, "err_max_label", 0) is not None:
+        return objective
+    for name, top in eval_maxes:
+        if top > train_max:
+            raise ValueError(
+                f"ERR with err_mapping='chapelle' maps labels by the top of their scale, the largest training "
+                f"label {train_max:g} when err_max_label is None, but eval set {name} has the label {top:g}: "
+                f"pass err_max_label={top:g} (or the top of your label scale)."
+            )
+    inner.err_max_label = float(train_max)
+    return objective
+
+
 def iteration_seed(seed_base, t):
     """Seed of iteration ``t``: a pure function of the fit's seed, so the same
     ``random_state`` gives the same model whatever the thread count."""

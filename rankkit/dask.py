@@ -130,7 +130,7 @@ from ._groups import missing_qid_error
 from ._params import store_arguments
 from ._random import seed_from
 from ._sglb import shrink_schedule
-from ._training import EvalMonitor, PartMonitor, curvature_unit
+from ._training import EvalMonitor, PartMonitor, curvature_unit, pin_err_max_label
 from .callback import CallbackList
 
 __all__ = [
@@ -447,8 +447,9 @@ class _DaskRanker:
         self._position_modulus = modulus
         try:
             train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
-            objective = _pin_err_max_label(objective, train.max_label)
             sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None, position), eval_position)
+            objective = pin_err_max_label(objective, train.max_label,
+                                          [(name, laid.max_label) for name, laid in sets if laid is not None])
         finally:
             del self._position_modulus
         metrics, settings = self._eval_metrics(objective)
@@ -560,17 +561,6 @@ class _DaskRanker:
             if name.endswith("_") and not name.startswith("_") and name not in params:
                 setattr(local, name, value)
         return local
-
-
-def _pin_err_max_label(objective, max_label):
-    """The objective with ERR's ``err_max_label`` set to the largest training
-    label when it is left to the data (every worker must use the same)."""
-    inner = objective
-    while hasattr(inner, "objective") and not hasattr(inner, "err_mapping"):
-        inner = inner.objective
-    if getattr(inner, "err_mapping", None) is not None and getattr(inner, "err_max_label", 0) is None:
-        inner.err_max_label = float(max_label)
-    return objective
 
 
 def _dask_class(local_class):

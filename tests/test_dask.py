@@ -259,6 +259,28 @@ def test_eval_history_is_the_exact_global_mean_with_sglb(client, data):
             data["X"], data["dy"], eval_set=[(X_eval, y_eval)], early_stopping_rounds=2)
 
 
+def test_err_scale_is_the_in_memory_one(client):
+    """ERR with err_mapping="chapelle" and err_max_label=None: the largest
+    training label maps every set, on the cluster as in memory, for an eval
+    set whose labels stop lower (features of few values: the same trees)."""
+    X, y, qid = make_ranking(80, n_features=6, max_docs=15, random_state=5)
+    frame = pd.DataFrame(np.round(X * 2), columns=[f"x{j}" for j in range(6)]).assign(qid=qid)
+    train, test = (frame.qid < 60).to_numpy(), (frame.qid >= 60).to_numpy()
+    low = np.minimum(y[test], 2)
+    assert y[train].max() > 2
+    kw = dict(SMALL, n_estimators=5, metric="err@10", err_mapping="chapelle", eval_metric="err@10")
+    local = rankkit.LambdaMARTRanker(**kw).fit(frame[train], y[train], eval_set=[(frame[test], low)])
+    X_eval = dd.from_pandas(frame[test], npartitions=2, sort=False)
+    y_eval = dd.from_pandas(pd.Series(low), npartitions=2, sort=False)
+    model = DaskLambdaMARTRanker(**kw, client=client).fit(
+        dd.from_pandas(frame[train], npartitions=3, sort=False), dd.from_pandas(pd.Series(y[train]), npartitions=3),
+        eval_set=[(X_eval, y_eval)])
+    assert model.objective_.err_max_label == local.objective_.err_max_label == y[train].max()
+    np.testing.assert_allclose(model.evals_result_["validation_0"]["err@10"],
+                               local.evals_result_["validation_0"]["err@10"], rtol=1e-9)
+    assert model.score(X_eval, y_eval) == pytest.approx(local.score(frame[test], low), rel=1e-9)
+
+
 def test_a_worker_with_eval_rows_and_no_training_rows():
     """Three workers, one training partition, two eval partitions: some worker
     holds eval rows only, so its training DMatrix is empty. The fit is the

@@ -15,6 +15,7 @@ from rankkit._backends import BACKENDS, get_backend
 from rankkit._metrics._api import evaluate_sorted
 from rankkit._groups import make_groups
 from rankkit.datasets import make_ranking, make_stochasticrank_toy
+from rankkit.metrics import err_score
 
 from ._backends import BACKENDS_UNDER_TEST
 
@@ -398,9 +399,9 @@ def test_every_ranker_scores_ndcg10_by_default(data, name, params):
 
 @pytest.mark.parametrize("name", ["yetiloss", "lambdamart", "stochasticrank"])
 def test_score_does_not_change_the_fitted_objective(data, name):
-    """The objective keeps no state from labels: ERR's 2^r_max comes from the
-    labels of each call, so scoring on labels with another maximum cannot
-    change the fitted objective's gradients (16 vs 2 for labels up to 4 vs 1)."""
+    """Scoring keeps no state: on labels with another maximum (up to 1, against
+    the training labels' 4, which fit set as err_max_label) the fitted
+    objective's gradients and parameters stay as they were."""
     X, y, qid, Xt, yt, qt = data
     assert y.max() == 4
     model = _ranker(name, metric="err@10", err_mapping="chapelle").fit(X, y, qid=qid)
@@ -429,6 +430,28 @@ def test_eval_set_does_not_change_the_training_objective(data, backend):
     low[low > 1] = 1  # an eval set with a smaller maximum label
     with_eval = _ranker("yetirank", backend, **params).fit(X, y, qid=qid, eval_set=[(Xt, low)], eval_qid=[qt])
     np.testing.assert_array_equal(plain.predict(Xt), with_eval.predict(Xt))
+
+
+@pytest.mark.parametrize("name", ["yetiloss", "lambdamart", "stochasticrank"])
+def test_err_scale_is_the_training_labels(data, name):
+    """err_max_label=None: fit sets it to the largest training label, and eval
+    sets and score map labels with it, whatever their own largest label (so a
+    query's ERR does not depend on the other queries scored with it); an eval
+    set with a larger label asks for err_max_label."""
+    X, y, qid, Xt, yt, qt = data
+    low = np.minimum(yt, 2)
+    params = dict(metric="err@10", err_mapping="chapelle", eval_metric="err@10")
+    model = _ranker(name, **params).fit(X, y, qid=qid, eval_set=[(Xt, low)], eval_qid=[qt])
+    assert model.objective_.err_max_label == y.max() == 4
+    expected = err_score(low, model.predict(Xt), qid=qt, k=10, err_mapping="chapelle", err_max_label=4)
+    assert model.evals_result_["validation_0"]["err@10"][-1] == pytest.approx(expected, rel=1e-12)
+    assert model.score(Xt, low, qid=qt) == pytest.approx(expected, rel=1e-12)
+    assert expected != pytest.approx(err_score(low, model.predict(Xt), qid=qt, k=10, err_mapping="chapelle"))
+    with pytest.raises(ValueError, match="eval set validation_0 has the label 4: pass err_max_label=4"):
+        _ranker(name, **params).fit(X, np.minimum(y, 2), qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt])
+    explicit = _ranker(name, **params, err_max_label=4).fit(X, np.minimum(y, 2), qid=qid, eval_set=[(Xt, yt)],
+                                                           eval_qid=[qt])
+    assert explicit.objective_.err_max_label == 4
 
 
 # -- persistence -------------------------------------------------------------------------

@@ -388,7 +388,7 @@ def err_scale(y, err_mapping, err_max_label, *, name="y"):
     if y_max is not None and y_max > err_max_label:
         raise ValueError(
             f"err_max_label={err_max_label:g} is below the largest label {y_max:g} of {name}; "
-            "pass err_max_label >= the largest label, or None (use the largest label)."
+            "pass err_max_label >= the largest label: the top of the label scale."
         )
     return _chapelle_scale(float(err_max_label), f"err_max_label={err_max_label:g} of {name}")
 
