@@ -206,6 +206,17 @@ class _DaskRanker:
         state["client"] = None
         return state
 
+    def __sklearn_clone__(self):
+        # A client is a connection, not a value to copy: the clone shares it
+        # (GridSearchCV and cross_validate clone the ranker for every fit).
+        client, self.client = self.client, None
+        try:
+            new = super().__sklearn_clone__()
+        finally:
+            self.client = client
+        new.client = client
+        return new
+
     def _split_qid(self, X, qid, *, where, qid_name):
         """``(features, qid)`` of a dask input: the query column of a dask
         DataFrame or ``qid=``; a clear error when there are none or both."""
@@ -225,10 +236,26 @@ class _DaskRanker:
 
     def _n_features(self, X):
         if isinstance(X, dd.DataFrame):
+            self._check_numeric_columns(X)
             return len(X.columns)
         if X.ndim != 2:
             raise ValueError(f"X must be two-dimensional, got {X.ndim} dimensions.")
         return int(X.shape[1])
+
+    def _check_numeric_columns(self, X):
+        """An error naming the columns that are not numbers: categorical and
+        text columns train in memory only (the in-memory backends split on
+        categories), and said here beats a worker's conversion error."""
+        other = [c for c, d in X.dtypes.items()
+                 if not (pd.api.types.is_numeric_dtype(d) or pd.api.types.is_bool_dtype(d))]
+        if other:
+            first = other[0]
+            raise ValueError(
+                f"{type(self).__name__} trains on numeric columns only; {other} are not numbers "
+                f"({X.dtypes[first]} for {first!r}). Encode them as numbers first (a category column's codes: "
+                f"X[{first!r}].cat.codes), or fit the in-memory {type(self)._local_class.__name__}, whose "
+                "backends split on pandas category columns natively."
+            )
 
     def _set_feature_names(self, X):
         columns = list(X.columns) if isinstance(X, dd.DataFrame) else None
@@ -269,7 +296,7 @@ class _DaskRanker:
                                 f"(a dask Series or array), got {type(values).__name__}.")
             check_aligned(X, values, name, where)
         dtypes = X.dtypes if isinstance(X, dd.DataFrame) else [X.dtype]
-        dtype = np.float32 if all(np.dtype(d) == np.float32 for d in dtypes) else np.float64
+        dtype = np.float32 if all(str(d) == "float32" for d in dtypes) else np.float64
         modulus = getattr(self, "_position_modulus", None)  # set by fit while estimating
         clicks = None if position is None else dask_click_settings(self, objective, fitting=modulus is not None)
         settings = dict(n_features=n_features, dtype=dtype, objective=objective, where=where, qid_name=qid_name,

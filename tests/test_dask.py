@@ -281,6 +281,40 @@ def test_err_scale_is_the_in_memory_one(client):
     assert model.score(X_eval, y_eval) == pytest.approx(local.score(frame[test], low), rel=1e-9)
 
 
+def test_column_types(client):
+    """pandas' nullable and pyarrow number columns train as in memory; a
+    category or text column is refused up front, naming it."""
+    X, y, qid = make_ranking(60, n_features=3, random_state=0)
+    frame = pd.DataFrame(np.round(X * 2), columns=["a", "b", "c"]).assign(qid=np.char.add("q", qid.astype(str)))
+    frame["a"] = frame["a"].astype("Float64")
+    frame.loc[::7, "a"] = pd.NA
+    frame["b"] = frame["b"].astype("Int64")
+    frame["c"] = frame["c"].astype("float64[pyarrow]")
+    kw = dict(SMALL, n_estimators=3)
+    local = rankkit.LambdaMARTRanker(**kw).fit(frame, y)
+    model = DaskLambdaMARTRanker(**kw, client=client).fit(dd.from_pandas(frame, npartitions=2),
+                                                         dd.from_pandas(pd.Series(y), npartitions=2))
+    scores = model.predict(dd.from_pandas(frame, npartitions=3)).compute().to_numpy()
+    np.testing.assert_allclose(scores, local.predict(frame), rtol=0, atol=1e-6)
+    for column in (pd.Categorical(np.where(X[:, 0] > 0, "x", "y")), np.where(X[:, 0] > 0, "x", "y"),
+                   pd.Categorical(np.round(X[:, 1]))):
+        bad = dd.from_pandas(frame.assign(site=column), npartitions=2)
+        with pytest.raises(ValueError, match=r"numeric columns only; \['site'\] are not numbers .*cat.codes"):
+            DaskLambdaMARTRanker(**kw, client=client).fit(bad, dd.from_pandas(pd.Series(y), npartitions=2))
+
+
+def test_clone_shares_the_client(client):
+    """scikit-learn's clone copies the parameters and shares the client (a
+    connection cannot be copied)."""
+    from sklearn.base import clone
+
+    model = DaskLambdaMARTRanker(n_estimators=7, eval_metric=["ndcg@5"], client=client)
+    copy = clone(model)
+    assert copy.client is client and model.client is client
+    assert copy.get_params()["n_estimators"] == 7 and copy.eval_metric == ["ndcg@5"]
+    assert copy.eval_metric is not model.eval_metric
+
+
 def test_a_worker_with_eval_rows_and_no_training_rows():
     """Three workers, one training partition, two eval partitions: some worker
     holds eval rows only, so its training DMatrix is empty. The fit is the
