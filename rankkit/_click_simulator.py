@@ -166,6 +166,10 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
     ys, ss = groups.sort(y), groups.sort(scores)
     shown, position, lists = _shown_lists(ss, groups, top_k, n_rankings, ranking_noise, rng)
     rmax = float(ys.max()) if max_label is None else float(max_label)
+    if max_label is not None and not ys.max() <= rmax:
+        raise ValueError(f"max_label={max_label!r} is below the largest label {ys.max():g} of y: it is the top of "
+                         "the label scale (relevance (2^r - 1) / (2^max_label - 1) must not exceed 1); pass "
+                         "max_label >= the largest label, or None.")
     rel = _relevance_probability(ys[shown], rmax, noise if model == "noisy" else 0.0)
     exam = pbm_propensities(position.max(), eta)[position - 1]
     n_queries = groups.n_queries

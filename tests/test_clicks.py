@@ -116,6 +116,8 @@ def test_simulator_rejects_bad_arguments():
     for bad in (-1.0, np.nan, np.inf):
         with pytest.raises(ValueError, match="ranking_noise"):
             simulate_clicks(X, y, qid, X[:, 0], n_rankings=2, ranking_noise=bad)
+    with pytest.raises(ValueError, match="max_label=1 is below the largest label 4 of y"):
+        simulate_clicks(X, y, qid, X[:, 0], max_label=1)
 
 
 # -- validation ---------------------------------------------------------------
