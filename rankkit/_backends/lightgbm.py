@@ -104,8 +104,9 @@ class LightGBMBackend(Backend):
     ``fit`` starts. They map to LightGBM's: ``learning_rate``; ``max_depth`` and
     ``num_leaves = 2 ** max_depth`` (at most 131072), so a tree can be the
     full depth-``max_depth`` tree the other backends grow; ``min_child_weight
-    -> min_sum_hessian_in_leaf`` (at least 1e-12: with 0 LightGBM fails); ``reg_lambda -> lambda_l2``; ``subsample ->
-    bagging_fraction`` with ``bagging_freq=1`` when below 1;
+    -> min_sum_hessian_in_leaf`` (at least 1e-12: with 0 LightGBM fails);
+    ``reg_lambda -> lambda_l2``; ``subsample -> bagging_fraction`` with
+    ``bagging_freq=1`` when below 1;
     ``colsample_bytree -> feature_fraction``; ``max_bin``; ``n_jobs ->
     num_threads``; ``random_state -> seed``. ``min_data_in_leaf`` is 1, so
     that, as on the other backends, ``min_child_weight`` alone bounds a leaf
