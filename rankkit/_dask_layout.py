@@ -139,12 +139,24 @@ def assemble_frames(x, *columns, present, partition_info=None, **settings):
     return assemble(x, y, qid, w, number, pos, **settings)
 
 
-def _shuffle_log_level(level):
-    """Set the level of the scheduler's shuffle logger; returns the previous one (run on the scheduler)."""
+def _quiet_shuffle_logger(enter):
+    """Run on the scheduler: silence its shuffle logger below ERROR while any
+    fit lays out rows (``enter``), and give it back its level when the last
+    one is done. A count, not a saved level per fit: two fits at once would
+    otherwise restore each other's ERROR."""
     logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
-    previous = logger.level
-    logger.setLevel(level)
-    return previous
+    quiet = getattr(logger, "rankkit_quiet", None)  # [fits laying out rows, the level before them]
+    if enter:
+        if quiet is None:
+            logger.rankkit_quiet = [1, logger.level]
+            logger.setLevel(logging.ERROR)
+        else:
+            quiet[0] += 1
+    elif quiet is not None:
+        quiet[0] -= 1
+        if quiet[0] == 0:
+            logger.setLevel(quiet[1])
+            del logger.rankkit_quiet
 
 
 @contextlib.contextmanager
@@ -152,11 +164,11 @@ def quiet_shuffle_log(client):
     """Without distributed's two WARNING lines per shuffle ("initialized by
     task", "deactivated due to stimulus"): routine events of laying out the
     rows by query, not problems. The scheduler's logger is restored after."""
-    previous = client.run_on_scheduler(_shuffle_log_level, logging.ERROR)
+    client.run_on_scheduler(_quiet_shuffle_logger, True)
     try:
         yield
     finally:
-        client.run_on_scheduler(_shuffle_log_level, previous)
+        client.run_on_scheduler(_quiet_shuffle_logger, False)
 
 
 def lay_out_partition(frame, partition_info=None, position_modulus=None):

@@ -93,6 +93,26 @@ def held_out_ndcg(model, data):
 
 
 # -- the layout -------------------------------------------------------------------
+def test_concurrent_fits_restore_the_shuffle_logger(client, data):
+    """Two fits at once on one client: the scheduler's shuffle logger gets its
+    level back when the last one is done (saved per fit, each restored the
+    other's ERROR)."""
+    import logging
+    from concurrent.futures import ThreadPoolExecutor
+
+    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")  # the scheduler runs in this process
+    before = logger.level
+
+    def fit(seed):
+        return DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 2, "random_state": seed}, client=client).fit(
+            data["X"], data["dy"])
+
+    for _ in range(3):
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(fit, (0, 1)))
+        assert logger.level == before
+
+
 def test_rows_of_a_query_spread_over_partitions_are_laid_out_whole(client, data):
     partitions = [p.compute() for p in data["X"].partitions]  # in memory: no cluster needed
     assert sum(len(set(a["qid"]) & set(b["qid"])) for i, a in enumerate(partitions)
