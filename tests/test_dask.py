@@ -93,24 +93,24 @@ def held_out_ndcg(model, data):
 
 
 # -- the layout -------------------------------------------------------------------
-def test_concurrent_fits_restore_the_shuffle_logger(client, data):
-    """Two fits at once on one client: the scheduler's shuffle logger gets its
-    level back when the last one is done (saved per fit, each restored the
-    other's ERROR)."""
+def test_overlapping_fits_restore_the_shuffle_logger():
+    """The scheduler's shuffle logger is quiet while any fit lays out rows and
+    gets its level back when the last one is done, in whatever order
+    overlapping fits finish (a level saved per fit: the second saved the
+    first's ERROR and restored it)."""
     import logging
-    from concurrent.futures import ThreadPoolExecutor
 
-    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")  # the scheduler runs in this process
+    from rankkit._dask_layout import _quiet_shuffle_logger
+
+    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
     before = logger.level
-
-    def fit(seed):
-        return DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 2, "random_state": seed}, client=client).fit(
-            data["X"], data["dy"])
-
-    for _ in range(3):
-        with ThreadPoolExecutor(2) as pool:
-            list(pool.map(fit, (0, 1)))
-        assert logger.level == before
+    _quiet_shuffle_logger(True)
+    _quiet_shuffle_logger(True)
+    assert logger.level == logging.ERROR
+    _quiet_shuffle_logger(False)  # the first fit is done, the second still shuffles
+    assert logger.level == logging.ERROR
+    _quiet_shuffle_logger(False)
+    assert logger.level == before and not hasattr(logger, "rankkit_quiet")
 
 
 def test_rows_of_a_query_spread_over_partitions_are_laid_out_whole(client, data):
