@@ -129,8 +129,8 @@ def fit_bin_edges(X, max_bins, border_type="quantile"):
             e = np.unique(q)
             # An edge equal to the largest value would leave an empty last bin.
             e = e[e < distinct[-1]]
-            # A quantile on a tied value is that value: move it halfway to the
-            # next one. The training rows keep their bins, and a value seen in
+            # A quantile on a tied value (or on an order statistic) is that
+            # value: move it halfway to the next one. The training rows keep their bins, and a value seen in
             # training stays on its side when served in another precision
             # (float32 rounds it across an edge equal to it).
             at = np.searchsorted(distinct, e)
