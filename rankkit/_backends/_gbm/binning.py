@@ -130,9 +130,10 @@ def fit_bin_edges(X, max_bins, border_type="quantile"):
             # An edge equal to the largest value would leave an empty last bin.
             e = e[e < distinct[-1]]
             # A quantile on a tied value (or on an order statistic) is that
-            # value: move it halfway to the next one. The training rows keep their bins, and a value seen in
-            # training stays on its side when served in another precision
-            # (float32 rounds it across an edge equal to it).
+            # value: move it halfway to the next one. The training rows keep
+            # their bins, and a value seen in training stays on its side when
+            # served in another precision (float32 rounds it across an edge
+            # equal to it).
             at = np.searchsorted(distinct, e)
             tied = distinct[at] == e
             e[tied] = distinct[at[tied]] + (distinct[at[tied] + 1] - distinct[at[tied]]) / 2.0
