@@ -346,8 +346,8 @@ class BaseRanker(BaseEstimator):
         eval_set, eval_qid, eval_group, eval_position = evals
         sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training, eval_position)
         if self.position_bias is None:  # debiased click gains have no label scale to pin
-            pin_err_max_label(objective, _largest(train.y), [(name, _largest(data.y)) for name, data in sets
-                                                            if data is not None])
+            pin_err_max_label(objective, np.max(train.y, initial=-np.inf),
+                              [(name, np.max(data.y, initial=-np.inf)) for name, data in sets if data is not None])
         return start_click_training(self, objective, train, sets)
 
     def _early_stopping_rounds(self, fit_value):
@@ -718,8 +718,3 @@ class QueryRMSERanker(_NamedRanker):
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
         store_arguments(self, locals())
-
-
-def _largest(y):
-    """The largest label of ``y`` (-inf when empty)."""
-    return float(np.max(y)) if len(y) else -np.inf
