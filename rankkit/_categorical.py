@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fit_categories", "apply_categories"]
+__all__ = ["fit_categories", "apply_categories", "columns_differ"]
 
 
 def is_dataframe(X):
@@ -61,10 +61,26 @@ def _is_text(column):
     return types.infer_dtype(column, skipna=True) in ("string", "bytes", "mixed", "mixed-integer")
 
 
+def _is_time(column):
+    import pandas as pd
+
+    types = pd.api.types
+    return types.is_datetime64_any_dtype(column.dtype) or types.is_timedelta64_dtype(column.dtype)
+
+
 def _check_no_strings(X, where, skip=()):
-    """An error for text columns that are not categorical: they cannot be
-    features as they are, and saying how to mark them beats scikit-learn's
-    ``could not convert string to float``."""
+    """An error for text columns that are not categorical, and for dates and
+    durations: they cannot be features as they are, and saying how to make
+    them features beats scikit-learn's ``could not convert string to float``
+    or NumPy's dtype promotion error."""
+    times = [X.columns[i] for i in range(X.shape[1]) if _is_time(X.iloc[:, i])]
+    if times:
+        first = times[0]
+        raise ValueError(
+            f"{where} has date or duration columns {times}: a ranker takes numbers. Turn them into "
+            f"numbers first, e.g. an age in days, (now - X[{first!r}]).dt.days, or parts such as "
+            f"X[{first!r}].dt.hour, or drop them."
+        )
     text = [X.columns[i] for i in range(X.shape[1]) if i not in skip and _is_text(X.iloc[:, i])]
     if text:
         first = text[0]
@@ -74,6 +90,16 @@ def _check_no_strings(X, where, skip=()):
             "(backend='xgboost' and backend='lightgbm' split on categories natively), or encode them "
             "as numbers first (sklearn.preprocessing.OrdinalEncoder, TargetEncoder)."
         )
+
+
+def columns_differ(X, fitted_names):
+    """Whether the string columns of DataFrame ``X`` are not ``fitted_names``
+    in their order. Categories are applied by position, so such a frame is
+    left to scikit-learn's ``validate_data``, which refuses it naming the
+    columns (it only warns for columns that are not all strings)."""
+    if fitted_names is None or not is_dataframe(X) or not all(isinstance(c, str) for c in X.columns):
+        return False
+    return list(X.columns) != list(fitted_names)
 
 
 def fit_categories(X, *, where="X"):

@@ -54,7 +54,7 @@ from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backends import get_backend, resolve_backend
-from ._categorical import apply_categories, fit_categories
+from ._categorical import apply_categories, columns_differ, fit_categories
 from ._clicks import (
     check_clicks, debiased_metric_settings, debiased_score_labels, split_position, sorted_positions,
     start_click_training,
@@ -125,7 +125,7 @@ class BaseRanker(BaseEstimator):
         # categories (rankkit._categorical, fitted in categories_).
         if reset:
             X, self.categories_ = fit_categories(X, where=where)
-        else:
+        elif not columns_differ(X, getattr(self, "feature_names_in_", None)):
             X = apply_categories(X, getattr(self, "categories_", {}), where=where)
         # NaN is a missing value (every backend learns a default direction per
         # split); infinite values are an error. In a sparse matrix an absent

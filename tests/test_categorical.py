@@ -242,3 +242,27 @@ def test_categories_survive_a_file_object_round_trip(data):
     ranker.save_model(buffer)
     buffer.seek(0)
     np.testing.assert_array_equal(load_model(buffer).predict(test), ranker.predict(test))
+
+
+def test_date_and_duration_columns_are_refused_naming_them(data):
+    train, y, _, _ = data
+    seen = pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(len(train)), unit="h")
+    for column in (seen, seen - seen[0]):
+        with pytest.raises(ValueError, match=r"date or duration columns \['seen'\].*numbers first"):
+            QueryRMSERanker(**BOOST).fit(train.assign(seen=column), y)
+
+
+@pytest.mark.skipif(not installed("xgboost"), reason="xgboost not installed")
+def test_columns_in_another_order_are_named_as_such(data):
+    # Categories are coded by column position; columns moved around must get
+    # scikit-learn's message about their order, not one about their types.
+    train, y, test, _ = data
+    ranker = QueryRMSERanker(backend="xgboost", **BOOST).fit(train, y)
+    moved = test[["qid", "site", "x0", "x1"]]
+    for X in (moved, moved.assign(site=moved["site"].astype(str))):
+        with pytest.raises(ValueError, match="Feature names must be in the same order"):
+            ranker.predict(X)
+    # A frame whose columns are not all strings keeps its columns by position.
+    positional = test.drop(columns="qid").set_axis([0, 1, 2], axis=1)
+    with pytest.warns(UserWarning, match="feature names"):
+        assert np.array_equal(ranker.predict(positional), ranker.predict(test))
