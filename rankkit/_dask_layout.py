@@ -34,7 +34,7 @@ from sklearn.utils import check_array
 from ._clicks import check_unique_positions, debias_partition, ipw_labels
 from ._groups import factorize_qid
 from ._random import query_keys
-from ._training import QueryData, check_y, metric_sum_count
+from ._training import QueryData, check_y, metric_sum_count, weighted_counts
 from ._validation import check_sample_weight
 
 # Columns of the laid-out frame besides the features ("f0", "f1", ...).
@@ -224,27 +224,29 @@ def lay_out_partition(frame, partition_info=None, position_modulus=None):
 
 def partition_summary(frame):
     """What the driver needs of a laid-out partition: the keys of its queries
-    (in order), its largest label, its weight sum and its number of rows."""
+    (in order), its largest label, and its queries and rows counted by
+    weight (:func:`rankkit._training.weighted_counts`)."""
     starts = np.ones(len(frame), dtype=bool)
     local = frame[_LOCAL].to_numpy()
     starts[1:] = local[1:] != local[:-1]
     keys = frame[KEY].to_numpy()[starts]
     max_label = float(frame[_Y].max()) if len(frame) else -np.inf
-    weight_sum = float(frame[_W].sum()) if _W in frame.columns else None
-    return keys, max_label, weight_sum, len(frame)
+    ptr = np.append(np.flatnonzero(starts), len(frame))
+    weight = frame[_W].to_numpy() if _W in frame.columns else None
+    return (keys, max_label, *weighted_counts(ptr, weight))
 
 
 class LaidOut:
     """A dask set laid out by query, persisted, with its summary."""
 
-    def __init__(self, frame, n_features, query_keys, max_label, has_weight, n_rows, debiased=False):
+    def __init__(self, frame, n_features, query_keys, max_label, has_weight, counted, debiased=False):
         self.frame = frame
         self.debiased = debiased  # labels debiased from clicks (rankkit._clicks.debias_partition)
         self.features = [f"f{j}" for j in range(n_features)]
         self.query_keys = query_keys  # list: per partition, the keys of its queries
         self.max_label = max_label
         self.has_weight = has_weight
-        self.n_rows = n_rows
+        self.counted = counted  # (queries, rows) counted by weight, over all the partitions
 
     def dmatrix(self, client, max_bin, ref=None):
         f = self.frame

@@ -81,6 +81,7 @@ from ._training import (
     eval_metrics,
     mean_metric,
     pin_err_max_label,
+    weighted_counts,
     why_constant,
 )
 from ._validation import check_iteration_range, check_sample_weight, per_eval_set
@@ -255,7 +256,14 @@ class BaseRanker(BaseEstimator):
             ``GridSearchCV`` or ``cross_validate`` pass ``qid=``
             (:func:`rankkit.model_selection.qid_from_group` converts sizes).
         sample_weight : array-like of shape (n_samples,), optional
-            Per-row weights multiplying gradients and hessians.
+            Per-row weights multiplying gradients and hessians. The query
+            units of ``reg_lambda`` and ``min_child_weight`` count queries
+            and rows by weight (a query weighs the mean of its rows'
+            weights), so a query of weight 0 trains as if it were left out
+            and weight 2 as two copies of it, random noise apart (the
+            objectives', and the numba engine's split noise, whose scale
+            counts every row); multiplying every weight by one number
+            changes nothing.
         eval_set : list of (X, y) pairs, optional
             Sets evaluated every iteration with every ``eval_metric``
             (``evals_result_``); the last one that is not the training data
@@ -309,7 +317,7 @@ class BaseRanker(BaseEstimator):
                                verbose=verbose, callbacks=CallbackList(self.callbacks))
         seed_base = seed_from(self.random_state)
         grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(train)
-        unit = curvature_unit(objective, train.group_ptr.shape[0] - 1, train.y.shape[0])
+        unit = curvature_unit(objective, *weighted_counts(train.group_ptr, train.weight))
         backend = get_backend(self._engine_name())(**self._backend_settings(seed_base, unit))
         grad_fn = debias(grad_fn)
         monitor.before_training(self)

@@ -47,6 +47,25 @@ DEFAULT_METRIC = "ndcg@10"
 UNIT_DOCUMENTS = 20
 
 
+def query_weights(weight, group_ptr):
+    """Each query's weight: the mean of its rows' weights (LightGBM's query
+    weights), so giving every row of a query ``w`` weighs the query ``w``."""
+    if group_ptr.shape[0] < 2:
+        return np.zeros(0)
+    return np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr)
+
+
+def weighted_counts(group_ptr, weight):
+    """``(queries, rows)`` of a training set, counted by weight when it has
+    weights: a query counts its weight (:func:`query_weights`), a row its
+    weight. The query units and :func:`curvature_unit` count with these, so a
+    query of weight 0 trains as if it were dropped, an integer weight ``k``
+    as ``k`` copies of the query, and weights all times ``c`` as weights 1."""
+    if weight is None:
+        return float(group_ptr.shape[0] - 1), float(group_ptr[-1])
+    return float(query_weights(weight, group_ptr).sum()), float(weight.sum())
+
+
 def curvature_unit(objective, n_queries, n_rows):
     """The unit of ``reg_lambda`` and ``min_child_weight`` on the scale of the
     hessians the booster sees: they are multiplied by it.
@@ -147,8 +166,12 @@ def gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
     the training rows when ``train`` is a part of them (``rankkit.dask``:
     one worker's queries; it all-reduces over the workers), so that the
     query units of step 3 are global; None when ``train`` is all of them.
+    The queries of step 3 are counted here, by the weights the rows have
+    now (:func:`weighted_counts`): the sample weights, which the pairwise
+    click estimator's ``1 / t-`` weights of unclicked rows later change in
+    place (``rankkit._clicks.ClickLabels``) without changing that count.
     """
-    n_queries = train.group_ptr.shape[0] - 1
+    n_queries = weighted_counts(train.group_ptr, train.weight)[0]
     scratch = np.empty((3, train.y.shape[0]), dtype=np.int64) if noise_scale else None
 
     def grad_fn(raw, t):
@@ -266,7 +289,7 @@ def metric_sum_count(metric, y, raw, group_ptr, settings, weight=None):
     keep = ~np.isnan(values)
     if weight is None:
         return float(values[keep].sum()), int(keep.sum())
-    query_weight = np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr) if keep.size else np.zeros(0)
+    query_weight = query_weights(weight, group_ptr)
     # Not np.dot: above 10,000 queries BLAS would run it on its own threads, outside n_jobs.
     return float((query_weight[keep] * values[keep]).sum()), float(query_weight[keep].sum())
 
@@ -534,7 +557,7 @@ def why_constant(train, grad_fn, objective, min_child_weight, backend_params):
         )
     if not has_varying_feature(train.X):
         return "Every feature is constant on the training rows: no split can separate documents."
-    unit = curvature_unit(objective, ptr.shape[0] - 1, train.y.shape[0])
+    unit = curvature_unit(objective, *weighted_counts(ptr, train.weight))
     total = float(hess.sum()) / unit
     per_query = objective.uses_hessian and objective.per_query_loss
     units = (f"queries of at most {UNIT_DOCUMENTS} documents: one unit is the mean curvature of such a query"

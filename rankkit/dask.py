@@ -330,10 +330,11 @@ class _DaskRanker:
         keys = [s[0] for s in summaries]
         if sum(k.size for k in keys) == 0:
             raise ValueError(f"{where} has no rows.")
-        if sample_weight is not None and not sum(s[2] for s in summaries) > 0:
+        counted = (sum(s[2] for s in summaries), sum(s[3] for s in summaries))
+        if sample_weight is not None and not counted[1] > 0:
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
         return LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None,
-                       sum(s[3] for s in summaries), debiased=clicks is not None), X
+                       counted, debiased=clicks is not None), X
 
     def _split_position(self, X, position, where, name="position"):
         """``(features, position)``: ``position=`` (``name``) or the ``position_col``
@@ -393,7 +394,14 @@ class _DaskRanker:
             Query sizes describe consecutive rows, which a partitioned
             collection does not keep: refused, pass ``qid``.
         sample_weight : dask Series or array, partitioned like ``X``, optional
-            Per-row weights multiplying gradients and hessians.
+            Per-row weights multiplying gradients and hessians. The query
+            units of ``reg_lambda`` and ``min_child_weight`` count queries
+            and rows by weight (a query weighs the mean of its rows'
+            weights), so a query of weight 0 trains as if it were left out
+            and weight 2 as two copies of it, random noise apart (the
+            objectives', and the numba engine's split noise, whose scale
+            counts every row); multiplying every weight by one number
+            changes nothing.
         eval_set : list of (X, y) pairs of dask collections, optional
             Sets evaluated every iteration with every ``eval_metric`` (exact
             means over all their queries, ``evals_result_``); the last one
@@ -496,8 +504,7 @@ class _DaskRanker:
         backend = XGBoostDaskBackend(
             client=client, data_factory=functools.partial(dmatrix_factory, client, int(self.max_bin)),
             local_reader=LocalReader(train.query_keys, modulus), report=_report, progress=bool(monitor.period),
-            **self._backend_settings(seed_base, curvature_unit(objective, sum(k.size for k in train.query_keys),
-                                                                train.n_rows)),
+            **self._backend_settings(seed_base, curvature_unit(objective, *train.counted)),
         )
         pipeline = self._gradient_pipeline(objective, seed_base)
         pipeline.clicks = clicks

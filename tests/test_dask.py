@@ -418,15 +418,22 @@ def test_progress_lines_without_eval_set(client, data, capsys):
         assert line == f"[{t}]\ttraining-ndcg@10:{value:.5f}"
 
 
-def test_sample_weight(client, data):
-    w = np.where(data["local"]["qid"].to_numpy() % 2 == 0, 1.0, 0.0)
-    dw = dd.from_pandas(pd.Series(w), npartitions=4, sort=False)
-    weighted = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 5}, client=client).fit(data["X"], data["dy"],
-                                                                                     sample_weight=dw)
-    plain = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 5}, client=client).fit(data["X"], data["dy"])
-    assert not np.array_equal(weighted.to_local().predict(data["test"]), plain.to_local().predict(data["test"]))
+def test_sample_weight(client):
+    """Queries and rows count by their weights on the cluster as in memory
+    (query units, and the curvature unit of these 30-document lists):
+    half the queries of weight 0 give the in-memory model of those weights."""
+    X, y, qid = make_ranking(80, n_features=6, random_state=5)
+    frame = pd.DataFrame(np.round(X * 2), columns=[f"x{j}" for j in range(6)]).assign(qid=qid)
+    perm = np.random.default_rng(0).permutation(len(y))
+    frame, y = frame.iloc[perm].reset_index(drop=True), y[perm]
+    w = np.where(frame["qid"].to_numpy() % 2 == 0, 1.0, 0.0)
+    kw = dict(SMALL, n_estimators=5)
+    local = rankkit.LambdaMARTRanker(**kw).fit(frame, y, sample_weight=w)
+    dX, dy, dw = (dd.from_pandas(v, npartitions=4, sort=False) for v in (frame, pd.Series(y), pd.Series(w)))
+    weighted = DaskLambdaMARTRanker(**kw, client=client).fit(dX, dy, sample_weight=dw)
+    np.testing.assert_allclose(weighted.to_local().predict(frame), local.predict(frame), rtol=0, atol=1e-6)
     with pytest.raises(ValueError, match="zero for every row"):
-        DaskLambdaMARTRanker(client=client).fit(data["X"], data["dy"], sample_weight=dw * 0)
+        DaskLambdaMARTRanker(client=client).fit(dX, dy, sample_weight=dw * 0)
 
 
 # -- parameters ---------------------------------------------------------------------

@@ -630,3 +630,27 @@ def test_missing_feature_values(data, backend):
     Xinf[0, 0] = np.inf
     with pytest.raises(ValueError, match="infinity"):
         _ranker("queryrmse", backend).fit(Xinf, y, qid=qid)
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_a_query_of_weight_zero_trains_as_a_dropped_query(backend):
+    """Query units and the curvature unit count queries and rows by their
+    weights: a query of weight 0 is no query, one of weight 2 two copies.
+    Features of few distinct values, so every subset bins alike; the numba
+    engine without split noise, whose scale counts every row."""
+    X, y, qid = make_ranking(40, n_features=4, random_state=0)
+    X = np.round(X * 2)
+    keep = qid % 2 == 0
+    kw = dict(n_estimators=20, max_depth=3, n_jobs=1, random_state=0, backend=backend,
+              backend_params={"random_strength": 0} if backend == "numba" else None)
+    weighted = est.LambdaMARTRanker(**kw).fit(X, y, qid=qid, sample_weight=keep.astype(float)).predict(X)
+    dropped = est.LambdaMARTRanker(**kw).fit(X[keep], y[keep], qid=qid[keep]).predict(X)
+    # Rows of weight 0 keep the hessian floor (1e-6 of a query each); before,
+    # the units counted them and the predictions differed by 0.3.
+    np.testing.assert_allclose(weighted, dropped, rtol=0, atol=1e-4)
+    twice = qid < 10
+    doubled = est.LambdaMARTRanker(**kw).fit(X, y, qid=qid, sample_weight=np.where(twice, 2.0, 1.0)).predict(X)
+    copies = est.LambdaMARTRanker(**kw).fit(np.vstack([X, X[twice]]), np.concatenate([y, y[twice]]),
+                                            qid=np.concatenate([qid, qid[twice] + 1000])).predict(X)
+    # The floor again: a doubled row holds it once, two copies twice.
+    np.testing.assert_allclose(doubled, copies, rtol=0, atol=1e-5)
