@@ -35,7 +35,7 @@ from ._clicks import check_unique_positions, debias_partition, ipw_labels
 from ._groups import factorize_qid
 from ._random import query_keys
 from ._training import QueryData, check_y, metric_sum_count, weighted_counts
-from ._validation import check_sample_weight
+from ._validation import check_labels, check_sample_weight
 
 # Columns of the laid-out frame besides the features ("f0", "f1", ...).
 _Y, _W, _QID, KEY = "_rankkit_y", "_rankkit_w", "_rankkit_qid", "_rankkit_key"
@@ -89,7 +89,9 @@ def assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, wh
     """One input partition as a pandas frame: features ``f0..``, label,
     weight, query id, its key, and the row's place in the caller's order;
     with ``clicks`` (:func:`rankkit._clicks.dask_click_settings`), the
-    labels debiased at the positions ``pos``, kept beside them."""
+    labels debiased at the positions ``pos``, kept beside them. The labels
+    follow ``objective``'s rules (training rows) or, with None, those of
+    every metric (eval sets, ``score``)."""
     x = check_array(x, dtype=(np.float64, np.float32), ensure_all_finite="allow-nan", ensure_min_samples=0,
                     input_name=where)
     n = x.shape[0]
@@ -107,7 +109,9 @@ def assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, wh
             raise ValueError(f"position_bias is set but {where} came without positions: pass position= "
                              "(partitioned like X) or a DataFrame with the position column.")
         labels, pos = debias_partition(labels, np.asarray(pos).ravel(), clicks, n)
-    if clicks is not None and clicks.get("estimate"):
+    if objective is None:  # eval sets and score: the metrics check what they need
+        labels = check_labels(labels, name="y" if where == "X" else f"y of {where}")
+    elif clicks is not None and clicks.get("estimate"):
         if n:  # the clicks stay the labels; the objective's rules on the labels of unit propensities
             objective._check_labels(ipw_labels(labels, 1.0, clicks["gain"]))
     else:

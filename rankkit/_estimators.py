@@ -84,7 +84,7 @@ from ._training import (
     weighted_counts,
     why_constant,
 )
-from ._validation import check_iteration_range, check_sample_weight, per_eval_set
+from ._validation import check_iteration_range, check_labels, check_sample_weight, per_eval_set
 
 
 class BaseRanker(BaseEstimator):
@@ -131,14 +131,19 @@ class BaseRanker(BaseEstimator):
         # NaN is a missing value (every backend learns a default direction per
         # split); infinite values are an error. In a sparse matrix an absent
         # entry is 0, as in scikit-learn, on every backend.
-        return validate_data(
-            self,
-            X,
-            reset=reset,
-            accept_sparse=("csr", "csc"),
-            dtype=(np.float64, np.float32),
-            ensure_all_finite="allow-nan",
-        )
+        try:
+            return validate_data(
+                self,
+                X,
+                reset=reset,
+                accept_sparse=("csr", "csc"),
+                dtype=(np.float64, np.float32),
+                ensure_all_finite="allow-nan",
+            )
+        except ValueError as error:
+            if where == "X":
+                raise
+            raise ValueError(f"{where}: {error}") from None  # which eval set
 
     def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid",
                  position=None, position_name="position"):
@@ -158,8 +163,16 @@ class BaseRanker(BaseEstimator):
                 "pass the relevance labels."
             )
         y = check_y(y, X.shape[0], where)
-        # Clicks are checked as clicks; the objective checks the debiased labels (rankkit._clicks).
-        y = objective._check_labels(y) if position is None else check_clicks(y, name="y")
+        label_name = "y" if where == "X" else f"y of {where}"
+        if position is not None:
+            # Clicks are checked as clicks; the objective checks the debiased labels (rankkit._clicks).
+            y = check_clicks(y, name=label_name)
+        elif reset:
+            y = objective._check_labels(y)  # the objective's rules on what it trains on
+        else:
+            # Eval sets and score: the metrics check what they need (an
+            # ERR-trained ranker still scores NDCG on labels above its ERR scale).
+            y = check_labels(y, name=label_name)
         w = check_sample_weight(sample_weight, X.shape[0])
         if w is not None and not w.any():
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")

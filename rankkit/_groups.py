@@ -243,10 +243,16 @@ def missing_qid_error(X, qid_col="qid", *, where="X", qid_name="qid"):
         if is_dataframe(X) and qid_col is not None
         else f"{where} has no query column"
     )
+    frame = f"a DataFrame with a {qid_col or 'qid'!r} column (qid_col)"
+    if "[" in qid_name:  # an eval set's: eval_qid[i]
+        listed = qid_name.split("[")[0]
+        return ValueError(
+            f"Missing query ids: {column} and no {qid_name} was given. A ranker needs one query id "
+            f"per row: pass {listed}=[...] with one array per eval set, or make {where} {frame}."
+        )
     return ValueError(
         f"Missing query ids: {column} and no {qid_name}= was given. A ranker needs one "
-        f"query id per row: pass {qid_name}=..., or a DataFrame with a "
-        f"{qid_col or 'qid'!r} column (qid_col). Inside GridSearchCV / "
+        f"query id per row: pass {qid_name}=..., or {frame}. Inside GridSearchCV / "
         "cross_validate, either use such a DataFrame or enable metadata routing "
         "(sklearn.set_config(enable_metadata_routing=True)) and pass qid= to the "
         "search's fit."

@@ -277,10 +277,11 @@ class _DaskRanker:
             )
 
     # -- layout ----------------------------------------------------------------------
-    def _lay_out(self, client, X, y, qid, objective, *, sample_weight=None, where="X", qid_name="qid",
+    def _lay_out(self, client, X, y, qid, objective, *, training, sample_weight=None, where="X", qid_name="qid",
                  position=None, position_name="position"):
         """Shuffle the rows so that each query lives in one partition, sorted
-        by query; persist; summarise (query keys, largest label, weights)."""
+        by query; persist; summarise (query keys, largest label, weights).
+        The objective checks the labels of the ``training`` rows only."""
         X, qid = self._split_qid(X, qid, where=where, qid_name=qid_name)
         X, position = self._split_position(X, position, where, position_name)
         if y is None:
@@ -299,8 +300,8 @@ class _DaskRanker:
         dtype = np.float32 if all(str(d) == "float32" for d in dtypes) else np.float64
         modulus = getattr(self, "_position_modulus", None)  # set by fit while estimating
         clicks = None if position is None else dask_click_settings(self, objective, fitting=modulus is not None)
-        settings = dict(n_features=n_features, dtype=dtype, objective=objective, where=where, qid_name=qid_name,
-                        clicks=clicks)
+        settings = dict(n_features=n_features, dtype=dtype, objective=objective if training else None, where=where,
+                        qid_name=qid_name, clicks=clicks)
         qid_meta = (qid._meta if isinstance(qid, (dd.Series, dd.DataFrame)) else np.zeros(0, dtype=qid.dtype))
         meta = assemble(np.zeros((0, n_features), dtype=dtype), np.zeros(0), np.asarray(qid_meta).ravel(),
                          None if sample_weight is None else np.zeros(0), 0,
@@ -357,9 +358,9 @@ class _DaskRanker:
         (which ``_eval_sets`` calls): the rows laid out on the cluster
         (:class:`LaidOut`); ``reset`` sets the fitted feature attributes,
         otherwise the features are checked against them."""
-        laid, X_features = self._lay_out(self._get_client(), X, y, qid, objective, sample_weight=sample_weight,
-                                         where=where, qid_name=qid_name, position=position,
-                                         position_name=position_name)
+        laid, X_features = self._lay_out(self._get_client(), X, y, qid, objective, training=reset,
+                                         sample_weight=sample_weight, where=where, qid_name=qid_name,
+                                         position=position, position_name=position_name)
         if reset:
             self.n_features_in_ = len(laid.features)
             self._set_feature_names(X_features)

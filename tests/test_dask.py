@@ -119,7 +119,7 @@ def test_rows_of_a_query_spread_over_partitions_are_laid_out_whole(client, data)
                for b in partitions[i + 1:]) > 20  # the input cuts queries
     model = DaskLambdaMARTRanker(client=client)
     objective = model._make_objective()
-    laid, _ = model._lay_out(client, data["X"], data["dy"], None, objective)
+    laid, _ = model._lay_out(client, data["X"], data["dy"], None, objective, training=True)
     parts = client.gather(client.compute(list(laid.frame.to_delayed())))
     seen = {}
     local = data["local"].assign(y=data["y"])
@@ -299,6 +299,14 @@ def test_err_scale_is_the_in_memory_one(client):
     np.testing.assert_allclose(model.evals_result_["validation_0"]["err@10"],
                                local.evals_result_["validation_0"]["err@10"], rtol=1e-9)
     assert model.score(X_eval, y_eval) == pytest.approx(local.score(frame[test], low), rel=1e-9)
+    # Labels above the ERR scale still score NDCG, as in memory.
+    capped = {key: value for key, value in kw.items() if key != "eval_metric"}
+    local = rankkit.LambdaMARTRanker(**capped).fit(frame[train], np.minimum(y[train], 2))
+    model = DaskLambdaMARTRanker(**capped, client=client).fit(
+        dd.from_pandas(frame[train], npartitions=3, sort=False),
+        dd.from_pandas(pd.Series(np.minimum(y[train], 2)), npartitions=3))
+    high = dd.from_pandas(pd.Series(y[test]), npartitions=2, sort=False)
+    assert model.score(X_eval, high) == pytest.approx(local.score(frame[test], y[test]), rel=1e-9)
 
 
 def test_column_types(client):

@@ -15,7 +15,7 @@ from rankkit._backends import BACKENDS, get_backend
 from rankkit._metrics._api import evaluate_sorted
 from rankkit._groups import make_groups
 from rankkit.datasets import make_ranking, make_stochasticrank_toy
-from rankkit.metrics import err_score
+from rankkit.metrics import err_score, ndcg_score
 
 from ._backends import BACKENDS_UNDER_TEST
 
@@ -452,6 +452,37 @@ def test_err_scale_is_the_training_labels(data, name):
     explicit = _ranker(name, **params, err_max_label=4).fit(X, np.minimum(y, 2), qid=qid, eval_set=[(Xt, yt)],
                                                            eval_qid=[qt])
     assert explicit.objective_.err_max_label == 4
+    # The ERR scale binds ERR, not the labels a ranker can be scored on: NDCG
+    # (score's default) takes labels above it, as a cross-validation fold
+    # whose top grade was not in training would; ERR says what to pass.
+    capped = _ranker(name, metric="err@10", err_mapping="chapelle").fit(X, np.minimum(y, 2), qid=qid)
+    assert capped.score(Xt, yt, qid=qt) == pytest.approx(
+        ndcg_score(yt, capped.predict(Xt), qid=qt, k=10), rel=1e-12)
+    with pytest.raises(ValueError, match="err_max_label=2 is below the largest label 4"):
+        capped.set_params(eval_metric="err@10").score(Xt, yt, qid=qt)
+
+
+def test_eval_set_errors_name_the_set(data):
+    X, y, qid, Xt, yt, qt = data
+    model = _ranker("queryrmse")
+
+    def fit_with(X_eval, y_eval, eval_qid=(qt,)):
+        return model.fit(X, y, qid=qid, eval_set=[(X_eval, y_eval)], eval_qid=None if eval_qid is None else [*eval_qid])
+
+    bad_y = yt.copy()
+    bad_y[0] = np.nan
+    with pytest.raises(ValueError, match=r"y of eval_set\[0\] contains NaN"):
+        fit_with(Xt, bad_y)
+    with pytest.raises(ValueError, match=r"y of eval_set\[0\] contains negative labels"):
+        fit_with(Xt, yt - 5)
+    with pytest.raises(ValueError, match=r"eval_set\[0\]: X has 3 features"):
+        fit_with(Xt[:, :3], yt)
+    bad_X = Xt.copy()
+    bad_X[0, 0] = np.inf
+    with pytest.raises(ValueError, match=r"eval_set\[0\]: Input X contains infinity"):
+        fit_with(bad_X, yt)
+    with pytest.raises(ValueError, match=r"no eval_qid\[0\] was given.*pass eval_qid=\[\.\.\.\] with one array"):
+        fit_with(Xt, yt, eval_qid=None)
 
 
 # -- persistence -------------------------------------------------------------------------
