@@ -50,6 +50,7 @@ import textwrap
 import warnings
 
 import numpy as np
+from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -132,7 +133,7 @@ class BaseRanker(BaseEstimator):
         # split); infinite values are an error. In a sparse matrix an absent
         # entry is 0, as in scikit-learn, on every backend.
         try:
-            return validate_data(
+            X = validate_data(
                 self,
                 X,
                 reset=reset,
@@ -144,6 +145,12 @@ class BaseRanker(BaseEstimator):
             if where == "X":
                 raise
             raise ValueError(f"{where}: {error}") from None  # which eval set
+        if issparse(X) and not X.has_canonical_format:
+            # Entries stored twice mean their sum (SciPy's rule); LightGBM
+            # would read each one as the value.
+            X = X.copy()
+            X.sum_duplicates()
+        return X
 
     def _prepare(self, X, y, qid, objective, *, reset, sample_weight=None, where="X", qid_name="qid",
                  position=None, position_name="position"):

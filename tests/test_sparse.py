@@ -2,7 +2,8 @@
 
 An entry absent from a sparse matrix is the value 0 and NaN is a missing
 value, as in a dense array. Each backend is trained on the same data dense,
-as CSR without the zeros, as CSR with the zeros stored and as CSC, with
+as CSR without the zeros, as CSR with the zeros stored, as CSC, and as
+CSR and CSC storing every entry twice (halves, which SciPy sums), with
 NaNs among the values and eval sets in the same format; what must be
 identical: the engine's model bit for bit (XGBoost's JSON, LightGBM's model
 string, the numba engine's tree arrays), the eval scores tracked during
@@ -45,10 +46,21 @@ def _with_stored_zeros(X):
     return M
 
 
+def _csr_with_duplicates(X):
+    """CSR storing each entry twice, as two halves: SciPy (and scikit-learn)
+    read duplicate entries as their sum."""
+    C = sp.csr_matrix(X)
+    M = sp.csr_matrix((np.repeat(C.data / 2, 2), np.repeat(C.indices, 2), 2 * C.indptr), shape=X.shape)
+    assert not M.has_canonical_format and np.array_equal(M.toarray(), X, equal_nan=True)
+    return M
+
+
 FORMATS = {
     "csr": sp.csr_matrix,  # zeros absent, NaN stored
     "csr_stored_zeros": _with_stored_zeros,
     "csc": sp.csc_matrix,
+    "csr_duplicates": _csr_with_duplicates,
+    "csc_duplicates": lambda X: _csr_with_duplicates(X.T).T,  # the transpose keeps the arrays: CSC
 }
 
 
