@@ -243,6 +243,20 @@ def test_names_the_engine_refuses_fall_back_to_positions(frames, backend):
     np.testing.assert_array_equal(ranker.predict(test.rename(columns=bad)), plain.predict(test))
 
 
+@pytest.mark.skipif(not installed("lightgbm"), reason="lightgbm not installed")
+def test_names_lightgbm_would_make_equal_fall_back_to_positions(frames):
+    """LightGBM stores spaces as "_": "bm25 title" and "bm25_title" would be
+    one name to it, which it refuses as a duplicate."""
+    train, y, test, _ = frames
+    clash = {"bm25": "bm25 title", "age": "bm25_title"}
+    ranker = QueryRMSERanker(backend="lightgbm", qid_col="query", random_state=0, **BOOST)
+    with pytest.warns(UserWarning, match="the same once spaces become '_'"):
+        ranker.fit(train.rename(columns=clash), y)
+    assert ranker.booster_.feature_name() == [f"Column_{i}" for i in range(5)]
+    plain = QueryRMSERanker(backend="lightgbm", qid_col="query", random_state=0, **BOOST).fit(train, y)
+    np.testing.assert_array_equal(ranker.predict(test.rename(columns=clash)), plain.predict(test))
+
+
 @pytest.mark.parametrize("backend", [b for b in ("xgboost", "lightgbm") if installed(b)])
 def test_forbidden_name_characters_are_the_engines(backend):
     """The characters a backend keeps out of feature names are exactly those its engine refuses."""

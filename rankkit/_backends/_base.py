@@ -222,6 +222,11 @@ class Backend:
     #: Characters the engine refuses in a feature name.
     _forbidden_name_chars = ""
 
+    @staticmethod
+    def _stored_name(name):
+        """A feature name as the engine's model stores it."""
+        return name
+
     def _engine_feature_names(self, feature_names):
         """``feature_names`` as the engine's model will carry them, or None.
 
@@ -234,9 +239,11 @@ class Backend:
             return None
         names = [str(name) for name in feature_names]
         bad = [name for name in names if any(c in name for c in self._forbidden_name_chars)]
-        if bad or len(set(names)) != len(names):
+        stored = [self._stored_name(name) for name in names]
+        if bad or len(set(stored)) != len(stored):
             what = (f"names containing any of {list(self._forbidden_name_chars)} ({bad[:5]})" if bad
-                    else "duplicate names")
+                    else "duplicate names" if stored == names
+                    else "names that are the same once spaces become '_', as the engine stores them")
             warnings.warn(
                 f"backend={self.name!r}: the engine cannot store feature {what}, so its model names "
                 "the features by position; the ranker keeps the column names (feature_names_in_). "

@@ -143,8 +143,12 @@ class LightGBMBackend(Backend):
     supports_categorical = True
 
     # LightGBM refuses these in feature names ("special JSON characters");
-    # it replaces whitespace by "_" itself.
+    # it replaces spaces by "_" itself (so "a b" and "a_b" collide).
     _forbidden_name_chars = '",:[]{}'
+
+    @staticmethod
+    def _stored_name(name):
+        return name.replace(" ", "_")
 
     params_help = (
         "LightGBM's parameters and their aliases "
