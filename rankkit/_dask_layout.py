@@ -31,6 +31,7 @@ import pandas as pd
 import xgboost.dask as dxgb
 from sklearn.utils import check_array
 
+from ._backends.xgboost import check_float32_range
 from ._clicks import check_unique_positions, debias_partition, ipw_labels
 from ._groups import factorize_qid
 from ._random import query_keys
@@ -94,6 +95,7 @@ def assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, wh
     every metric (eval sets, ``score``)."""
     x = check_array(x, dtype=(np.float64, np.float32), ensure_all_finite="allow-nan", ensure_min_samples=0,
                     input_name=where)
+    check_float32_range(x, in_memory=False)
     n = x.shape[0]
     if x.shape[1] != n_features:
         raise ValueError(f"{where} has {x.shape[1]} features in partition {source}, expected {n_features}.")

@@ -133,3 +133,20 @@ def test_common_params_map_to_xgboost_names():
     assert p["nthread"] == 2 and p["max_bin"] == 32 and p["seed"] == 0 and p["eta"] == 0.3
     assert p["max_leaves"] == 5 and p["grow_policy"] == "lossguide"  # backend_params add XGBoost's own
     assert p["base_score"] == 0.0 and p["tree_method"] == "hist"
+
+
+def test_values_beyond_float32_are_refused_naming_the_features(data):
+    """XGBoost trains on float32: a finite float64 value above its range,
+    in the training rows or an eval set's, is a clear error (it was an
+    XGBoost internal error) naming the feature and the other backends."""
+    X, y, qid = data
+    big = X.copy()
+    big[3, 2] = -1e39
+    ranker = est.QueryRMSERanker(backend="xgboost", n_estimators=2, n_jobs=1)
+    message = r"Features \[2\] hold finite values beyond float32's range.*backend='numba'"
+    with pytest.raises(ValueError, match=message):
+        ranker.fit(big, y, qid=qid)
+    with pytest.raises(ValueError, match=message):
+        ranker.fit(X, y, qid=qid, eval_set=[(big, y)], eval_qid=[qid])
+    fitted = ranker.fit(X, y, qid=qid)
+    assert np.isfinite(fitted.predict(big)).all()  # serving reads it as float32's infinity, as XGBoost does

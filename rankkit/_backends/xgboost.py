@@ -87,6 +87,26 @@ def _block_rows(X):
     return max(1, _BLOCK_BYTES // (8 * max(1, X.shape[1])))
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_float32_range(block, *, in_memory=True):
+    """XGBoost trains on float32 features: a finite value beyond float32's
+    range would be infinite there, which XGBoost refuses with an internal
+    error. Say which features and what to do instead (``in_memory``: the
+    other backends are an option)."""
+    with np.errstate(invalid="ignore"):
+        beyond = np.abs(block) > _FLOAT32_MAX
+    if beyond.any():
+        features = np.flatnonzero(beyond.any(axis=0))
+        raise ValueError(
+            f"Features {features[:10].tolist()} hold finite values beyond float32's range (|x| > 3.4e38), "
+            "and XGBoost trains on float32 features. Rescale them (divide by a constant, or take a log)"
+            + (", or use backend='numba' or backend='lightgbm', which keep them as float64." if in_memory
+               else ".")
+        )
+
+
 class _DenseBlocks(xgboost.DataIter):
     """``X`` as dense row blocks for a ``QuantileDMatrix`` (see the module docstring).
 
@@ -107,6 +127,7 @@ class _DenseBlocks(xgboost.DataIter):
         block = next(self._blocks, None)
         if block is None:
             return False
+        check_float32_range(block[1])
         input_data(data=block[1], **self._meta)
         return True
 
@@ -123,6 +144,7 @@ def _data_matrix(X, params, nthread, *, feature_names=None, feature_types=None, 
             nthread=nthread, enable_categorical=categorical,
         )
     dense = X.toarray() if hasattr(X, "toarray") else X
+    check_float32_range(dense)
     return xgboost.DMatrix(dense, feature_names=feature_names, feature_types=feature_types, nthread=nthread,
                            enable_categorical=categorical)
 
