@@ -52,7 +52,8 @@ BOOSTING_PARAMS = {
         1.0, [Interval(Real, 0, 1, closed="right")], "float", "Share of rows sampled for each tree.", True),
     "colsample_bytree": Param(
         1.0, [Interval(Real, 0, 1, closed="right")], "float", "Share of features sampled for each tree.", True),
-    "max_bin": Param(256, [Interval(Integral, 2, None, closed="left")], "int", "Histogram bins per feature.", True),
+    "max_bin": Param(256, [Interval(Integral, 2, None, closed="left")], "int",
+                     "Histogram bins per feature (at most 255 on the numba engine, whose bins are bytes).", True),
     "n_jobs": Param(
         None, [Interval(Integral, None, -1, closed="right"), Interval(Integral, 1, None, closed="left"), None],
         "int or None",

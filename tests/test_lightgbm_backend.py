@@ -360,3 +360,19 @@ def test_reference_reproduces_lightgbm_rank_xendcg():
     exact = {k: -g[leaf == k].sum() / h[leaf == k].sum() for k in leaves}
     np.testing.assert_allclose(value, [newton[k] for k in leaf], rtol=1e-5, atol=1e-6)
     assert np.abs(value - [exact[k] for k in leaf]).max() > 0.05
+
+
+def test_nan_in_a_feature_trained_without_nan_reads_as_zero():
+    """LightGBM's rule, documented in docs/backends.md ("What a feature means"):
+    a feature with no NaN in training has no missing direction, and a NaN in
+    it at prediction is read as 0; with NaN in training it has one."""
+    X, y, qid = make_ranking(40, n_features=3, random_state=0)
+    X = X + 5.0  # 0 is far from every training value
+    ranker = est.LambdaMARTRanker(backend="lightgbm", n_estimators=10, n_jobs=1, random_state=0).fit(X, y, qid=qid)
+    nan, zero = X[:200].copy(), X[:200].copy()
+    nan[:, 0], zero[:, 0] = np.nan, 0.0
+    np.testing.assert_array_equal(ranker.predict(nan), ranker.predict(zero))
+    with_nan = X.copy()
+    with_nan[::5, 0] = np.nan
+    ranker.fit(with_nan, y, qid=qid)
+    assert not np.array_equal(ranker.predict(nan), ranker.predict(zero))

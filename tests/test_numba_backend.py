@@ -267,7 +267,7 @@ def test_queryrmse_on_mq2008(shared_data):
 
 
 @pytest.mark.parametrize("param,value,match", [
-    ("max_bin", 300, "max_bin"), ("max_depth", 0, "max_depth"), ("subsample", 0.0, "subsample"),
+    ("max_bin", 1, "max_bin"), ("max_depth", 0, "max_depth"), ("subsample", 0.0, "subsample"),
     ("learning_rate", -1, "learning_rate"), ("colsample_bytree", 2.0, "colsample_bytree"),
     ("n_jobs", 0, "n_jobs"), ("backend_params", {"grow": "x"}, "valid keys"),
     ("backend_params", {"leaf_noise_temperature": 1e3}, "valid keys"),  # SGLB noise is langevin=True
@@ -277,6 +277,16 @@ def test_bad_parameters_are_named(param, value, match):
     X, y = regression_data(n=50)
     with pytest.raises(ValueError, match=match):
         backend(**{param: value}).fit(X, squared_error(y))
+
+
+def test_max_bin_above_255_is_capped():
+    """Bins are bytes: a max_bin tuned for XGBoost or LightGBM (512, 1023)
+    trains with 255, as documented, instead of failing."""
+    X, y = regression_data(n=600)
+    capped = backend(n_estimators=5, max_bin=255).fit(X, squared_error(y))
+    for max_bin in (256, 1023):
+        np.testing.assert_array_equal(backend(n_estimators=5, max_bin=max_bin).fit(X, squared_error(y)).predict(X),
+                                      capped.predict(X))
 
 
 def test_bad_inputs():

@@ -159,10 +159,11 @@ class NumbaBackend(Backend):
 
     name = "numba"
 
+    # max_bin is capped at 255 where the edges are fitted (bins are uint8 codes
+    # and one code is reserved for missing values), so that a max_bin tuned
+    # for XGBoost or LightGBM runs here too.
     _engine_constraints = {
         "max_depth": [Interval(Integral, 1, 30, closed="both")],
-        # Bins are uint8 codes and one code is reserved for missing values.
-        "max_bin": [Interval(Integral, 2, 256, closed="both")],
     }
 
     params_help = f"{sorted(BACKEND_PARAMS)} (see NumbaBackend's docstring)"
