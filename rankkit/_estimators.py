@@ -77,6 +77,7 @@ from ._training import (
     EvalMonitor,
     GradientPipeline,
     QueryData,
+    check_err_metrics_can_map,
     check_y,
     curvature_unit,
     eval_metrics,
@@ -235,10 +236,14 @@ class BaseRanker(BaseEstimator):
             objective.set_params(gain="exp")
         return objective
 
-    def _eval_metrics(self, objective):
+    def _eval_metrics(self, objective, max_label=None):
         """``(metrics, settings)`` of ``score``, eval sets and early stopping
-        (:func:`rankkit._training.eval_metrics` of ``eval_metric``)."""
-        return eval_metrics(self.eval_metric, objective)
+        (:func:`rankkit._training.eval_metrics` of ``eval_metric``); at fit,
+        with the largest graded training label, checked against them."""
+        metrics, settings = eval_metrics(self.eval_metric, objective)
+        if max_label is not None and self.position_bias is None:
+            check_err_metrics_can_map(metrics, settings, objective, max_label)
+        return metrics, settings
 
     def _engine_name(self):
         """The engine ``backend`` stands for on this data (:func:`rankkit._backends.resolve_backend`)."""
@@ -328,7 +333,7 @@ class BaseRanker(BaseEstimator):
         objective = self._objective_for_fit()
         train, sets, debias = self._training_data(objective, (X, y, qid, group, position), sample_weight,
                                                   (eval_set, eval_qid, eval_group, eval_position))
-        metrics, settings = self._eval_metrics(objective)
+        metrics, settings = self._eval_metrics(objective, np.max(train.y, initial=0.0))
         debiased = {} if self.position_bias is None else {
             name: debiased_metric_settings(settings, objective)
             for name, data in [*sets, (EvalMonitor.TRAINING, None)] if data is None or data.position is not None}

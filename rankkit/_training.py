@@ -109,6 +109,26 @@ def pin_err_max_label(objective, train_max, eval_maxes=()):
     return objective
 
 
+def check_err_metrics_can_map(metrics, settings, objective, max_label):
+    """ERR and PFound eval metrics on graded labels need Chapelle's mapping,
+    which an objective without ``err_mapping`` (XE-NDCG, QueryRMSE) cannot
+    set: say how at fit, not at the first score."""
+    inner = objective
+    while hasattr(inner, "objective") and not hasattr(inner, "err_mapping"):
+        inner = inner.objective
+    if max_label <= 1 or hasattr(inner, "err_mapping"):
+        return
+    callables = settings.get(CALLABLE_METRICS, {})
+    named = [m for m in metrics if m not in callables and m.split("@")[0] in ("err", "pfound")]
+    if named:
+        raise ValueError(
+            f"eval_metric {named[0]!r} on graded labels (the largest is {max_label:g}) needs ERR's mapping "
+            f"err_mapping='chapelle', which {type(inner).__name__} has no parameter for: pass "
+            f"eval_metric=rankkit.metrics.make_ranking_scorer({named[0]!r}), which maps graded labels so, "
+            "or labels that are stop probabilities in [0, 1]."
+        )
+
+
 def iteration_seed(seed_base, t):
     """Seed of iteration ``t``: a pure function of the fit's seed, so the same
     ``random_state`` gives the same model whatever the thread count."""

@@ -488,7 +488,7 @@ class _DaskRanker:
                                           [(name, laid.max_label) for name, laid in sets if laid is not None])
         finally:
             del self._position_modulus
-        metrics, settings = self._eval_metrics(objective)
+        metrics, settings = self._eval_metrics(objective, train.max_label)
         monitor = EvalMonitor(self, None, sets, metrics, settings,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=None)

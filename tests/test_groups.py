@@ -100,4 +100,5 @@ def test_missing_qid_error_says_how():
     assert "Missing query ids: X is a DataFrame without a 'query' column" in msg
     assert "enable_metadata_routing" in msg
     msg = str(missing_qid_error(np.zeros((1, 1)), where="eval_set[0]", qid_name="eval_qid[0]"))
-    assert "eval_set[0] has no query column and no eval_qid[0]= was given" in msg
+    assert "eval_set[0] has no query column and no eval_qid[0] was given" in msg
+    assert "pass eval_qid=[...] with one array per eval set" in msg and "routing" not in msg

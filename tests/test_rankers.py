@@ -462,6 +462,22 @@ def test_err_scale_is_the_training_labels(data, name):
         capped.set_params(eval_metric="err@10").score(Xt, yt, qid=qt)
 
 
+@pytest.mark.parametrize("cls", [est.XENDCGRanker, est.QueryRMSERanker])
+def test_err_eval_metric_without_an_err_mapping_says_how(data, cls):
+    """These objectives have no err_mapping: ERR on graded labels is refused
+    at fit with the scorer that maps them (score failed later, advising a
+    parameter the ranker does not have); labels in [0, 1] train."""
+    X, y, qid, Xt, yt, qt = data
+    from rankkit.metrics import make_ranking_scorer
+
+    with pytest.raises(ValueError, match=r"no parameter for: pass eval_metric=rankkit.metrics.make_ranking_scorer"):
+        cls(n_estimators=3, n_jobs=1, eval_metric=["ndcg@10", "err@10"]).fit(X, y, qid=qid)
+    cls(n_estimators=3, n_jobs=1, eval_metric="err@10").fit(X, y / y.max(), qid=qid)
+    scored = cls(n_estimators=3, n_jobs=1, eval_metric=make_ranking_scorer("err@10")).fit(X, y, qid=qid)
+    assert scored.score(Xt, yt, qid=qt) == pytest.approx(
+        err_score(yt, scored.predict(Xt), qid=qt, k=10, err_mapping="chapelle"), rel=1e-12)
+
+
 def test_eval_set_errors_name_the_set(data):
     X, y, qid, Xt, yt, qt = data
     model = _ranker("queryrmse")
@@ -550,7 +566,7 @@ def test_labels_whose_exp_gain_overflows(data):
 
 def test_eval_set_without_eval_qid(data):
     X, y, qid, Xt, yt, _ = data
-    with pytest.raises(ValueError, match=r"eval_qid\[0\]="):
+    with pytest.raises(ValueError, match=r"no eval_qid\[0\] was given.*pass eval_qid=\[\.\.\.\]"):
         _ranker("queryrmse").fit(X, y, qid=qid, eval_set=[(Xt, yt)])
     with pytest.raises(ValueError, match="needs an eval_set"):
         _ranker("queryrmse", early_stopping_rounds=3).fit(X, y, qid=qid)
