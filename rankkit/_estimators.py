@@ -181,9 +181,7 @@ class BaseRanker(BaseEstimator):
             # Eval sets and score: the metrics check what they need (an
             # ERR-trained ranker still scores NDCG on labels above its ERR scale).
             y = check_labels(y, name=label_name)
-        w = check_sample_weight(sample_weight, X.shape[0])
-        if w is not None and not w.any():
-            raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
+        w = check_sample_weight(sample_weight, X.shape[0], positive=True)
         if qid is None:
             qid = self._default_qid(X_in, X.shape[0], where=where, qid_name=qid_name)
         groups = make_groups(qid, X.shape[0], name=qid_name)

@@ -77,7 +77,9 @@ def check_same_length(**arrays):
         raise ValueError(f"Inconsistent numbers of rows: {desc}. Pass one value per row.")
 
 
-def check_sample_weight(w, n, *, name="sample_weight"):
+def check_sample_weight(w, n, *, name="sample_weight", positive=False):
+    """``w`` as float64 row weights (None stays None); ``positive``: at least
+    one weight must be above 0 (a fit or a mean over weighted queries)."""
     if w is None:
         return None
     w = np.asarray(w, dtype=np.float64).ravel()
@@ -85,6 +87,8 @@ def check_sample_weight(w, n, *, name="sample_weight"):
         raise ValueError(f"{name} has {w.shape[0]} entries but there are {n} rows.")
     if not np.all(np.isfinite(w)) or (w < 0).any():
         raise ValueError(f"{name} must be finite and non-negative.")
+    if positive and n and not w.any():
+        raise ValueError(f"{name} is zero for every row: at least one weight must be positive.")
     return w
 
 

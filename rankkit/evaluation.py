@@ -32,6 +32,7 @@ from rankkit import _stats
 from rankkit._groups import QueryGroups, factorize_qid, missing_qid_error, split_qid
 from rankkit._metrics._api import METRICS, doc_id_key, evaluate_sorted
 from rankkit._metrics._common import parse_metric
+from rankkit._metrics._scorers import scoring_input
 from rankkit._validation import check_labels, check_scores
 
 __all__ = ["evaluate", "evaluate_runs", "cross_evaluate", "compare", "Comparison"]
@@ -110,7 +111,11 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
         gives the scores) or an array of scores, one per row.
     X : array-like, DataFrame or None
         Features for the fitted models (``None`` if every ranker is an array).
-        A DataFrame may carry the query column ``qid_col``.
+        A DataFrame may carry the query column ``qid_col``, which the models
+        receive with ``X``, as from a scorer (:mod:`rankkit.metrics`):
+        rankkit rankers drop their own, a ``Pipeline`` fitted on such a
+        DataFrame passes it through to its ranker; a model fitted on the
+        features alone takes ``X`` without the column and ``qid=``.
     y : array-like of shape (n_samples,)
         Relevance labels.
     qid : array-like of shape (n_samples,), default=None
@@ -151,8 +156,8 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
     metrics = _check_metrics(metrics)
     _check_metric_params(metric_params)
     if X is not None:
-        # The models see X without its query column, as they were fitted.
-        X, qid = split_qid(X, qid, qid_col)
+        # The rows and query ids as a scorer takes them: the models see X as given.
+        X, qid = scoring_input(X, qid, qid_col)
     if qid is None:
         raise missing_qid_error(X, qid_col)
     y = check_labels(y, name="y")
@@ -225,15 +230,24 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
     """Per-query test values of rankers fitted on cross-validation folds.
 
     Every ranker is cloned and fitted on the training queries of every fold
-    of ``cv`` (``fit(X, y, qid=...)``) and scores that fold's test queries;
-    the folds split by query, so every query is a test query exactly once
-    and all rankers are judged on the same queries, which pairs them for
-    :func:`compare`.
+    of ``cv`` and scores that fold's test queries; the folds split by query,
+    so every query is a test query exactly once and all rankers are judged
+    on the same queries, which pairs them for :func:`compare`.
+
+    A ranker is fitted as you would fit it: ``fit(X_train, y_train,
+    qid=qid_train)`` when the query ids are given as ``qid=``, and
+    ``fit(X_train, y_train)`` when they are the query column of a
+    DataFrame ``X``, which then stays in ``X`` (so a ``Pipeline`` passing it
+    through to a ranker works without metadata routing). It predicts as in
+    :func:`evaluate`.
 
     Parameters
     ----------
     rankers : dict
-        ``{name: estimator}``, unfitted; each must accept ``qid=`` in ``fit``.
+        ``{name: estimator}``, unfitted. With ``qid=``, each must accept
+        ``qid=`` in ``fit`` (a ``Pipeline`` does with metadata routing
+        enabled); with a query column, each must find it (rankkit rankers
+        with the same ``qid_col``).
     cv : int or cross-validator, default=5
         An int is ``QueryKFold(n_splits=cv)``; a splitter must yield query
         splits from ``split(X, y, qid=qid)`` (e.g.
@@ -248,11 +262,14 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
     """
     from rankkit.model_selection import QueryKFold
 
-    X, qid_from_x = split_qid(X, qid, qid_col)
-    qid = qid if qid is not None else qid_from_x
+    fit_qid = qid is not None  # given apart from X: the rankers can only get them as qid=
+    # The rows and query ids as a scorer takes them: the rankers fit and predict on X as given.
+    X, qid = scoring_input(X, qid, qid_col)
     if qid is None:
         raise missing_qid_error(X, qid_col)
     qid = np.asarray(qid)
+    # The splitter gets the ids as qid=, and so X without their column (it would find them twice).
+    X_split, _ = split_qid(X, None, qid_col)
     y = check_labels(y, name="y")
     if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
         cv = QueryKFold(n_splits=int(cv))
@@ -260,14 +277,15 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
         raise TypeError("rankers must be a non-empty dict {name: unfitted estimator}.")
     predictions = {name: np.full(y.shape[0], np.nan) for name in rankers}
     fold_of_row = np.full(y.shape[0], -1)
-    for fold, (train, test) in enumerate(cv.split(X, y, qid=qid)):
+    for fold, (train, test) in enumerate(cv.split(X_split, y, qid=qid)):
         if np.any(fold_of_row[test] >= 0):
             raise ValueError("cv puts a row in two test folds: cross_evaluate needs a partition of the "
                              "queries, such as QueryKFold.")
         fold_of_row[test] = fold
         X_train, X_test = _safe_indexing(X, train), _safe_indexing(X, test)
+        fit_params = {"qid": qid[train]} if fit_qid else {}
         for name, estimator in rankers.items():
-            model = clone(estimator).fit(X_train, y[train], qid=qid[train])
+            model = clone(estimator).fit(X_train, y[train], **fit_params)
             predictions[name][test] = model.predict(X_test)
     if np.any(fold_of_row < 0):
         raise ValueError("cv left rows out of every test fold: cross_evaluate needs every query tested once.")

@@ -60,10 +60,26 @@ def _n_samples(X):
     return len(X)
 
 
-def _check_n_splits(n_splits):
-    if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral) or n_splits < 2:
-        raise ValueError(f"n_splits must be an int >= 2, got {n_splits!r}.")
+def _check_n_splits(n_splits, minimum=2):
+    if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral) or n_splits < minimum:
+        raise ValueError(f"n_splits must be an int >= {minimum}, got {n_splits!r}.")
     return int(n_splits)
+
+
+def _query_split_sizes(n_queries, test_size, train_size, default_test_size):
+    """``(n_train, n_test)`` in queries, by scikit-learn's rules (a float is a
+    fraction, an int a count), with errors that say the count is of queries:
+    scikit-learn's own speaks of "samples", and a query splitter draws
+    queries, never rows."""
+    from sklearn.model_selection._split import _validate_shuffle_split
+
+    try:
+        return _validate_shuffle_split(n_queries, test_size, train_size, default_test_size=default_test_size)
+    except ValueError as error:
+        raise ValueError(
+            f"{error} (A query splitter draws whole queries: the samples here are the data's {n_queries} "
+            "queries, and an int test_size or train_size is a number of queries.)"
+        ) from None
 
 
 class QueryKFold(BaseCrossValidator):
@@ -181,6 +197,7 @@ class QueryShuffleSplit(BaseCrossValidator):
     Parameters
     ----------
     n_splits : int, default=5
+        Number of random splits, at least 1.
     test_size : float or int, default=0.2
         Fraction (float in (0, 1)) or number (int) of queries in the test set.
     train_size : float, int or None, default=None
@@ -209,19 +226,18 @@ class QueryShuffleSplit(BaseCrossValidator):
 
     def split(self, X, y=None, groups=None, qid=None):
         """Generate ``(train, test)`` row indices, each sorted ascending."""
+        n_splits = _check_n_splits(self.n_splits, minimum=1)
         qg = _resolve_groups(X, groups, qid, self.qid_col, _n_samples(X))
-        inner = ShuffleSplit(
-            n_splits=self.n_splits,
-            test_size=self.test_size,
-            train_size=self.train_size,
-            random_state=self.random_state,
-        )
+        # test_size=train_size=None means ShuffleSplit's default 0.1, which drew these splits all along.
+        n_train, n_test = _query_split_sizes(qg.n_queries, self.test_size, self.train_size, 0.1)
+        # ShuffleSplit draws the queries, so a seed gives the splits it always gave.
+        inner = ShuffleSplit(n_splits, test_size=n_test, train_size=n_train, random_state=self.random_state)
         for q_train, q_test in inner.split(np.empty((qg.n_queries, 1))):
             yield np.flatnonzero(np.isin(qg.codes, q_train)), np.flatnonzero(np.isin(qg.codes, q_test))
 
     def get_n_splits(self, X=None, y=None, groups=None, qid=None):
         """Number of splits, ``n_splits``."""
-        return self.n_splits
+        return _check_n_splits(self.n_splits, minimum=1)
 
     def _iter_test_indices(self, X=None, y=None, groups=None):  # pragma: no cover
         raise NotImplementedError
@@ -267,8 +283,6 @@ def query_train_test_split(
     >>> q_tr.tolist(), q_te.tolist()
     ([7, 7], [5, 5])
     """
-    from sklearn.model_selection._split import _validate_shuffle_split
-
     if not arrays:
         raise ValueError("query_train_test_split needs at least one array to split.")
     n_samples = _n_samples(arrays[0])
@@ -287,7 +301,7 @@ def query_train_test_split(
         qid = first[qid_col]
     qg = make_groups(qid, n_samples)
     n_queries = qg.n_queries
-    n_train, n_test = _validate_shuffle_split(n_queries, test_size, train_size, default_test_size=0.25)
+    n_train, n_test = _query_split_sizes(n_queries, test_size, train_size, default_test_size=0.25)
     if shuffle:
         perm = check_random_state(random_state).permutation(n_queries)
         q_test, q_train = perm[:n_test], perm[n_test : n_test + n_train]

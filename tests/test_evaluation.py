@@ -158,6 +158,69 @@ def test_evaluate_fitted_rankers_and_dataframe_with_query_column(data):
     np.testing.assert_allclose(res[res.ranker == "lm"]["value"], want, rtol=1e-12)
 
 
+def _pipeline(features):
+    """User guide section 5: scale the features, pass the query column through to the ranker."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    scale = make_column_transformer((StandardScaler(), features), remainder="passthrough",
+                                    verbose_feature_names_out=False).set_output(transform="pandas")
+    return make_pipeline(scale, LambdaMARTRanker(n_estimators=3, max_depth=2, n_jobs=1, random_state=0))
+
+
+def test_evaluate_and_cross_evaluate_a_pipeline_on_a_frame_with_query_column():
+    from rankkit.metrics import get_ranking_scorer
+
+    frame, y, qid = make_ranking(30, n_features=5, max_docs=10, as_frame=True, random_state=0)
+    features = [c for c in frame.columns if c != "qid"]
+    # Without metadata routing (the default): the column reaches the ranker through the pipeline.
+    pipe = _pipeline(features).fit(frame, y)
+    res = evaluate({"pipe": pipe}, frame, y)
+    want = ndcg_score(y, pipe.predict(frame), qid=qid, k=10, per_query=True)
+    np.testing.assert_allclose(res["value"], want, rtol=1e-12)
+    assert res["value"].mean() == pytest.approx(pipe.score(frame, y), rel=1e-12)
+    assert res["value"].mean() == pytest.approx(get_ranking_scorer("ndcg@10")(pipe, frame, y), rel=1e-12)
+    cv = QueryKFold(n_splits=3)
+    res = cross_evaluate({"pipe": _pipeline(features)}, frame, y, cv=cv)
+    for fold, (train, test) in enumerate(cv.split(frame)):
+        model = _pipeline(features).fit(frame.iloc[train], y.iloc[train])
+        want = ndcg_score(y.iloc[test], model.predict(frame.iloc[test]), qid=qid.iloc[test], k=10, per_query=True)
+        np.testing.assert_allclose(res[res.fold == fold]["value"], want, rtol=1e-12)
+
+
+def test_evaluate_gives_models_x_as_the_scorers_do(data):
+    # The scorers' contract: X arrives with its query column, which a non-rankkit
+    # model drops itself (make_ranking_scorer's example).
+    from sklearn.linear_model import Ridge
+
+    from rankkit.metrics import get_ranking_scorer
+
+    class DropQid(Ridge):
+        def predict(self, X):
+            return super().predict(X.drop(columns="qid"))
+
+    X, y, qid, _ = data
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])]).assign(qid=qid)
+    model = DropQid().fit(frame.drop(columns="qid"), y)
+    res = evaluate({"ridge": model}, frame, y, metrics="map")
+    np.testing.assert_array_equal(res["value"], map_score(y, model.predict(frame), qid=qid, per_query=True))
+    assert res["value"].mean() == pytest.approx(get_ranking_scorer("map")(model, frame, y), rel=1e-12)
+
+
+def test_cross_evaluate_xgboost_ranker_with_qid(data):
+    xgboost = pytest.importorskip("xgboost")
+    X, y, qid, _ = data
+    cv = QueryKFold(n_splits=2)
+    ranker = xgboost.XGBRanker(n_estimators=3, max_depth=2, n_jobs=1, tree_method="hist")
+    res = cross_evaluate({"xgb": ranker}, X, y, qid=qid, cv=cv)
+    for fold, (train, test) in enumerate(cv.split(X, qid=qid)):
+        model = xgboost.XGBRanker(n_estimators=3, max_depth=2, n_jobs=1, tree_method="hist")
+        model.fit(X[train], y[train], qid=qid[train])
+        want = ndcg_score(y[test], model.predict(X[test]), qid=qid[test], k=10, per_query=True)
+        np.testing.assert_allclose(res[res.fold == fold]["value"], want, rtol=1e-12)
+
+
 def test_evaluate_trec_ties_need_doc_ids(data):
     X, y, qid, scores = data
     ids = np.arange(len(y))

@@ -136,6 +136,30 @@ def test_query_shuffle_split(data):
     assert len(np.unique(qid[small[0]])) == 5 and len(np.unique(qid[small[1]])) == 3
 
 
+def test_split_sizes_count_queries():
+    # 20 rows in 5 queries: sizes are numbers of queries, and the errors say so
+    # (scikit-learn's own check, fed the query count, speaks of samples).
+    qid = np.repeat(np.arange(5), 4)
+    X = np.zeros((20, 2))
+    for kwargs in (dict(test_size=10), dict(test_size=0.2, train_size=5), dict(test_size=3, train_size=3),
+                   dict(test_size=0.9, train_size=0.2)):
+        message = r"the samples here are the data's 5 queries, and an int test_size or train_size is a number"
+        with pytest.raises(ValueError, match=message):
+            query_train_test_split(X, qid=qid, **kwargs)
+        with pytest.raises(ValueError, match=message):
+            next(QueryShuffleSplit(2, **kwargs).split(X, qid=qid))
+
+
+@pytest.mark.parametrize("n_splits", [0, -1, 1.0])
+def test_query_shuffle_split_n_splits(data, n_splits):
+    X, _, qid = data
+    with pytest.raises(ValueError, match=rf"n_splits must be an int >= 1, got {n_splits}"):
+        next(QueryShuffleSplit(n_splits).split(X, qid=qid))
+    with pytest.raises(ValueError, match="n_splits must be an int >= 1"):
+        QueryShuffleSplit(n_splits).get_n_splits()
+    assert len(list(QueryShuffleSplit(1, random_state=0).split(X, qid=qid))) == 1
+
+
 def test_query_train_test_split(data):
     X, y, qid = data
     X_tr, X_te, y_tr, y_te, q_tr, q_te = query_train_test_split(X, y, qid=qid, test_size=0.3, random_state=0)

@@ -907,6 +907,11 @@ def test_as_lgbmranker_objective(name):
         (lambda: LambdaMART("err", err_mapping="linear"), "'err_mapping' parameter of LambdaMART must be"),
         (lambda: LambdaMART("err", err_max_label=3), "only with err_mapping='chapelle'"),
         (lambda: YetiRank("nope"), "Unknown metric"),
+        # The names an objective takes, not every metric: 'classic' listed, 'precision' not.
+        (lambda: YetiRank("clasic"), r"did you mean 'classic'\?\); valid metrics are \['ndcg', 'dcg', 'err', 'mrr', "
+                                     r"'map', 'expdcg', 'classic'\]"),
+        (lambda: LambdaMART("ndgc"), r"did you mean 'ndcg'\?\); valid metrics are \['ndcg', 'dcg', 'err', 'mrr', "
+                                     r"'map', 'expdcg'\] \("),
         (lambda: YetiRank(k=3), "k applies to YetiLoss"),
         (lambda: YetiRank(n_permutations=0), r"'n_permutations' parameter of YetiRank must be an int in the range \[1"),
         (lambda: YetiRank(noise="uniform"), "'noise' parameter of YetiRank must be a str among"),

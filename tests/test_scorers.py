@@ -1,4 +1,5 @@
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -319,3 +320,91 @@ def test_scorers_of_the_evaluation_metrics_and_trec_ties_refused():
         make_ranking_scorer("ndcg", ties="trec")
     with pytest.raises(TypeError, match="unknown parameter.*doc_ids"):
         make_ranking_scorer("ndcg", doc_ids=[1])
+
+
+# ---------------------------------------------------------------------------
+# sample_weight: the rankers' query-weighted mean
+
+
+@pytest.fixture(scope="module")
+def ranker_data():
+    from rankkit import LambdaMARTRanker
+
+    X, y, qid = make_ranking(n_queries=20, n_features=4, max_docs=12, random_state=2)
+    est = LambdaMARTRanker(n_estimators=3, max_depth=2, n_jobs=1, random_state=0).fit(X, y, qid=qid)
+    return est, X, y, qid
+
+
+@pytest.mark.parametrize("within_query", [False, True])
+def test_scorer_sample_weight_equals_ranker_score(ranker_data, within_query, routing):
+    est, X, y, qid = ranker_data
+    rng = np.random.default_rng(0)
+    w = rng.uniform(0.1, 3, qid.max() + 1)[qid]  # one weight per query
+    if within_query:  # a query weighs the mean of its rows' weights, for both
+        w = w * rng.uniform(0.5, 2, len(y))
+    scorer = get_ranking_scorer("ndcg@10")
+    expected = est.score(X, y, qid=qid, sample_weight=w)
+    assert scorer(est, X, y, qid=qid, sample_weight=w) == pytest.approx(expected, rel=1e-12)
+    assert expected != pytest.approx(est.score(X, y, qid=qid))  # the weights change the mean
+    # A DataFrame with the query column, without routing: the same number.
+    frame = pd.DataFrame(X).assign(qid=qid)
+    frame.columns = frame.columns.astype(str)
+    with sklearn.config_context(enable_metadata_routing=False), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "X has feature names")  # est was fitted on the arrays
+        assert scorer(est, frame, y, sample_weight=w) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("weight", [np.zeros, lambda n: -np.ones(n), lambda n: np.ones(n - 1)])
+def test_scorer_and_ranker_refuse_the_same_sample_weight(ranker_data, weight, routing):
+    est, X, y, qid = ranker_data
+    w = weight(len(y))
+    with pytest.raises(ValueError) as from_ranker:
+        est.score(X, y, qid=qid, sample_weight=w)
+    with pytest.raises(ValueError) as from_scorer:
+        get_ranking_scorer("ndcg@10")(est, X, y, qid=qid, sample_weight=w)
+    assert str(from_scorer.value) == str(from_ranker.value)
+
+
+def test_cross_validate_with_a_weighted_scorer(ranker_data, routing):
+    from rankkit import LambdaMARTRanker
+
+    _, X, y, qid = ranker_data
+    w = np.random.default_rng(1).uniform(0.1, 3, len(y))
+    scorer = get_ranking_scorer("ndcg@10").set_score_request(sample_weight=True)
+    # Asking for sample_weight keeps the default request of qid.
+    assert scorer.get_metadata_routing().score.requests == {"qid": True, "sample_weight": True}
+    est = LambdaMARTRanker(n_estimators=3, max_depth=2, n_jobs=1, random_state=0).set_fit_request(sample_weight=True)
+    cv = QueryKFold(3)
+    res = cross_validate(est, X, y, cv=cv, scoring=scorer, params={"qid": qid, "sample_weight": w},
+                         error_score="raise")
+    manual = []
+    for train, test in cv.split(X, qid=qid):
+        fitted = LambdaMARTRanker(n_estimators=3, max_depth=2, n_jobs=1, random_state=0)
+        fitted.fit(X[train], y[train], qid=qid[train], sample_weight=w[train])
+        manual.append(fitted.score(X[test], y[test], qid=qid[test], sample_weight=w[test]))
+    assert np.all(np.isfinite(res["test_score"]))
+    np.testing.assert_allclose(res["test_score"], manual, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Unknown metric names
+
+
+def test_unknown_metric_lists_what_the_caller_accepts():
+    from rankkit._metrics._common import SWAP_METRICS, parse_metric
+
+    accepted = [*SWAP_METRICS, "classic"]  # what YetiRank takes
+    with pytest.raises(ValueError) as error:
+        parse_metric("clasic", accepted=accepted)
+    assert str(error.value) == (
+        f"Unknown metric 'clasic' (did you mean 'classic'?); valid metrics are {accepted} "
+        "(optionally with @k, e.g. 'ndcg@10')."
+    )
+    # By default every metric, and no guess when nothing is close.
+    with pytest.raises(ValueError, match=r"Unknown metric 'ndgc@10' \(did you mean 'ndcg'\?\); valid metrics "
+                                         r"are \['dcg', 'err', 'expdcg', 'map', 'mrr', 'ndcg', 'pfound'"):
+        make_ranking_scorer("ndgc@10")
+    with pytest.raises(ValueError, match=r"Unknown metric 'auc'; valid metrics are"):
+        parse_metric("auc")
+    # A known metric parses; the caller refuses it with its own reason if it does not take it.
+    assert parse_metric("precision@5", accepted=SWAP_METRICS) == ("precision", 5)

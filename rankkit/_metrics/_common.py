@@ -24,6 +24,7 @@ flat arrays and a query's slice ``lo:hi``; scratch arrays are indexed like
 the data, so a query only touches its own slice (no allocation per query).
 """
 
+import difflib
 import math
 from numbers import Integral, Real
 
@@ -404,17 +405,26 @@ def _chapelle_scale(r_max, name):
     return float(2.0**r_max)
 
 
-def parse_metric(metric, k=None):
+def parse_metric(metric, k=None, *, accepted=None):
     """``"ndcg@10"`` -> ``("ndcg", 10)``; ``("ndcg", k)`` passes through.
 
-    A ``@k`` suffix and an explicit ``k`` must agree.
+    A ``@k`` suffix and an explicit ``k`` must agree. ``accepted`` lists the
+    names the caller accepts (default: every metric of :data:`METRIC_IDS`),
+    which the error for an unknown name lists, with the closest one as a
+    suggestion; the caller refuses known metrics it does not accept itself,
+    with its own reason.
     """
     if not isinstance(metric, str):
         raise TypeError(f"metric must be a string such as 'ndcg@10', got {metric!r}.")
     name, _, suffix = metric.lower().strip().partition("@")
     if name not in METRIC_IDS:
+        # List what this caller takes, not every metric: an objective's error
+        # must not offer metrics it then refuses, nor omit its own names.
+        accepted = sorted(METRIC_IDS) if accepted is None else list(accepted)
+        close = difflib.get_close_matches(name, accepted, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(
-            f"Unknown metric {metric!r}; valid metrics are {sorted(METRIC_IDS)} "
+            f"Unknown metric {metric!r}{hint}; valid metrics are {accepted} "
             "(optionally with @k, e.g. 'ndcg@10')."
         )
     if suffix:

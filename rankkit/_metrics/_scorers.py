@@ -9,13 +9,20 @@ every row it scores. It gets them either
   cv=QueryKFold()).fit(X, y, qid=qid)`` hands each test fold's ``qid`` to
   the scorer; or
 * from the query column (``qid_col``, default ``"qid"``) of a DataFrame
-  ``X``, which works without routing. The estimator receives ``X``
-  unchanged, column included: rankkit rankers drop their own query column,
-  any other estimator must drop it itself (e.g. a
-  ``ColumnTransformer(..., remainder="passthrough")`` that drops ``"qid"``),
-  or it would use the query id as a feature.
+  ``X``, which works without routing.
+
+The estimator receives ``X`` unchanged, column included: rankkit rankers
+drop their own query column, a ``Pipeline`` passes it through to its
+ranker, any other estimator must drop it itself (e.g. a
+``ColumnTransformer(..., remainder="passthrough")`` that drops ``"qid"``),
+or it would use the query id as a feature. :func:`scoring_input` states
+this rule once; :mod:`rankkit.evaluation` follows it too.
 
 With neither, scoring raises an error: rows are never pooled into one query.
+
+``sample_weight`` (requested with ``set_score_request(sample_weight=True)``)
+weighs queries, not rows, exactly as the rankers' ``score``: a query weighs
+the mean of its rows' weights.
 """
 
 from __future__ import annotations
@@ -23,10 +30,12 @@ from __future__ import annotations
 import inspect
 import warnings
 
+import numpy as np
 from sklearn.metrics._scorer import _BaseScorer
 
-from rankkit._groups import is_dataframe
+from rankkit._groups import make_groups, split_qid
 from rankkit._metrics._common import METRIC_IDS, parse_metric
+from rankkit._validation import check_sample_weight
 
 __all__ = ["make_ranking_scorer", "get_ranking_scorer", "SCORER_METRICS"]
 
@@ -45,6 +54,41 @@ def _metric_functions():
     return METRICS
 
 
+def scoring_input(X, qid, qid_col):
+    """``(X, qid)``: the rows as an estimator predicts on them, and their query ids.
+
+    The ids are ``qid``, or the ``qid_col`` column of a DataFrame ``X``
+    (both is :func:`rankkit._groups.split_qid`'s error; neither gives
+    ``None``, and the caller's error says how to pass them). The column
+    stays in ``X``: the estimator gets the rows as the user holds them, as
+    ``pipe.score(X, y)`` does. rankkit rankers (and XGBoost's ``XGBRanker``)
+    drop their own query column, a ``Pipeline`` fitted on such a DataFrame
+    passes it through to its ranker, and any other estimator must drop it
+    itself. No guess is made for it: an estimator fitted on the features
+    alone may still expect the column and drop it in ``predict``.
+    """
+    _, qid = split_qid(X, qid, qid_col)
+    return X, qid
+
+
+def _weighted_query_mean(values, qid, sample_weight):
+    """The mean of per-query ``values`` (queries in order of first appearance,
+    ``nan`` for excluded ones) weighted as the rankers' ``score`` weighs them
+    (:func:`rankkit._training.mean_metric`): each query by
+    :func:`rankkit._training.query_weights`, the mean of its rows' weights.
+    ``mean_metric`` itself cannot serve here: it fixes ``ties="worst"``,
+    while a scorer takes any tie policy."""
+    # Imported on use: rankkit._training imports the metrics package.
+    from rankkit._training import query_weights
+
+    groups = make_groups(qid)
+    weight = check_sample_weight(sample_weight, groups.n_samples, positive=True)
+    query_weight = query_weights(np.ascontiguousarray(groups.sort(weight)), groups.group_ptr)
+    keep = ~np.isnan(values)
+    count = query_weight[keep].sum()
+    return float((query_weight[keep] * values[keep]).sum() / count) if count > 0 else float("nan")
+
+
 def _ranking_score(y_true, y_pred, **kwargs):
     # Placeholder score function kept for scikit-learn's repr and signature
     # inspection; _RankingScorer._score calls the metric function itself.
@@ -54,8 +98,10 @@ def _ranking_score(y_true, y_pred, **kwargs):
 class _RankingScorer(_BaseScorer):
     """Scorer of one ranking metric; build it with :func:`make_ranking_scorer`."""
 
-    # Request qid by default so routed CV passes each test fold's query ids.
-    __metadata_request__score = {"qid": True}
+    # Request qid by default so routed CV passes each test fold's query ids;
+    # sample_weight is known but not requested, as for the rankers' score
+    # (routing it unrequested is then scikit-learn's error, not a silent drop).
+    __metadata_request__score = {"qid": True, "sample_weight": None}
 
     def __init__(self, metric, k, qid_col, metric_kwargs):
         super().__init__(_ranking_score, 1, dict(metric_kwargs), response_method="predict")
@@ -69,21 +115,25 @@ class _RankingScorer(_BaseScorer):
         col = "" if self._qid_col == "qid" else f", qid_col={self._qid_col!r}"
         return f"make_ranking_scorer({name!r}{col}{extra})"
 
+    def set_score_request(self, **kwargs):
+        """Request metadata for scoring (scikit-learn metadata routing), e.g.
+        ``set_score_request(sample_weight=True)``; ``qid`` stays requested
+        unless given here."""
+        # scikit-learn's replaces every request of the scorer, so asking for
+        # sample_weight alone would drop the default request of qid, and every
+        # routed fold would then lack its query ids.
+        kwargs.setdefault("qid", self.get_metadata_routing().score.requests.get("qid", True))
+        return super().set_score_request(**kwargs)
+
     def _score(self, method_caller, estimator, X, y_true, **kwargs):
         qid = kwargs.pop("qid", None)
+        sample_weight = kwargs.pop("sample_weight", None)
         if kwargs:
             raise TypeError(
                 f"{self!r} received unexpected metadata {sorted(kwargs)}; a ranking scorer "
-                "only takes qid."
+                "only takes qid and sample_weight."
             )
-        has_column = is_dataframe(X) and self._qid_col is not None and self._qid_col in X.columns
-        if has_column:
-            if qid is not None:
-                raise ValueError(
-                    f"Query ids given twice to {self!r}: X has a '{self._qid_col}' column and qid "
-                    "was routed to the scorer. Drop the column, or do not pass qid."
-                )
-            qid = X[self._qid_col]
+        X, qid = scoring_input(X, qid, self._qid_col)
         if qid is None:
             raise ValueError(
                 f"{self!r} needs query ids, and got none: enable metadata routing "
@@ -93,7 +143,10 @@ class _RankingScorer(_BaseScorer):
             )
         y_pred = method_caller(estimator, "predict", X, pos_label=None)
         func = _metric_functions()[self._metric]
-        return float(func(y_true, y_pred, qid=qid, k=self._k, **self._kwargs))
+        if sample_weight is None:
+            return float(func(y_true, y_pred, qid=qid, k=self._k, **self._kwargs))
+        values = func(y_true, y_pred, qid=qid, k=self._k, per_query=True, **self._kwargs)
+        return _weighted_query_mean(values, qid, sample_weight)
 
 
 def make_ranking_scorer(metric, *, qid_col="qid", **metric_kwargs):
@@ -127,9 +180,11 @@ def make_ranking_scorer(metric, *, qid_col="qid", **metric_kwargs):
 
     Returns
     -------
-    scorer : callable ``scorer(estimator, X, y, qid=None)``
+    scorer : callable ``scorer(estimator, X, y, qid=None, sample_weight=None)``
         Usable as ``scoring=`` in ``GridSearchCV``, ``cross_val_score`` and
-        ``cross_validate``; requests ``qid`` through metadata routing.
+        ``cross_validate``; requests ``qid`` through metadata routing, and
+        ``sample_weight`` after ``set_score_request(sample_weight=True)``
+        (a query-weighted mean, as the rankers' ``score``).
 
     Examples
     --------

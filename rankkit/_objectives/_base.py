@@ -408,6 +408,8 @@ class MetricObjective(RankingObjective):
 
     #: Names of the metrics this objective optimises.
     _metric_names = SWAP_METRICS
+    #: Values of ``metric`` a subclass handles before parsing (YetiRank's "classic").
+    _own_metric_names = ()
 
     def _check_err_options(self):
         if self.err_max_label is not None and self.err_mapping is None:
@@ -421,7 +423,7 @@ class MetricObjective(RankingObjective):
         checks (``NO_CUTOFF`` for the whole list)."""
         owner = type(self).__name__
         self._check_err_options()
-        name, k = parse_metric(self.metric, self.k)
+        name, k = parse_metric(self.metric, self.k, accepted=[*self._metric_names, *self._own_metric_names])
         if name not in self._metric_names:
             raise ValueError(
                 f"{owner} does not optimise metric={self.metric!r}; use one of "

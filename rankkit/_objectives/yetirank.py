@@ -379,6 +379,7 @@ class YetiRank(MetricObjective):
         "random_state": ["random_state"],
     }
     _other_metrics_hint = " or 'classic' (YetiRank)"
+    _own_metric_names = ("classic",)
 
     def __init__(
         self, metric="classic", k=None, *, n_permutations=10, noise="logistic", noise_scale=1.0,
