@@ -395,14 +395,9 @@ class _DaskRanker:
             Query sizes describe consecutive rows, which a partitioned
             collection does not keep: refused, pass ``qid``.
         sample_weight : dask Series or array, partitioned like ``X``, optional
-            Per-row weights multiplying gradients and hessians. The query
-            units of ``reg_lambda`` and ``min_child_weight`` count queries
-            and rows by weight (a query weighs the mean of its rows'
-            weights), so a query of weight 0 trains as if it were left out
-            and weight 2 as two copies of it, random noise apart (the
-            objectives', and the numba engine's split noise, whose scale
-            counts every row); multiplying every weight by one number
-            changes nothing.
+            Per-row weights multiplying gradients and hessians; queries and
+            rows count by weight as in the in-memory ranker's ``fit`` (a
+            query of weight 0 trains as if it were left out).
         eval_set : list of (X, y) pairs of dask collections, optional
             Sets evaluated every iteration with every ``eval_metric`` (exact
             means over all their queries, ``evals_result_``); the last one
