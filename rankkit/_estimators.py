@@ -234,6 +234,15 @@ class BaseRanker(BaseEstimator):
             objective.set_params(gain="exp")
         return objective
 
+    def _relabelled(self, sets):
+        """Whether the watched eval set (the last but the training data) holds
+        clicks debiased by each iteration's propensity estimate."""
+        watched = [data for _, data in sets if data is not None]
+        if self.position_bias != "estimate" or not watched:
+            return False
+        last = watched[-1]
+        return last.position is not None if hasattr(last, "position") else bool(last.debiased)
+
     def _eval_metrics(self, objective, max_label=None):
         """``(metrics, settings)`` of ``score``, eval sets and early stopping
         (:func:`rankkit._training.eval_metrics` of ``eval_metric``); at fit,
@@ -337,7 +346,8 @@ class BaseRanker(BaseEstimator):
             for name, data in [*sets, (EvalMonitor.TRAINING, None)] if data is None or data.position is not None}
         monitor = EvalMonitor(self, train, sets, metrics, settings, set_settings=debiased,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
-                               verbose=verbose, callbacks=CallbackList(self.callbacks))
+                               verbose=verbose, callbacks=CallbackList(self.callbacks),
+                               relabelled=self._relabelled(sets))
         seed_base = seed_from(self.random_state)
         grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(train)
         unit = curvature_unit(objective, *weighted_counts(train.group_ptr, train.weight))

@@ -366,12 +366,20 @@ class EvalMonitor:
     :meth:`after_training` prints the final line. ``set_settings`` maps the
     names of sets whose metrics take other settings than ``settings`` to
     theirs (debiased click labels: :func:`rankkit._clicks.debiased_metric_settings`).
+
+    ``relabelled``: the watched set's labels change during training (clicks
+    debiased by each iteration's propensity estimate, ``position_bias=
+    "estimate"``), so one iteration's value cannot be compared with another's:
+    the best iteration's model is scored again on every iteration's labels
+    before the comparison (``best_rescored``), and ``best_score`` is its
+    value on the last labels, those of ``score`` with ``position_bias_``.
+    ``history`` keeps each iteration's value on its own labels.
     """
 
     TRAINING = "training"
 
     def __init__(self, ranker, train, sets, metrics, settings, *, early_stopping_rounds, verbose, callbacks,
-                 set_settings=None):
+                 set_settings=None, relabelled=False):
         if isinstance(verbose, (bool, np.bool_)):
             self.period = 1 if verbose else 0
         elif isinstance(verbose, Integral) and verbose >= 0:
@@ -405,6 +413,9 @@ class EvalMonitor:
         self.history = {name: {m: [] for m in metrics} for name, _ in sets}
         self.best_score = None
         self.best_iteration = None
+        self.relabelled = bool(relabelled) and self.watch is not None
+        self.best_rescored = []  # per iteration: the best model's value on its labels (None: not rescored)
+        self._best_raw = None  # the watched set's scores of the best iteration, when relabelled
         self.n_done = None  # iterations seen; None when the monitor was not called
         self.stopped_by = None
 
@@ -427,7 +438,14 @@ class EvalMonitor:
         for name, data in self.sets:
             data, raw = (self.train, raw_train) if data is None else (data, next(raws))
             values[name] = {metric: self._metric(metric, name, data, raw) for metric in self.metrics}
-        stop = self.record(t, values)
+            if name == self.watch:
+                watched = data, raw
+        best_now = None
+        if self.relabelled and self._best_raw is not None:
+            best_now = self._metric(self.metrics[0], self.watch, watched[0], self._best_raw)
+        stop = self.record(t, values, best_now)
+        if self.relabelled and self.best_iteration == t:
+            self._best_raw = np.array(watched[1], dtype=np.float64)
         if self.prints(t, stop):
             training = None
             if self.TRAINING not in self.history:  # computed for this line only
@@ -435,16 +453,21 @@ class EvalMonitor:
             print(self.progress_line(t, training), file=sys.stdout, flush=True)
         return stop
 
-    def record(self, t, values):
+    def record(self, t, values, best_now=None):
         """Record the metric values of iteration ``t``, already computed
         (``values[name][metric]`` for every set and metric), and apply the
         stopping rule: the best iteration, early stopping, then the callbacks.
         True to stop. The one home of that rule: :meth:`__call__` and
-        ``rankkit.dask`` (on the workers, and on the driver) use it."""
+        ``rankkit.dask`` (on the workers, and on the driver) use it.
+        ``best_now``: the best iteration's value on this iteration's labels
+        (``relabelled``), which the comparison uses."""
         for name, result in self.history.items():
             for metric, curve in result.items():
                 curve.append(float(values[name][metric]))
         self.n_done = t + 1
+        self.best_rescored.append(None if best_now is None else float(best_now))
+        if best_now is not None:
+            self.best_score = float(best_now)
         stop = False
         if self.watch is not None:
             score = self.history[self.watch][self.metrics[0]][-1]
@@ -512,6 +535,7 @@ class PartMonitor:
     def start(self, train, evals, total, emit):
         """This monitor on the part's rows (see the class docstring); returns self."""
         self.train, self.evals, self.total, self.emit = train, list(evals), total, emit
+        self._best_raw = None
         return self
 
     def _values(self, data, raw, settings):
@@ -528,7 +552,14 @@ class PartMonitor:
         for name, data in monitor.sets:
             data, raw = (self.train, raw_train) if data is None else next(evals)
             values[name] = self._values(data, raw, self.settings[name])
-        stop = monitor.record(t, values)
+            if name == monitor.watch:
+                watched = data, raw
+        best_now = None  # as in EvalMonitor.__call__; every part rescores its rows (all-reduced)
+        if monitor.relabelled and self._best_raw is not None:
+            best_now = self._values(watched[0], self._best_raw, self.settings[monitor.watch])[monitor.metrics[0]]
+        stop = monitor.record(t, values, best_now)
+        if monitor.relabelled and monitor.best_iteration == t:
+            self._best_raw = np.array(watched[1], dtype=np.float64)
         if monitor.prints(t, stop):
             training = None
             if monitor.TRAINING not in monitor.history:  # on every part: all-reduced

@@ -147,7 +147,9 @@ def _report(loop):
     and, when the propensities were estimated, their last estimate (the same
     on every worker: all-reduced sums)."""
     clicks = getattr(loop.grad_fn, "clicks", None)
-    return {"history": {} if loop.callback is None else loop.callback.monitor.history,
+    monitor = None if loop.callback is None else loop.callback.monitor
+    return {"history": {} if monitor is None else monitor.history,
+            "best_rescored": [] if monitor is None else monitor.best_rescored,
             "position_bias": None if clicks is None else [float(v) for v in clicks.theta]}
 
 
@@ -492,7 +494,8 @@ class _DaskRanker:
         local = self._local_class(**self._local_params())
         worker_monitor = PartMonitor(
             EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets], metrics, {},
-                        early_stopping_rounds=monitor.early_stopping_rounds, verbose=verbose, callbacks=None),
+                        early_stopping_rounds=monitor.early_stopping_rounds, verbose=verbose, callbacks=None,
+                        relabelled=self._relabelled(sets)),
             {name: _with_err_max_label(_set_settings(settings, train if data is None else data, objective),
                                        (train if data is None else data).max_label)
              for name, data in [*sets, (EvalMonitor.TRAINING, None)]},
@@ -508,9 +511,10 @@ class _DaskRanker:
                     eval_X=[data for _, data in sets if data is not None],
                     shrink=shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate),
                     callback=worker_monitor.start if monitor.active else None)
+        rescored = backend.report_["best_rescored"] or [None] * backend.n_iterations_  # [] without a monitor
         for t in range(backend.n_iterations_):  # the workers' record, replayed by the same rule
             monitor.record(t, {name: {m: curve[t] for m, curve in result.items()}
-                               for name, result in backend.report_["history"].items()})
+                               for name, result in backend.report_["history"].items()}, rescored[t])
         if clicks is not None:
             self.position_bias_ = np.asarray(backend.report_["position_bias"], dtype=np.float64)
         self.diffusion_temperature_ = backend.diffusion_temperature_

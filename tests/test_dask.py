@@ -640,6 +640,9 @@ def test_estimated_propensities_on_dask_are_the_in_memory_ones(client, estimator
         np.testing.assert_allclose(model.to_local().predict(train), expected, rtol=0, atol=1e-6)
         np.testing.assert_allclose(model.evals_result_["validation_0"]["dcg@10"],
                                    local.evals_result_["validation_0"]["dcg@10"], rtol=1e-9)
+        # The best iteration rescored on each iteration's labels, on the workers as in memory.
+        assert model.best_iteration_ == local.best_iteration_
+        assert model.best_score_ == pytest.approx(local.best_score_, rel=1e-9)
         assert model.score(dvalid, dy_valid) == pytest.approx(local.score(valid, y_valid), rel=1e-9)
         assert model.score(dvalid.drop(columns="position"), dy_valid, position=dvalid["position"]) == \
             pytest.approx(local.score(valid, y_valid), rel=1e-9)
