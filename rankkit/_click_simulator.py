@@ -133,7 +133,8 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
         ``qid`` the query's own id when ``n_rankings=1`` (each query shows
         one list, so every position appears once per query), else the
         number of the (query, ranking) list, ``q * n_rankings + r`` with
-        ``q`` the query's place among the sorted ids. False: one row per
+        ``q`` the query's place in order of first appearance. Lists that no
+        session drew have no rows. False: one row per
         shown document per session, 0/1 clicks, and the session number as
         ``qid`` (a query group is one impression list).
     return_impressions : bool, default=False
@@ -159,6 +160,9 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
     True
     """
     _check_args(model, n_sessions, eta, noise, top_k, n_rankings, ranking_noise)
+    if return_impressions and not aggregate:
+        raise ValueError("return_impressions=True applies to aggregate=True: with aggregate=False every row is "
+                         "one impression (one session's view of a document).")
     y = check_labels(y, name="y")
     scores = check_scores(scores, name="scores")
     groups = make_groups(qid, y.shape[0])
@@ -188,8 +192,11 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
         else:  # independent sessions: the sum of Bernoulli clicks is binomial
             clicks = rng.binomial(per_list[lists], exam * rel)
         out_qid = np.asarray(qid)[rows] if n_rankings == 1 else lists
-        out = (_take(X, rows), clicks.astype(np.float64), out_qid, position)
-        return (*out, per_list[lists].astype(np.float64)) if return_impressions else out
+        # A list no session drew was never shown: it has no rows (the draws
+        # above are made for every list, so a seed gives the same clicks).
+        seen = per_list[lists] > 0
+        out = (_take(X, rows[seen]), clicks[seen].astype(np.float64), out_qid[seen], position[seen])
+        return (*out, per_list[lists][seen].astype(np.float64)) if return_impressions else out
     return _sessions(X, rows, rel, exam, position, per_list, starts, model, rng)
 
 

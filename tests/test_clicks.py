@@ -118,6 +118,24 @@ def test_simulator_rejects_bad_arguments():
             simulate_clicks(X, y, qid, X[:, 0], n_rankings=2, ranking_noise=bad)
     with pytest.raises(ValueError, match="max_label=1 is below the largest label 4 of y"):
         simulate_clicks(X, y, qid, X[:, 0], max_label=1)
+    with pytest.raises(ValueError, match="return_impressions=True applies to aggregate=True"):
+        simulate_clicks(X, y, qid, X[:, 0], aggregate=False, return_impressions=True)
+
+
+def test_simulator_aggregate_has_rows_only_for_shown_lists():
+    """Few sessions over many lists leave lists unseen: they have no rows
+    (they had, with 0 impressions, and clicks / impressions was NaN)."""
+    X, y, qid = make_ranking(50, n_features=3, max_docs=10, random_state=0)
+    X = np.column_stack([X, np.arange(X.shape[0])])  # the last column names the document
+    for K in (1, 8):
+        Xc, clicks, lists, position, imp = simulate_clicks(X, y, qid, X[:, 0], n_sessions=30, n_rankings=K,
+                                                           return_impressions=True, random_state=0)
+        assert imp.min() >= 1 and np.unique(lists).size < 50 * K  # some lists went unseen
+        # Every session saw one list, and each list's rows share its sessions.
+        per_list = pd.DataFrame({"list": lists, "imp": imp}).groupby("list")["imp"].agg(["min", "max"])
+        assert (per_list["min"] == per_list["max"]).all() and per_list["min"].sum() == 30
+        ctr = clicks / imp
+        assert np.isfinite(ctr).all() and ctr.max() <= 1
 
 
 # -- validation ---------------------------------------------------------------
