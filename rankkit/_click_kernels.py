@@ -67,7 +67,10 @@ def pairwise_propensities(clicks, raw, position, group_ptr, t_plus, t_minus, nor
     """One update of ``(t+, t-)``: ``t[k] = (L[k] / L[1]) ** (1 / (1 + norm))``,
     ``L`` the per-position sums of :func:`pair_click_losses` (XGBoost's
     ``lambdarank_bias_norm`` is ``norm``). A position whose sum is 0 (no
-    pair) keeps its previous value. ``work`` is (2, n) float64 scratch.
+    pair: no click there, or no document unclicked below a click) has no
+    evidence of its own and takes the value of the position above it (it
+    kept the starting value 1, as if it were examined as often as position
+    1). ``work`` is (2, n) float64 scratch.
     ``total([L+, L-]) -> [L+, L-]`` sums the per-position sums over all the
     parts of the rows when these rows are a part (``rankkit.dask``); pairs
     never cross queries, and a query lives in one part."""
@@ -83,7 +86,8 @@ def pairwise_propensities(clicks, raw, position, group_ptr, t_plus, t_minus, nor
         if per_position[0] <= 0.0:
             out.append(previous.copy())
             continue
-        ratio = per_position / per_position[0]
-        t = np.where(per_position > 0.0, ratio ** (1.0 / (1.0 + norm)), previous)
+        t = (per_position / per_position[0]) ** (1.0 / (1.0 + norm))
+        for k in np.flatnonzero(per_position <= 0.0):  # ascending: runs carry the last observed value
+            t[k] = t[k - 1]
         out.append(np.clip(t, 1e-6, None))
     return out[0], out[1]

@@ -8,7 +8,7 @@ import pytest
 from sklearn.base import clone
 
 from rankkit import LambdaMARTRanker, QueryRMSERanker, Ranker, StochasticRankRanker, XENDCGRanker, YetiRanker
-from rankkit._click_kernels import model_rank_discounts, pair_click_losses
+from rankkit._click_kernels import model_rank_discounts, pair_click_losses, pairwise_propensities
 from rankkit._clicks import RegressionEM, ipw_labels
 from rankkit.datasets import make_ranking, pbm_propensities, simulate_clicks
 from rankkit.metrics import ndcg_score
@@ -475,6 +475,34 @@ def test_click_models_save_and_load(tmp_path):
     callable_propensities.fit(Xc, clicks, qid=sid, position=position)
     with pytest.raises(TypeError, match="propensities"):
         callable_propensities.save_model(tmp_path / "c.rankkit")
+
+
+def test_pairwise_positions_without_pairs_take_the_value_above():
+    """Positions 3 and 5 are never shown and 6 is never clicked: no evidence
+    for t+ there, so each takes its upper neighbour's value (they kept 1,
+    position 1's, which scored a click there as if it were not biased at
+    all). The others are the per-position loss ratios."""
+    rng = np.random.default_rng(0)
+    group_ptr = np.arange(0, 41, 4, dtype=np.int64)  # 10 queries of 4 documents ...
+    position = np.tile(np.array([1, 2, 4, 6]), 10).astype(np.int64)  # ... shown at positions 1, 2, 4, 6
+    clicks = np.zeros(40)
+    clicks[position == 1] = 1.0
+    clicks[rng.choice(np.flatnonzero(position == 2), 4, replace=False)] = 1.0
+    clicks[rng.choice(np.flatnonzero(position == 4), 2, replace=False)] = 1.0
+    raw = rng.normal(size=40)
+    n = 6
+    t_plus, t_minus = pairwise_propensities(clicks, raw, position, group_ptr, np.ones(n), np.ones(n), 0.0,
+                                            np.empty((2, 40)))
+    work = np.empty((2, 40))
+    pair_click_losses(clicks, raw, position, group_ptr, np.ones(n), np.ones(n), work[0], work[1],
+                      model_rank_discounts(raw, group_ptr))
+    sums = np.bincount(position - 1, weights=work[0], minlength=n)  # t+ (norm 0: the plain ratios)
+    observed = np.flatnonzero(sums > 0)
+    np.testing.assert_array_equal(observed, [0, 1, 3])
+    np.testing.assert_allclose(t_plus[observed], sums[observed] / sums[0], rtol=1e-12)
+    assert t_plus[2] == t_plus[1] < 1.0 and t_plus[4] == t_plus[5] == t_plus[3] < 1.0
+    # Every first position was clicked: t- has no reference position, and stays as it was.
+    np.testing.assert_array_equal(t_minus, np.ones(n))
 
 
 def test_pairwise_estimate_does_not_depend_on_the_thread_count():
