@@ -512,6 +512,24 @@ def sorted_positions(position, groups, n_rows, *, name="position"):
     return np.ascontiguousarray(position)
 
 
+def missing_positions_error(mode, position_col):
+    """The error for click labels without the positions they were shown at."""
+    column = "" if position_col is None else f" or a DataFrame with a '{position_col}' column (position_col)"
+    return ValueError(f"position_bias={mode!r} needs the rank each row was shown at: pass fit(..., position=...)"
+                      f"{column}.")
+
+
+def check_debiased_labels(objective, labels):
+    """The objective's label rules on the labels it trains on, the debiased
+    click gains, saying so: its message speaks of labels the user never passed."""
+    try:
+        return objective._check_labels(labels)
+    except ValueError as error:
+        top = float(labels.max()) if labels.size else 0.0
+        raise ValueError(f"On clicks the objective trains on debiased labels, each click's gain at "
+                         f"1 / propensity (the largest here {top:g}), not on the clicks: {error}") from None
+
+
 def start_click_training(ranker, objective, train, sets):
     """``(train, sets, debias)`` with the clicks replaced by debiased labels.
 
@@ -526,12 +544,9 @@ def start_click_training(ranker, objective, train, sets):
     if mode is None:
         return train, sets, _identity
     if train.position is None:
-        raise ValueError(
-            f"position_bias={mode!r} needs the rank each row was shown at: pass fit(..., position=...) or a "
-            f"DataFrame with a '{ranker.position_col}' column (position_col)."
-        )
+        raise missing_positions_error(mode, ranker.position_col)
     labels = ClickLabels(click_settings(ranker, objective), train)
-    objective._check_labels(labels.labels)  # the objective's own label rules, on what it will see
+    check_debiased_labels(objective, labels.labels)  # the objective's own label rules, on what it will see
     labels.owner = ranker
     ranker.position_bias_ = labels.theta
     train = train._replace(y=labels.labels, weight=labels.weight)

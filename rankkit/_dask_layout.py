@@ -32,7 +32,7 @@ import xgboost.dask as dxgb
 from sklearn.utils import check_array
 
 from ._backends.xgboost import check_float32_range
-from ._clicks import check_unique_positions, debias_partition, ipw_labels
+from ._clicks import check_debiased_labels, check_unique_positions, debias_partition, ipw_labels
 from ._groups import factorize_qid
 from ._random import query_keys
 from ._training import QueryData, check_y, metric_sum_count, weighted_counts
@@ -115,7 +115,9 @@ def assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, wh
         labels = check_labels(labels, name="y" if where == "X" else f"y of {where}")
     elif clicks is not None and clicks.get("estimate"):
         if n:  # the clicks stay the labels; the objective's rules on the labels of unit propensities
-            objective._check_labels(ipw_labels(labels, 1.0, clicks["gain"]))
+            check_debiased_labels(objective, ipw_labels(labels, 1.0, clicks["gain"]))
+    elif clicks is not None:
+        labels = check_debiased_labels(objective, labels) if n else labels.astype(np.float64)
     else:
         labels = objective._check_labels(labels) if n else labels.astype(np.float64)
     frame = pd.DataFrame(x.astype(dtype, copy=False), columns=[f"f{j}" for j in range(n_features)])

@@ -511,9 +511,8 @@ class BaseRanker(BaseEstimator):
         check_is_fitted(self, "backend_")
         data = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight, position=position)
         metrics, settings = self._eval_metrics(self.objective_)
-        if data.position is not None:
-            data = data._replace(y=self.objective_._check_labels(
-                debiased_score_labels(self, self.objective_, data.y, data.position)))
+        if data.position is not None:  # the metric checks the debiased labels, as any labels of score
+            data = data._replace(y=debiased_score_labels(self, self.objective_, data.y, data.position))
             settings = debiased_metric_settings(settings, self.objective_)
         with limit_threads(self.n_jobs):
             return mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,

@@ -108,8 +108,8 @@ from sklearn.utils.validation import check_is_fitted
 from . import _estimators
 from ._backends.xgboost_dask import XGBoostDaskBackend
 from ._clicks import (
-    click_settings, dask_click_settings, debiased_metric_settings, position_without_debiasing_error,
-    propensity_table,
+    click_settings, dask_click_settings, debiased_metric_settings, missing_positions_error,
+    position_without_debiasing_error, propensity_table,
 )
 from ._dask_layout import (
     KEY,
@@ -466,8 +466,7 @@ class _DaskRanker:
         if dask_click_settings(self, objective, fitting=True) is not None:
             shown = self._split_position(X, position, "X")[1]
             if shown is None:
-                raise ValueError(f"position_bias={self.position_bias!r} needs the rank each row was shown at: pass "
-                                 f"position= or a DataFrame with a '{self.position_col}' column (position_col).")
+                raise missing_positions_error(self.position_bias, self.position_col)
             deepest = float(shown.max().compute())
             n_positions = int(deepest) if np.isfinite(deepest) and deepest >= 1 else 1  # else the layout explains
             if self.position_bias == "known":

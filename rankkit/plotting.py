@@ -587,9 +587,10 @@ def plot_position_bias(ranker, *, reference=None, max_position=None, ax=None, ti
     Parameters
     ----------
     ranker : fitted rankkit ranker with ``position_bias``, or an array of propensities
-    reference : dict of {label: array-like} or None, default=None
+    reference : dict of {label: array-like}, array-like or None, default=None
         Curves to draw beside it, e.g. ``{"true": (1 / k) ** eta}`` from
-        :func:`rankkit.datasets.pbm_propensities` (position ``k`` at index ``k - 1``).
+        :func:`rankkit.datasets.pbm_propensities` (position ``k`` at index ``k - 1``);
+        one array is one curve labelled ``"reference"``.
     max_position : int or None, default=None
         Draw positions ``1..max_position``; None: every position.
     ax : matplotlib.axes.Axes or None, default=None
@@ -631,6 +632,8 @@ def plot_position_bias(ranker, *, reference=None, max_position=None, ax=None, ti
     ax = _new_axes(ax, figsize)
     positions = np.arange(1, n + 1)
     ax.plot(positions, theta[:n], marker="o", label=kwargs.pop("label", label), **kwargs)
+    if reference is not None and not isinstance(reference, dict):
+        reference = {"reference": reference}  # one curve
     for name, values in (reference or {}).items():
         values = np.asarray(values, dtype=np.float64).ravel()
         m = min(n, values.shape[0])

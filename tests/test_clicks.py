@@ -167,8 +167,15 @@ def test_bad_clicks_and_parameters_are_clear_errors():
         _fit([1, 2, 3, 1, 2, 3], clicks=np.array([1.0, -1, 0, 0, 1, 0]))
     with pytest.raises(ValueError, match="position_bias=None"):
         _fit([1, 2, 3, 1, 2, 3], position_bias=None)
-    with pytest.raises(ValueError, match="needs the rank"):
+    with pytest.raises(ValueError, match=r"needs the rank.*or a DataFrame with a 'position' column"):
         _fit(None)
+    with pytest.raises(ValueError, match=r"needs the rank each row was shown at: pass fit\(\.\.\., position=\.\.\.\)\.$"):
+        _fit(None, position_col=None)  # no column to name
+    # The objective's rules apply to the debiased labels it trains on, and the message says so.
+    with pytest.raises(ValueError, match=r"On clicks the objective trains on debiased labels.*largest here 2\b"):
+        X = np.random.default_rng(0).normal(size=(6, 2))
+        LambdaMARTRanker(metric="err", n_estimators=2, position_bias="known", propensities=lambda k: 1.0 / k).fit(
+            X, np.array([1.0, 0, 0, 0, 1, 1]), qid=[0, 0, 0, 1, 1, 1], position=[1, 2, 3, 1, 2, 3])
     with pytest.raises(ValueError, match="needs propensities"):
         _fit([1, 2, 3, 1, 2, 3], propensities=None)
     for bad in ([1.0, 0.5, 0.0], [1.0, 1.5, 0.3], lambda k: -1.0 / k):

@@ -437,5 +437,7 @@ def test_plot_position_bias_of_a_fitted_ranker(tmp_path):
     np.testing.assert_array_equal(estimated.get_ydata(), ranker.position_bias_[:5])
     np.testing.assert_array_equal(true.get_xdata(), np.arange(1, 6))
     ax.figure.savefig(tmp_path / "bias.png")
+    one = plot_position_bias(ranker, reference=pbm_propensities(10, 1.0))  # one array: one curve
+    assert [line.get_label() for line in one.get_lines()] == ["estimated", "reference"]
     with pytest.raises(ValueError, match="position_bias=None"):
         plot_position_bias(QueryRMSERanker(n_estimators=2).fit(X, y, qid=qid))
