@@ -22,6 +22,7 @@ best two rankers on the test queries (:mod:`rankkit.plotting`).
 """
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -196,15 +197,47 @@ def _save_figure(path, results, test):
     fig.savefig(path, dpi=90)
 
 
-def main(argv=None):
-    parser = _parser()
-    args = parser.parse_args(argv)
-    names = _rankers(args.rankers, parser)
+#: The command-line option of each ranker parameter it sets.
+_OPTIONS = {"n_estimators": "--n-estimators", "max_depth": "--max-depth", "learning_rate": "--learning-rate",
+            "n_jobs": "--n-jobs", "random_state": "--random-state", "backend": "--backend"}
+
+
+def _check_args(args, names, parser):
+    """Every option checked before any data is loaded or any ranker trained:
+    a bad value is a usage error naming the option, not a traceback after
+    the first rankers have trained."""
+    if args.random_state < 0:
+        parser.error(f"--random-state must be >= 0, got {args.random_state}.")
+    if args.data is None and args.n_queries < 10:
+        parser.error(f"--n-queries must be at least 10 (a quarter of the queries tests, a fifth of the rest "
+                     f"validates, and the paired tests need two test queries), got {args.n_queries}.")
+    if args.n_estimators < 1:  # XGBoost's ranker would train nothing and report a constant model
+        parser.error(f"--n-estimators must be >= 1, got {args.n_estimators}.")
     if args.plot is not None:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
             parser.error("--plot needs matplotlib: pip install matplotlib")
+        folder = os.path.dirname(os.path.abspath(args.plot))
+        if not os.path.isdir(folder):
+            parser.error(f"--plot: the folder {folder} does not exist.")
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    for name in names:
+        if RANKERS[name][2] is None:
+            continue  # XGBoost's own ranker
+        try:  # rankkit's rankers: scikit-learn's parameter checks
+            _make(name, args)._validate_params()
+        except InvalidParameterError as exc:
+            option = next((o for p, o in _OPTIONS.items() if f"'{p}' parameter" in str(exc)), "an option")
+            parser.error(f"{option}: {exc}")
+
+
+def main(argv=None):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    names = _rankers(args.rankers, parser)
+    _check_args(args, names, parser)
 
     try:
         name, data = load_data(args)

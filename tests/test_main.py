@@ -98,6 +98,21 @@ def test_bad_options(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--data", str(tmp_path)])
     assert "no train.txt[.gz] or test.txt[.gz]" in capsys.readouterr().err
+    # Every value checked before anything trains, as a usage error naming the option.
+    for options, message in [
+        (["--backend", "foo"], "--backend: The 'backend' parameter"),
+        (["--rankers", "xgboost,lambdamart", "--max-depth", "0"], "--max-depth: The 'max_depth' parameter"),
+        (["--learning-rate", "0"], "--learning-rate: The 'learning_rate' parameter"),
+        (["--n-jobs", "0"], "--n-jobs: The 'n_jobs' parameter"),
+        (["--rankers", "xgboost", "--n-estimators", "0"], "--n-estimators must be >= 1"),
+        (["--n-queries", "3"], "--n-queries must be at least 10"),
+        (["--random-state", "-1"], "--random-state must be >= 0"),
+        (["--plot", str(tmp_path / "missing" / "x.png")], "--plot: the folder"),
+    ]:
+        with pytest.raises(SystemExit):
+            main(options)
+        out = capsys.readouterr()
+        assert message in out.err and "fitting" not in out.out
 
 
 def test_runs_as_a_module():
