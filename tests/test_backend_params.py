@@ -98,6 +98,23 @@ def test_misspelt_numba_parameter_lists_the_valid_keys(data):
         _fit(data, "numba", {"grow_polcy": "oblivious"})
 
 
+def test_early_stopping_in_backend_params_points_to_the_ranker(data):
+    for backend in [b for b in ("numba", "xgboost", "lightgbm") if installed(b)]:
+        with pytest.raises(ValueError, match="use the ranker's early_stopping_rounds") as info:
+            _fit(data, backend, {"early_stopping_rounds": 2})
+        assert "is a parameter of" not in str(info.value)  # it was sent to LightGBM, which ignored it
+
+
+@_needs("xgboost")
+def test_xgboost_parallel_trees_with_shrinkage_refused_up_front(data):
+    from rankkit import QueryRMSERanker
+
+    X, y, qid = data
+    with pytest.raises(ValueError, match="num_parallel_tree.*SGLB shrinkage"):  # it failed after training
+        QueryRMSERanker(n_estimators=3, n_jobs=1, backend="xgboost", model_shrink_rate=0.5,
+                        backend_params={"num_parallel_tree": 2}).fit(X, y, qid=qid)
+
+
 def test_every_bad_key_is_named_at_once(data):
     with pytest.raises(ValueError) as info:
         _fit(data, "numba", {"zzz": 1, "yyy": 2})
@@ -115,6 +132,15 @@ def test_every_bad_key_is_named_at_once(data):
     ("label_gain", [0, 1, 3], "own ranking objectives"),
     ("bagging_by_query", True, "queries"),
     ("boosting", "dart", "boosting='gbdt'"),
+    # LightGBM applies these only inside lightgbm.train: accepted, they did nothing.
+    ("early_stopping_round", 2, "use the ranker's early_stopping_rounds"),
+    ("n_iter_no_change", 2, "use the ranker's early_stopping_rounds"),
+    ("first_metric_only", True, "use the ranker's early_stopping_rounds"),
+    # These overrode a ranker parameter that get_params() still showed.
+    ("max_bin_by_feature", [2] * 5, "overrides the ranker's max_bin"),
+    ("bagging_seed", 7, "overrides the ranker's random_state"),
+    ("feature_fraction_seed", 7, "overrides the ranker's random_state"),
+    ("num_class", 2, "one score per document"),
 ])
 def test_lightgbm_parameters_the_ranker_owns(data, key, value, match):
     with pytest.raises(ValueError, match=match):
@@ -126,6 +152,9 @@ def test_lightgbm_parameters_the_ranker_owns(data, key, value, match):
     ("objective", "rank:ndcg", "objective is the ranker's"),
     ("eval_metric", "ndcg", "eval_metric"),
     ("booster", "gblinear", "gbtree models only"),
+    ("base_score", 0.5, "starts every model at 0"),  # iteration ranges added up to the model plus 0.5
+    ("num_target", 2, "one score per document"),
+    ("early_stopping_rounds", 2, "use the ranker's early_stopping_rounds"),
 ])
 def test_xgboost_parameters_the_ranker_owns(data, key, value, match):
     with pytest.raises(ValueError, match=match):
@@ -159,6 +188,9 @@ RANKER_SET = [
     ("lightgbm", "lambda_l2", "reg_lambda"), ("lightgbm", "num_threads", "n_jobs"),
     ("lightgbm", "bagging_fraction", "subsample"), ("lightgbm", "colsample_bytree", "colsample_bytree"),
     ("lightgbm", "min_sum_hessian_in_leaf", "min_child_weight"), ("lightgbm", "max_bin", "max_bin"),
+    # The numba engine has no names of its own for them: the ranker's names are refused so.
+    ("numba", "max_depth", "max_depth"), ("numba", "learning_rate", "learning_rate"),
+    ("numba", "subsample", "subsample"), ("numba", "max_bin", "max_bin"), ("numba", "n_jobs", "n_jobs"),
 ]
 
 

@@ -26,7 +26,14 @@ from __future__ import annotations
 
 import difflib
 
-__all__ = ["check_backend_params", "ranker_parameter_reasons"]
+__all__ = ["check_backend_params", "ranker_parameter_reasons", "RANKER_LEVEL_REASONS"]
+
+#: Keys any engine may be given that the ranker's own loop handles.
+RANKER_LEVEL_REASONS = {
+    "n_estimators": "use the ranker's n_estimators",
+    "num_boost_round": "use the ranker's n_estimators",
+    "early_stopping_rounds": "the ranker stops early itself: use the ranker's early_stopping_rounds (with an eval_set)",
+}
 
 
 def ranker_parameter_reasons(params, sets):
@@ -64,10 +71,11 @@ def check_backend_params(backend_cls, params):
         if not isinstance(key, str):
             raise TypeError(f"backend_params keys must be strings, got {key!r}.")
     name = backend_cls.name
-    problems = [f"{key!r}: {why}" for key, why in backend_cls.refused_params(params).items()]
+    refused = backend_cls.refused_params(params)
+    problems = [f"{key!r}: {why}" for key, why in refused.items()]
     valid = backend_cls.valid_params()
     for key in params:
-        if key in valid:
+        if key in valid or key in refused:
             continue
         owners = _other_backends_accepting(key, name)
         if owners:

@@ -35,7 +35,7 @@ import numpy as np
 from .._sglb import fold_scales
 from .._threads import resolve_n_jobs
 from ._base import Backend, check_iteration_range
-from ._engine_params import ranker_parameter_reasons
+from ._engine_params import RANKER_LEVEL_REASONS, ranker_parameter_reasons
 
 __all__ = ["LightGBMBackend"]
 
@@ -174,6 +174,14 @@ class LightGBMBackend(Backend):
              "a parameter of LightGBM's own ranking objectives; set the objective's parameters on the ranker"),
             (_group("bagging_by_query"),
              "the backend sees rows, not queries; use subsample for row bagging"),
+            (_group("early_stopping_round") | _group("first_metric_only"),
+             RANKER_LEVEL_REASONS["early_stopping_rounds"]),
+            (_group("max_bin_by_feature"),
+             "it overrides the ranker's max_bin feature by feature: set max_bin on the ranker"),
+            (_group("bagging_seed") | _group("feature_fraction_seed") | _group("extra_seed")
+             | _group("data_random_seed") | _group("drop_seed"),
+             "it overrides the ranker's random_state for one kind of draw: set random_state on the ranker"),
+            (_group("num_class"), "a ranker gives one score per document"),
         ]
         sets = {alias: ranker for main, ranker in _RANKER_PARAMETERS.items() for alias in _group(main)}
         reasons.update(ranker_parameter_reasons(params, sets))

@@ -19,7 +19,9 @@ from .._random import key, seed_from
 from .._sglb import RunningScale
 from .._threads import limit_threads
 from .._validation import Interval
+from .._params import BACKEND_SETTINGS
 from ._base import Backend, check_iteration_range
+from ._engine_params import RANKER_LEVEL_REASONS, ranker_parameter_reasons
 from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms, sum_of_squares
 from ._gbm.grower import TreeGrower
@@ -172,6 +174,14 @@ class NumbaBackend(Backend):
     def valid_params(cls):
         """The ``backend_params`` keys this backend accepts: :data:`BACKEND_PARAMS`."""
         return frozenset(BACKEND_PARAMS)
+
+    @classmethod
+    def refused_params(cls, params):
+        """``{key: reason}`` for keys that name a ranker parameter (the engine has no names of its own)."""
+        reasons = {key: why for key, why in RANKER_LEVEL_REASONS.items() if key in params}
+        ranker = {name: name for name in BACKEND_SETTINGS if name not in ("backend_params", "n_estimators")}
+        reasons.update(ranker_parameter_reasons(params, ranker))
+        return reasons
 
     # -- validation --------------------------------------------------------
     def _check_params(self):

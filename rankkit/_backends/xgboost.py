@@ -40,7 +40,7 @@ import xgboost
 from .._sglb import fold_scales
 from .._threads import resolve_n_jobs
 from ._base import Backend, check_iteration_range, iter_row_blocks
-from ._engine_params import ranker_parameter_reasons
+from ._engine_params import RANKER_LEVEL_REASONS, ranker_parameter_reasons
 
 __all__ = ["XGBoostBackend"]
 
@@ -199,11 +199,14 @@ class XGBoostBackend(Backend):
     @classmethod
     def refused_params(cls, params):
         """``{key: reason}`` for parameters the ranker sets itself."""
+        one_score = "a ranker gives one score per document"
         reasons = {
+            **RANKER_LEVEL_REASONS,
             "objective": "the objective is the ranker's (rankkit computes the gradients)",
             "eval_metric": "the ranker evaluates its eval_set itself: use the ranker's eval_metric",
-            "n_estimators": "use the ranker's n_estimators",
-            "num_boost_round": "use the ranker's n_estimators",
+            "base_score": ("the backend starts every model at 0, so that the iteration ranges of predict "
+                           "add up to the model"),
+            "num_class": one_score, "num_target": one_score,
         }
         out = {k: reasons[k] for k in params if k in reasons}
         out.update(ranker_parameter_reasons(params, _RANKER_PARAMETERS))
@@ -257,6 +260,11 @@ class XGBoostBackend(Backend):
         ``max_cat_threshold`` in ``backend_params``).
         """
         self.params_ = self._params()
+        if shrink is not None and int(self.params_.get("num_parallel_tree", 1)) > 1:
+            raise ValueError(
+                "backend_params={'num_parallel_tree': ...} cannot be combined with SGLB shrinkage "
+                "(model_shrink_rate > 0): shrinkage is folded into one tree per iteration. Drop one of them."
+            )
         meta = {"feature_names": self._engine_feature_names(feature_names), "feature_types": None}
         if len(categorical_features):
             cats = set(int(j) for j in categorical_features)
