@@ -465,10 +465,18 @@ class BaseRanker(BaseEstimator):
         X, _ = split_qid(X, None, self.qid_col)
         X, _ = split_position(X, None, self.position_bias, self.position_col)
         X = self._validate_X(X, reset=False)
+        self._predict_threads()
         if iteration_range is None:
             return self.backend_.predict(X)
         start, end = self._check_iteration_range(iteration_range)
         return self.backend_.predict(X, end, start_iteration=start)
+
+    def _predict_threads(self):
+        """The backend predicts with the ranker's ``n_jobs``, also when it
+        changed after ``fit`` (``set_params(n_jobs=1)`` to serve a model
+        trained on every core)."""
+        if self.backend_.n_jobs != self.n_jobs:
+            self.backend_.set_threads(self.n_jobs)
 
     def _check_iteration_range(self, iteration_range):
         """``(start, end)`` with ``0 <= start < end <=`` the iterations the model kept."""
@@ -514,6 +522,7 @@ class BaseRanker(BaseEstimator):
         if data.position is not None:  # the metric checks the debiased labels, as any labels of score
             data = data._replace(y=debiased_score_labels(self, self.objective_, data.y, data.position))
             settings = debiased_metric_settings(settings, self.objective_)
+        self._predict_threads()
         with limit_threads(self.n_jobs):
             return mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
                                 weight=data.weight)

@@ -203,6 +203,9 @@ _THREADS_THAT_RAN = """
         predict = share_outside_main(lambda: model.predict(X))
         score = share_outside_main(lambda: model.score(X, y, qid=qid))
         print(fit, predict, score)
+    # Trained on two threads, served on one: n_jobs changed after fit binds predict and score.
+    model.set_params(n_jobs=1)
+    print("served", share_outside_main(lambda: model.predict(X)), share_outside_main(lambda: model.score(X, y, qid=qid)))
 """
 
 
@@ -214,7 +217,8 @@ def test_n_jobs_1_runs_fit_predict_and_score_on_one_thread(backend):
     """The share of CPU time spent outside the calling thread in fit, predict
     and score, in a fresh process after a warm-up with two threads (so every
     pool has its workers, BLAS's included): about 0 with ``n_jobs=1``, large
-    in fit with ``n_jobs=2``. CPU time per thread, unlike CPU seconds per
+    in fit with ``n_jobs=2``, and about 0 again in predict and score once
+    ``set_params(n_jobs=1)`` follows a fit with two. CPU time per thread, unlike CPU seconds per
     wall second, does not depend on how busy the machine is. (XGBoost runs a
     few microseconds of work per fit on its OpenMP default thread count
     whatever ``nthread`` says, hence 1%, not 0.)"""
@@ -222,9 +226,11 @@ def test_n_jobs_1_runs_fit_predict_and_score_on_one_thread(backend):
                           env=_clean_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
-    one, two = ([float(v) for v in line.split()] for line in lines[-2:])
+    one, two = ([float(v) for v in line.split()] for line in lines[-3:-1])
     assert max(one) < 0.01, f"n_jobs=1: share of CPU outside the calling thread in fit/predict/score: {one}"
-    clicks = float(lines[-3].split()[1])
+    served = [float(v) for v in lines[-1].split()[1:]]
+    assert max(served) < 0.01, f"set_params(n_jobs=1) after a fit with 2: predict/score outside the thread: {served}"
+    clicks = float(lines[-4].split()[1])
     assert clicks < 0.01, f"n_jobs=1, position_bias='estimate': share of CPU outside the calling thread: {clicks}"
     assert two[0] > 0.1
 

@@ -117,6 +117,11 @@ class Backend:
         if self.backend_params is None or isinstance(self.backend_params, dict):
             self.backend_params = dict(self.backend_params or {})
 
+    def set_threads(self, n_jobs):
+        """Predict with ``n_jobs`` threads from now on (a ranker's ``n_jobs``
+        changed after ``fit``, by ``set_params`` or after ``load_model``)."""
+        self.n_jobs = n_jobs
+
     def _check_settings(self):
         """Every setting against its declared constraints, then the engine's
         own; returns ``backend_params`` with every key checked
