@@ -100,6 +100,9 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
     Parameters
     ----------
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Returned row by row as shown; a DataFrame keeps its columns, a query
+        column included: drop it before ``fit(..., qid=...)`` with the
+        returned ids (a ranker refuses query ids given twice).
     y : array-like of shape (n_samples,)
         Graded relevance labels (>= 0).
     qid : array-like of shape (n_samples,)
