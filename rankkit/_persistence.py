@@ -77,18 +77,26 @@ _DATE = (1980, 1, 1, 0, 0, 0)
 
 
 # -- classes a file may name -------------------------------------------------------
-def _rankkit_classes():
-    """``{name in files: class}`` of rankkit's rankers and objectives (public names)."""
+def _rankkit_classes(dask=False):
+    """``{name in files: class}`` of rankkit's rankers and objectives (public
+    names); with ``dask``, rankkit.dask's rankers too (imported only then:
+    dask is optional and slow to import)."""
     import rankkit
     import rankkit.objectives as objectives
 
     out = {}
-    for name in rankkit.__all__:
-        cls = getattr(rankkit, name)
-        # A ranker is what saves itself (no import of rankkit._estimators,
-        # which imports this module).
-        if isinstance(cls, type) and callable(getattr(cls, "save_model", None)):
-            out[f"rankkit.{name}"] = cls
+    modules = [("rankkit", rankkit)]
+    if dask:
+        import rankkit.dask
+
+        modules.append(("rankkit.dask", rankkit.dask))
+    for prefix, module in modules:
+        for name in module.__all__:
+            cls = getattr(module, name)
+            # A ranker is what saves itself (no import of rankkit._estimators,
+            # which imports this module).
+            if isinstance(cls, type) and callable(getattr(cls, "save_model", None)):
+                out[f"{prefix}.{name}"] = cls
     for name in objectives.__all__:
         cls = getattr(objectives, name)
         if isinstance(cls, type) and issubclass(cls, objectives.RankingObjective):
@@ -97,14 +105,14 @@ def _rankkit_classes():
 
 
 def _class_name(cls):
-    for name, known in _rankkit_classes().items():
+    for name, known in _rankkit_classes(dask=cls.__module__ == "rankkit.dask").items():
         if known is cls:
             return name
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _resolve_class(name, classes):
-    known = _rankkit_classes()
+    known = _rankkit_classes(dask=name.startswith("rankkit.dask."))
     known.update((_class_name(cls), cls) for cls in classes or ())
     if name not in known:
         raise ValueError(
@@ -189,8 +197,10 @@ def _fitted_attributes(ranker):
 
 
 #: Parameters saved as None: training callbacks are code that acts during
-#: ``fit`` (XGBoost does not save them in a model either).
-_NOT_SAVED = frozenset({"callbacks"})
+#: ``fit`` (XGBoost does not save them in a model either); a Dask ranker's
+#: client is a connection (the loaded ranker uses the current client, as
+#: after unpickling).
+_NOT_SAVED = frozenset({"callbacks", "client"})
 
 
 def save_model(ranker, path):

@@ -79,9 +79,12 @@ means it here: the Dask rankers grow depth-wise trees, not the in-memory
 default's oblivious ones). With ``sample_weight``, XGBoost also
 weights its quantile sketch (the bins) by the weights, which the in-memory
 ranker does not. Within a query, documents tied on score and label take the
-caller's row order (as in memory); across partitions XGBoost sums histograms
-in a layout-dependent order, so models on different layouts agree up to
-floating-point rounding, not bit for bit.
+caller's row order (as in memory). XGBoost's distributed quantile sketch
+merges the workers' summaries, so on a feature with more distinct values than
+``max_bin`` the bin edges, and the trees, depend on the layout and differ from
+the in-memory ranker's (``docs/scaling.md``); with exact cuts (at most
+``max_bin`` distinct values per feature) models on different layouts agree up
+to the floating-point order of XGBoost's histogram sums, not bit for bit.
 """
 
 from __future__ import annotations

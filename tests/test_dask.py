@@ -335,6 +335,16 @@ def test_column_types(client):
         DaskLambdaMARTRanker(**kw, client=client).fit(huge, dd.from_pandas(pd.Series(y), npartitions=2))
 
 
+def test_save_model_and_load_model(client, data, tmp_path):
+    """A Dask ranker's file loads with rankkit.load_model (rankkit.dask's
+    classes are rankkit's); its client is saved as None, as pickling drops it."""
+    model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 5}, client=client).fit(data["X"], data["dy"])
+    model.save_model(tmp_path / "m.rkm")  # with client=: "Cannot save parameter client" before
+    loaded = rankkit.load_model(tmp_path / "m.rkm")  # "neither rankkit's nor among classes=" before
+    assert type(loaded) is DaskLambdaMARTRanker and loaded.client is None
+    np.testing.assert_array_equal(loaded.to_local().predict(data["test"]), model.to_local().predict(data["test"]))
+
+
 def test_clone_shares_the_client(client):
     """scikit-learn's clone copies the parameters and shares the client (a
     connection cannot be copied)."""
