@@ -132,8 +132,15 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
         str(path), n_features=n_features, dtype=dtype, query_id=True, zero_based="auto"
     )
     n_samples = X.shape[0]
-    # scikit-learn returns an empty qid array when the file has no qid: field.
-    has_qid = qid.shape[0] == n_samples and n_samples > 0
+    if n_samples == 0:
+        raise ValueError(f"{str(path)!r} has no data lines (only comments or nothing).")
+    # scikit-learn returns one qid per line that has a qid: field.
+    if 0 < qid.shape[0] < n_samples:
+        raise ValueError(
+            f"{str(path)!r} has a qid: field on {qid.shape[0]} of its {n_samples} lines: give every line "
+            "one, or none (with group sizes in a query file)."
+        )
+    has_qid = qid.shape[0] == n_samples
 
     if query_path is not None:
         query_path = Path(query_path)
@@ -152,7 +159,8 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
         file_qid = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
         if has_qid:
             bounds = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1], True])
-            if not np.array_equal(np.diff(bounds), sizes):
+            # The same groups: the runs of equal ids are the sizes, and no id comes back later.
+            if not np.array_equal(np.diff(bounds), sizes) or np.unique(qid).shape[0] != sizes.shape[0]:
                 raise ValueError(
                     f"{str(path)!r} has qid: fields that disagree with the group sizes in "
                     f"query_path={str(query_path)!r}; pass only one source of query ids."

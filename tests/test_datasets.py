@@ -280,6 +280,19 @@ def test_load_errors(tmp_path):
     assert qid.tolist() == [30, 30, 7, 7, 12]
     with pytest.raises(ValueError, match="integer"):
         load_svmlight(data, query_path=_write(tmp_path / "x.query", "2\nabc\n"))
+    # Runs of equal ids that match the sizes but an id that comes back: other groups.
+    back = _write(tmp_path / "back.txt", LETOR_TEXT.replace("qid:12", "qid:30"))
+    with pytest.raises(ValueError, match="disagree"):
+        load_svmlight(back, query_path=_write(tmp_path / "back.query", "2\n2\n1\n"))
+
+
+def test_load_svmlight_qid_on_some_lines_or_no_data(tmp_path):
+    partial = _write(tmp_path / "p.txt", LETOR_TEXT.replace("1 qid:7 2:0.3", "1 2:0.3"))
+    _write(tmp_path / "p.txt.query", "2\n2\n1\n")  # a query file beside it does not hide the problem
+    with pytest.raises(ValueError, match="qid: field on 4 of its 5 lines"):
+        load_svmlight(partial)
+    with pytest.raises(ValueError, match="no data lines"):
+        load_svmlight(_write(tmp_path / "empty.txt", "# only a comment\n"))
 
 
 # ---------------------------------------------------------------------------
