@@ -77,7 +77,7 @@ def check_aligned(X, other, name, where):
     n_o = other.npartitions if isinstance(other, (dd.DataFrame, dd.Series)) else other.numblocks[0]
     hint = (
         f"{name} must be partitioned like {where}: one partition (chunk) per partition of {where}, "
-        f"with the same rows (e.g. {name} = {where}_frame[column], or a dask array rechunked to "
+        f"with the same rows (e.g. a column of the same dask DataFrame, or a dask array rechunked to "
         f"{where}'s row chunks)."
     )
     if n_x != n_o:

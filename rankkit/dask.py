@@ -269,16 +269,17 @@ class _DaskRanker:
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
 
-    def _check_features(self, X):
+    def _check_features(self, X, where="X"):
+        prefix = "" if where == "X" else f"{where}: "  # which eval set, as in memory
         n = self._n_features(X)
         if n != self.n_features_in_:
-            raise ValueError(f"X has {n} features, but {type(self).__name__} is expecting "
+            raise ValueError(f"{prefix}X has {n} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
         names = getattr(self, "feature_names_in_", None)
         if names is not None and isinstance(X, dd.DataFrame) and list(X.columns) != list(names):
             raise ValueError(
-                f"The feature names should match those that were passed during fit: got {list(X.columns)}, "
-                f"expected {list(names)}."
+                f"{prefix}The feature names should match those that were passed during fit: got "
+                f"{list(X.columns)}, expected {list(names)}."
             )
 
     # -- layout ----------------------------------------------------------------------
@@ -293,7 +294,8 @@ class _DaskRanker:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: "
                              "pass the relevance labels.")
         n_features = self._n_features(X)
-        others = {"y": y, qid_name: qid, "sample_weight": sample_weight, position_name: position}
+        label_name = "y" if where == "X" else f"the y of {where}"
+        others = {label_name: y, qid_name: qid, "sample_weight": sample_weight, position_name: position}
         for name, values in others.items():
             if values is None:
                 continue
@@ -371,7 +373,7 @@ class _DaskRanker:
             self._set_feature_names(X_features)
             self.categories_ = {}  # no categorical features on Dask (they are refused as non-numeric)
         else:
-            self._check_features(X_features)
+            self._check_features(X_features, where)
         return laid
 
     def _why_constant(self, train, grad_fn, objective):

@@ -335,6 +335,16 @@ def test_column_types(client):
         DaskLambdaMARTRanker(**kw, client=client).fit(huge, dd.from_pandas(pd.Series(y), npartitions=2))
 
 
+def test_eval_set_errors_name_the_set(client, data):
+    model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 2}, client=client)
+    X_eval = data["X"].drop(columns="x0")
+    with pytest.raises(ValueError, match=r"eval_set\[0\]: X has 11 features"):
+        model.fit(data["X"], data["dy"], eval_set=[(X_eval, data["dy"])])
+    y_eval = dd.from_pandas(pd.Series(data["y"]), npartitions=2, sort=False)
+    with pytest.raises(ValueError, match=r"the y of eval_set\[0\] has 2 partitions but eval_set\[0\] has 4"):
+        model.fit(data["X"], data["dy"], eval_set=[(data["X"], y_eval)])
+
+
 def test_save_model_and_load_model(client, data, tmp_path):
     """A Dask ranker's file loads with rankkit.load_model (rankkit.dask's
     classes are rankkit's); its client is saved as None, as pickling drops it."""
