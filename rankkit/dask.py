@@ -258,8 +258,8 @@ class _DaskRanker:
             raise ValueError(
                 f"{type(self).__name__} trains on numeric columns only; {other} are not numbers "
                 f"({X.dtypes[first]} for {first!r}). Encode them as numbers first (a category column's codes, "
-                f"X[{first!r}].cat.codes; a text column's, X[{first!r}].astype('category').cat.codes with the "
-                f"categories fixed beforehand), or fit the in-memory {type(self)._local_class.__name__}, whose "
+                f"X[{first!r}].cat.codes; a text column's, X[{first!r}].astype(pd.CategoricalDtype(categories)).cat.codes "
+                f"with one fixed list of categories for training and serving), or fit the in-memory {type(self)._local_class.__name__}, whose "
                 "backends split on pandas category columns natively."
             )
 
