@@ -63,7 +63,7 @@ from sklearn.utils._param_validation import validate_parameter_constraints
 
 from .._params import BACKEND_SETTINGS, BOOSTING_PARAMS
 from .._sglb import ShrunkScores
-from .._threads import limit_threads
+from .._threads import limit_threads, resolve_n_jobs
 from ._engine_params import check_backend_params
 
 
@@ -117,10 +117,17 @@ class Backend:
         if self.backend_params is None or isinstance(self.backend_params, dict):
             self.backend_params = dict(self.backend_params or {})
 
+    #: The engine's name of its thread count in ``params_`` (None: the backend reads ``n_jobs``).
+    _threads_param = None
+
     def set_threads(self, n_jobs):
         """Predict with ``n_jobs`` threads from now on (a ranker's ``n_jobs``
         changed after ``fit``, by ``set_params`` or after ``load_model``)."""
         self.n_jobs = n_jobs
+        if self._threads_param is not None and hasattr(self, "params_"):
+            self.params_.pop(self._threads_param, None)
+            if n_jobs is not None:
+                self.params_[self._threads_param] = resolve_n_jobs(n_jobs)
 
     def _check_settings(self):
         """Every setting against its declared constraints, then the engine's

@@ -238,12 +238,7 @@ class LightGBMBackend(Backend):
         params.update(user)
         return params
 
-    def set_threads(self, n_jobs):
-        super().set_threads(n_jobs)
-        if hasattr(self, "params_"):
-            self.params_.pop("num_threads", None)
-            if n_jobs is not None:
-                self.params_["num_threads"] = resolve_n_jobs(n_jobs)
+    _threads_param = "num_threads"
 
     @property
     def _predict_threads(self):

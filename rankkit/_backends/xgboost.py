@@ -245,14 +245,12 @@ class XGBoostBackend(Backend):
         params.update(backend_params)
         return params
 
+    _threads_param = "nthread"
+
     def set_threads(self, n_jobs):
         super().set_threads(n_jobs)
-        if hasattr(self, "params_"):
-            self.params_.pop("nthread", None)
-            if n_jobs is not None:
-                self.params_["nthread"] = resolve_n_jobs(n_jobs)
-            if hasattr(self, "booster_"):
-                self.booster_.set_param({"nthread": self.params_.get("nthread", 0)})
+        if hasattr(self, "booster_"):
+            self.booster_.set_param({"nthread": self.params_.get("nthread", 0)})
 
     @property
     def _nthread(self):
