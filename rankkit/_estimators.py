@@ -522,6 +522,15 @@ class BaseRanker(BaseEstimator):
         if data.position is not None:  # the metric checks the debiased labels, as any labels of score
             data = data._replace(y=debiased_score_labels(self, self.objective_, data.y, data.position))
             settings = debiased_metric_settings(settings, self.objective_)
+        pinned = settings.get("err_max_label")
+        if (pinned is not None and getattr(self, "err_max_label", 0) is None and data.position is None
+                and metrics[0].split("@")[0] in ("err", "pfound") and data.y.size and data.y.max() > pinned):
+            # The metric's own message would name an err_max_label the user never passed.
+            raise ValueError(
+                f"This ranker maps ERR labels by its largest training label, {pinned:g} (err_max_label=None), "
+                f"and y has the label {data.y.max():g}: refit with err_max_label set to the top of your label "
+                f"scale (err_max_label={data.y.max():g} or more)."
+            )
         self._predict_threads()
         with limit_threads(self.n_jobs):
             return mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,

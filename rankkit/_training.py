@@ -34,7 +34,7 @@ import numpy as np
 from ._clicks import ClickLabels, DebiasedGradients
 from ._metrics._api import evaluate_sorted
 from ._metrics._callable import CALLABLE_METRICS, callable_sum_count, metric_function, metric_name
-from ._metrics._common import parse_metric
+from ._metrics._common import check_exp_gain, parse_metric
 from ._objectives._base import query_hessian_units
 from ._random import mix64
 from ._sglb import add_gaussian_noise, auto_diffusion_temperature, langevin_noise_scale
@@ -305,6 +305,12 @@ def metric_sum_count(metric, y, raw, group_ptr, settings, weight=None):
     if metric in functions:  # a callable eval_metric: unweighted, its own ties
         return callable_sum_count(metric, functions[metric], y, raw, group_ptr)
     settings = {key: value for key, value in settings.items() if key != CALLABLE_METRICS}
+    if "gain" not in settings and metric.split("@")[0] in ("ndcg", "dcg") and group_ptr.shape[0] > 1:
+        # An objective without a gain parameter (QueryRMSE) scores with the exp
+        # gain: the metric's own advice, gain='linear', is not a parameter here.
+        check_exp_gain(y, int(np.diff(group_ptr).max()), name="y", fix=(
+            f"this ranker has no gain parameter: pass eval_metric=rankkit.metrics.make_ranking_scorer("
+            f"{metric!r}, gain='linear')"))
     values = evaluate_sorted(metric, y, raw, group_ptr, ties="worst", **settings)
     keep = ~np.isnan(values)
     if weight is None:
@@ -342,8 +348,8 @@ def eval_metrics(eval_metric, objective):
                 f"f(y_true, y_score, qid), got {metric!r}."
             )
         if canonical in metrics:
-            raise ValueError(f"eval_metric={eval_metric!r} lists {canonical!r} twice (give "
-                             "callables distinct __name__s).")
+            raise ValueError(f"eval_metric={eval_metric!r} lists {canonical!r} twice: drop the repeat, or give "
+                             "each callable or scorer object its own name (f.__name__ = '...').")
         metrics.append(canonical)
     settings = objective._eval_metric_settings()
     if functions:

@@ -69,3 +69,20 @@ def test_a_ranker_with_a_callable_metric_is_not_saved_silently(data, tmp_path):
     model = QueryRMSERanker(n_estimators=2, eval_metric=my_ndcg).fit(X, y, qid=qid)
     with pytest.raises(TypeError, match="never code"):
         model.save_model(tmp_path / "model.rkm")
+
+
+def test_two_scorers_of_one_metric_with_their_own_names():
+    """A scorer object's own __name__ is its name in evals_result_, so the
+    same metric with two settings can be watched together."""
+    from rankkit import LambdaMARTRanker
+    from rankkit.datasets import make_ranking
+    from rankkit.metrics import make_ranking_scorer, ndcg_score
+
+    X, y, qid = make_ranking(30, n_features=4, random_state=0)
+    linear = make_ranking_scorer("ndcg@5", gain="linear")
+    linear.__name__ = "ndcg5_linear"
+    model = LambdaMARTRanker(n_estimators=3, n_jobs=1, eval_metric=["ndcg@5", linear])
+    model.fit(X, y, qid=qid, eval_set=[(X, y)], eval_qid=[qid])
+    recorded = model.evals_result_["training"]
+    assert set(recorded) == {"ndcg@5", "ndcg5_linear"}
+    assert recorded["ndcg5_linear"][-1] == pytest.approx(ndcg_score(y, model.predict(X), qid=qid, k=5, gain="linear"))

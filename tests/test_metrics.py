@@ -424,6 +424,11 @@ def test_bad_input_messages():
         err_score(y, s, qid=q, err_mapping="chapelle", err_max_label=1)
     with pytest.raises(ValueError, match="err_mapping"):
         err_score(y, s, qid=q, err_mapping="linear")
+    for bad in (np.nan, np.inf, -1.0):  # NaN gave NaN, and a warning about excluded queries
+        with pytest.raises(ValueError, match="err_max_label must be a finite label >= 0"):
+            err_score(y, s, qid=q, err_mapping="chapelle", err_max_label=bad)
+    with pytest.raises(TypeError, match="per_query must be True or False"):
+        ndcg_score(y, s, qid=q, per_query="no")  # a truthy string gave the per-query array
     with pytest.raises(ValueError, match="y_true has 3.*y_score has 2"):
         dcg_score(y, s[:2], qid=q)
     with pytest.raises(ValueError, match="qid has 2"):

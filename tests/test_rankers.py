@@ -458,7 +458,8 @@ def test_err_scale_is_the_training_labels(data, name):
     capped = _ranker(name, metric="err@10", err_mapping="chapelle").fit(X, np.minimum(y, 2), qid=qid)
     assert capped.score(Xt, yt, qid=qt) == pytest.approx(
         ndcg_score(yt, capped.predict(Xt), qid=qt, k=10), rel=1e-12)
-    with pytest.raises(ValueError, match="err_max_label=2 is below the largest label 4"):
+    with pytest.raises(ValueError, match=r"largest training label, 2 \(err_max_label=None\), and y has the label 4: "
+                                         r"refit with err_max_label"):
         capped.set_params(eval_metric="err@10").score(Xt, yt, qid=qt)
 
 
@@ -476,6 +477,21 @@ def test_err_eval_metric_without_an_err_mapping_says_how(data, cls):
     scored = cls(n_estimators=3, n_jobs=1, eval_metric=make_ranking_scorer("err@10")).fit(X, y, qid=qid)
     assert scored.score(Xt, yt, qid=qt) == pytest.approx(
         err_score(yt, scored.predict(Xt), qid=qt, k=10, err_mapping="chapelle"), rel=1e-12)
+
+
+def test_exp_gain_overflow_on_a_ranker_without_gain_says_how(data):
+    """QueryRMSE has no gain parameter: NDCG's advice, gain='linear', was a
+    TypeError there; the message names the scorer that takes it."""
+    from rankkit.metrics import make_ranking_scorer
+
+    X, y, qid, _, _, _ = data
+    big = y * 400.0
+    model = est.QueryRMSERanker(n_estimators=3, n_jobs=1).fit(X, big, qid=qid)
+    with pytest.raises(ValueError, match=r"no gain parameter: pass eval_metric=rankkit.metrics.make_ranking_scorer"
+                                         r"\('ndcg@10', gain='linear'\)"):
+        model.score(X, big, qid=qid)
+    model.set_params(eval_metric=make_ranking_scorer("ndcg@10", gain="linear"))
+    assert np.isfinite(model.score(X, big, qid=qid))
 
 
 def test_eval_set_errors_name_the_set(data):

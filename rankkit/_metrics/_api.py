@@ -8,6 +8,7 @@ functions validate, group rows by query (:mod:`rankkit._groups`) and wrap it.
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 import textwrap
 import warnings
@@ -116,6 +117,9 @@ def _err_scale(y, err_mapping, err_max_label):
             raise ValueError("err_max_label is only used with err_mapping='chapelle'; pass both or neither.")
         if isinstance(err_max_label, bool) or not isinstance(err_max_label, numbers.Real):
             raise TypeError(f"err_max_label must be a number or None, got {err_max_label!r}.")
+        if not (math.isfinite(err_max_label) and err_max_label >= 0):
+            raise ValueError(f"err_max_label must be a finite label >= 0 (the top of the label scale) or None, "
+                             f"got {err_max_label!r}.")
     return err_scale(y, err_mapping, err_max_label, name="y_true")
 
 
@@ -212,6 +216,8 @@ def evaluate_sorted(
 
 def _score(name, y_true, y_score, qid, k, ties, per_query, doc_ids=None, **params):
     """Validate, group by query, evaluate, then average or return per query."""
+    if not isinstance(per_query, (bool, np.bool_)):
+        raise TypeError(f"per_query must be True or False, got {per_query!r}.")
     if doc_ids is not None and ties != TREC:
         raise ValueError(
             f"doc_ids is used only with ties='trec' (ties broken by document id), got ties={ties!r}; "

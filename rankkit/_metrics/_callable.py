@@ -42,7 +42,9 @@ class _Scores(RegressorMixin, BaseEstimator):
 def metric_name(metric):
     """The name a callable metric is recorded under in ``evals_result_``."""
     if isinstance(metric, _RankingScorer):
-        return metric._metric if metric._k is None else f"{metric._metric}@{metric._k}"
+        # A name given to the scorer object wins (two scorers of one metric with other settings).
+        own = vars(metric).get("__name__")
+        return own if own else metric._metric if metric._k is None else f"{metric._metric}@{metric._k}"
     if isinstance(metric, _BaseScorer):
         # A loss scorer returns the negated loss: name it so (scikit-learn's "neg_" names).
         prefix = "neg_" if metric._sign < 0 else ""
