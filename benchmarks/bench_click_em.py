@@ -41,6 +41,14 @@ regression EM:
 ``--cross-fitted`` runs ``naive``, ``default``, ``xfit-clicks`` and
 ``xfit-labels`` only.
 
+``--per-session`` runs ``naive``, ``default`` and ``per-session`` only:
+``per-session`` is the shipped estimator on the same simulated traffic
+logged one row per shown document per session (``simulate_clicks(...,
+aggregate=False)``: 0/1 clicks, each session its own query group, no
+weights), the layout of the user guide's first click example, against
+``default``'s one group per shown list with click-through rates and the
+impressions as weights.
+
 ``--rankings K`` randomises the logger (``simulate_clicks(n_rankings=K,
 ranking_noise=--ranking-noise)``: each query shown in its logging order and
 in ``K - 1`` Plackett-Luce samples of it); ``--default-only`` runs only the
@@ -53,6 +61,7 @@ can be compared as rankers, not only as estimators.
     python benchmarks/bench_click_em.py --datasets mq2008 yahoo --rankings 8 --ranking-noise 2 --default-only
     python benchmarks/bench_click_em.py --datasets mq2008 yahoo --seeds 0 1 2 --ndcg --rankings 16 --ranking-noise 4
     python benchmarks/bench_click_em.py --datasets mq2008 yahoo clueweb09 --seeds 0 1 2 --cross-fitted --em-steps 300
+    python benchmarks/bench_click_em.py --datasets mq2008 --etas 1 --sessions 20000 100000 --seeds 0 1 2 --rankings 16 --ranking-noise 4 --per-session
 """
 
 from __future__ import annotations
@@ -142,7 +151,7 @@ def out_of_fold_scores(make_model, fit, X, qid, seed):
 
 
 def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.0, default_only=False, ndcg=False,
-        cross_fitted=False):
+        cross_fitted=False, per_session=False):
     data = bc.load(dataset)
     Xtr, ytr, qtr = data[:3]
     logger, _ = bc.logging_scores(Xtr, ytr, qtr, seed)
@@ -167,6 +176,15 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     out["default"] = (error(model.position_bias_, truth), time.perf_counter() - t)
     if ndcg:
         out["default"] += (bc.test_ndcg(data[4], model.predict(data[3]), data[5]),)
+    if per_session:  # the same traffic, one row per shown document per session
+        Xs, s_clicks, session, s_position = simulate_clicks(
+            Xtr, ytr, qtr, logger, n_sessions=n_sessions, eta=eta, aggregate=False, n_rankings=n_rankings,
+            ranking_noise=ranking_noise, random_state=seed)
+        t = time.perf_counter()
+        model = LambdaMARTRanker(gain="linear", position_bias="estimate", **base)
+        model.fit(Xs, s_clicks, qid=session, position=s_position)
+        out["per-session"] = (error(model.position_bias_, truth), time.perf_counter() - t)
+        return out
     if cross_fitted:
         groups, order = sorted_rows(qc)
         s_ctr, s_pos, s_w = ctr[order], position[order], impressions[order]
@@ -269,6 +287,8 @@ def main():
                         help="default and steps10 only, with their test NDCG@10 (paired over queries and seeds)")
     parser.add_argument("--cross-fitted", action="store_true",
                         help="naive, default and EM on out-of-fold scores (of click- and label-trained rankers) only")
+    parser.add_argument("--per-session", action="store_true",
+                        help="naive, default (one group per shown list) and the same traffic logged per session only")
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     rows, raw = [], []
@@ -277,7 +297,7 @@ def main():
             for eta in args.etas:
                 for n_sessions in args.sessions:
                     result = run(dataset, eta, n_sessions, seed, args.em_steps, args.rankings, args.ranking_noise,
-                                 args.default_only, args.ndcg, args.cross_fitted)
+                                 args.default_only, args.ndcg, args.cross_fitted, args.per_session)
                     raw.append({"dataset": dataset, "seed": seed, "eta": eta, "sessions": n_sessions,
                                 **{k: [v[0], v[1]] + ([v[2].tolist()] if len(v) > 2 else []) for k, v in result.items()}})
                     line = " | ".join(f"{k} {v[0]:.3f}" for k, v in result.items())
