@@ -298,6 +298,10 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
 
 
 # -- the comparison -------------------------------------------------------------------------------
+#: LaTeX's special characters in text, escaped in one pass.
+_LATEX_SPECIAL = str.maketrans({"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "_": r"\_", "%": r"\%",
+                                "&": r"\&", "#": r"\#", "$": r"\$", "^": r"\^{}", "~": r"\~{}"})
+
 def _paired_matrix(results, metric):
     """``(rankers, values)``: the per-query values of ``metric``, one column per
     ranker, on the queries every ranker has."""
@@ -305,13 +309,20 @@ def _paired_matrix(results, metric):
     wide = part.pivot(index="query", columns="ranker", values="value")
     rankers = list(dict.fromkeys(part["ranker"]))
     wide = wide[rankers]
+    # A query the metric excludes (NaN: no relevant document, empty="exclude")
+    # is excluded for every ranker, as exclusion depends on the labels only: dropped.
+    wide = wide[wide.notna().any(axis=1)]
     complete = wide.notna().all(axis=1)
     if not complete.all():
         missing = wide.index[~complete][:5].tolist()
         raise ValueError(
             f"metric {metric!r}: not every ranker has a value on the same queries (e.g. queries {missing}); "
-            "a paired comparison needs every ranker on every query. Evaluate them together."
+            "a paired comparison needs every ranker on every query: evaluate them on the same queries "
+            "(with evaluate_runs, the same missing_queries for every run)."
         )
+    if wide.shape[0] < 2:
+        raise ValueError(f"metric {metric!r}: a paired comparison needs at least 2 queries with values, "
+                         f"got {wide.shape[0]}.")
     return rankers, wide.to_numpy(np.float64)
 
 
@@ -388,6 +399,9 @@ def compare(results, *, baseline=None, test="t", correction="holm", alpha=0.05, 
 
 def _compare_metric(results, metric, baseline, test, confidence, n_resamples, random_state, tolerance):
     rankers, values = _paired_matrix(results, metric)
+    if baseline not in rankers:
+        raise ValueError(f"metric {metric!r} has no values of the baseline {baseline!r} (it has {rankers}): "
+                         "evaluate the baseline on every metric, or pass another baseline.")
     b = rankers.index(baseline)
     diffs = values - values[:, [b]]
     # One bootstrap for every column, means and differences alike: paired.
@@ -445,7 +459,7 @@ class Comparison:
         n = sorted(set(self.table["n_queries"]))
         corrected = "" if self.correction is None else f", {self.correction.capitalize()}-corrected over the table"
         return (
-            f"Mean over {'/'.join(map(str, n))} queries with a {self.confidence:.0%} percentile bootstrap "
+            f"Mean over {'/'.join(map(str, n))} queries with a {self.confidence * 100:g}% percentile bootstrap "
             f"interval ({self.n_resamples} resamples of the queries). * marks a significant difference from "
             f"{self.baseline} ({_TEST_NAMES[self.test]}, two-sided{corrected}, p <= {self.alpha:g})"
             + ("; W/T/L: queries won, tied, lost against the baseline." if wtl else ".")
@@ -485,7 +499,7 @@ class Comparison:
         """The table in Markdown: a row per ranker, a column per metric (and its W/T/L)."""
         header, body = self._grid(digits, "*", wtl)
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["--:"] * (len(header) - 1)) + "|"]
-        lines += ["| " + " | ".join(line) + " |" for line in body]
+        lines += ["| " + " | ".join(cell.replace("|", r"\|") for cell in line) + " |" for line in body]
         return "\n".join(lines) + "\n\n" + self.caption(wtl=wtl) + "\n"
 
     def to_latex(self, *, digits=3, wtl=False, label="tab:rankers"):
@@ -493,12 +507,13 @@ class Comparison:
         header, body = self._grid(digits, "$^{*}$", wtl)
 
         def tex(text):
-            text = text.replace("_", r"\_").replace("%", r"\%").replace("&", r"\&").replace("#", r"\#")
+            text = text.translate(_LATEX_SPECIAL)
             return text.replace("<=", r"$\le$").replace("* marks", r"$^{*}$ marks")
 
         lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
                  r"\toprule", " & ".join(tex(h) for h in header) + r" \\", r"\midrule"]
-        lines += [" & ".join(tex(c) if "$" not in c else c for c in line) + r" \\" for line in body]
+        # The ranker's name is text; the other cells are numbers and marks.
+        lines += [" & ".join([tex(line[0]), *line[1:]]) + r" \\" for line in body]
         lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + tex(self.caption(wtl=wtl)) + "}",
                   r"\label{" + label + "}", r"\end{table}"]
         return "\n".join(lines) + "\n"

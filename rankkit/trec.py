@@ -30,6 +30,8 @@ metrics are defined on the ranked list; rank every judged document, as
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import pandas as pd
 
@@ -111,8 +113,10 @@ def write_run(path, y_score, *, qid, doc_ids=None, tag="rankkit", depth=None):
     ids = _default_doc_ids(n) if doc_ids is None else _text_ids(doc_ids, n, "doc_ids")
     qtext = _text_ids(qid, n, "qid")
     check_same_length(y_score=score, qid=qtext, doc_ids=ids)
-    if " " in tag or not tag:
-        raise ValueError(f"tag must be a non-empty word without spaces, got {tag!r}.")
+    if not isinstance(tag, str) or not tag or any(c.isspace() for c in tag):
+        raise ValueError(f"tag must be a non-empty word without whitespace, got {tag!r}.")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 1):
+        raise ValueError(f"depth must be a positive int (documents kept per query) or None, got {depth!r}.")
     rows, codes = trec_order(score, qtext, ids)
     starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
     rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n])) + 1
@@ -134,7 +138,8 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
     int
         Number of lines written.
     """
-    y = check_labels(y_true, name="y_true")
+    # Negative grades are trec_eval's "in the pool, not judged": allowed, as read_qrels reads them.
+    y = check_labels(y_true, name="y_true", allow_negative=True)
     n = y.shape[0]
     if np.any(y != np.round(y)):
         raise ValueError("y_true must hold integer relevance grades for a qrels file (trec_eval reads integers).")
@@ -146,7 +151,9 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
 
 
 def _read(path, columns, what):
-    frame = pd.read_csv(path, sep=r"\s+", header=None, dtype=str, engine="python", comment=None)
+    # Ids are strings as written: "NA", "null" or "nan" are ids, not missing values.
+    frame = pd.read_csv(path, sep=r"\s+", header=None, dtype=str, engine="python", comment=None,
+                        keep_default_na=False, na_filter=False)
     if frame.shape[1] != len(columns):
         raise ValueError(
             f"{path}: a {what} line has {len(columns)} whitespace-separated fields "
@@ -208,9 +215,10 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
         queries of both files).
     relevance_level : int, default=1
         trec_eval's ``-l``: a document is relevant iff its grade is at least
-        this. It is used here only to find relevant judged documents the run
-        does not rank; pass ``relevance_threshold=relevance_level - 1`` to the
-        metrics.
+        this. It is used here only to find judged documents the run does not
+        rank and trec_eval would count: those of grade at least this, and
+        every positive grade (the ideal DCG counts them whatever ``-l``
+        is); pass ``relevance_threshold=relevance_level - 1`` to the metrics.
 
     Returns
     -------
@@ -235,7 +243,7 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
         run, qrels = run[run["qid"].isin(both)], qrels[qrels["qid"].isin(both)]
     merged = run[["qid", "docno", "score"]].merge(
         qrels[["qid", "docno", "relevance"]], on=["qid", "docno"], how="left", validate="one_to_one")
-    relevant = qrels[qrels["relevance"] >= relevance_level]
+    relevant = qrels[(qrels["relevance"] >= relevance_level) | (qrels["relevance"] > 0)]
     unranked = relevant.merge(run[["qid", "docno"]], on=["qid", "docno"], how="left", indicator=True)
     unranked = unranked[unranked["_merge"] == "left_only"]
     if len(unranked):

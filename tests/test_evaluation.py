@@ -289,6 +289,33 @@ def test_compare_exports(data):
     assert isinstance(comp, Comparison) and repr(comp) == md
 
 
+def test_compare_exports_escape_names_and_state_the_confidence():
+    rng = np.random.default_rng(0)
+    base = rng.random(30)
+    rows = [(i, name, "map", v) for name, shift in [("BM25", 0.0), ("x^2~y{a}\\", 0.1), ("C|D", 0.2)]
+            for i, v in enumerate(base + shift + rng.normal(0, 0.01, 30))]
+    comp = compare(pd.DataFrame(rows, columns=["query", "ranker", "metric", "value"]), confidence=0.975,
+                   n_resamples=200)
+    assert "a 97.5% percentile bootstrap" in comp.caption()  # it said 98%
+    tex = comp.to_latex()
+    assert r"x\^{}2\~{}y\{a\}\textbackslash{} & " in tex  # ^ and ~ broke LaTeX, braces and \ too
+    md = comp.to_markdown()
+    assert "| C\\|D |" in md and all(line.count(" | ") == 2 for line in md.splitlines()[2:5])
+
+
+def test_compare_drops_queries_every_ranker_excludes_and_names_what_is_missing():
+    rows = [("q0", "a", "map", 0.1), ("q1", "a", "map", np.nan), ("q2", "a", "map", 0.3),
+            ("q0", "b", "map", 0.2), ("q1", "b", "map", np.nan), ("q2", "b", "map", 0.1)]
+    comp = compare(pd.DataFrame(rows, columns=["query", "ranker", "metric", "value"]), n_resamples=200)
+    assert comp.table["n_queries"].tolist() == [2, 2]  # q1 has no relevant document: excluded by the metric
+    rows = [(i, "a", "ndcg", 0.1 * i) for i in range(5)] + [(i, "b", m, 0.1 * i) for i in range(5)
+                                                             for m in ("ndcg", "map")]
+    with pytest.raises(ValueError, match="metric 'map' has no values of the baseline 'a'"):
+        compare(pd.DataFrame(rows, columns=["query", "ranker", "metric", "value"]))
+    with pytest.raises(ValueError, match="metric 'ndcg': a paired comparison needs at least 2 queries"):
+        compare(pd.DataFrame(rows[:1] + rows[5:6], columns=["query", "ranker", "metric", "value"]))
+
+
 def test_compare_bad_input(data):
     X, y, qid, scores = data
     res = evaluate(scores, None, y, qid=qid)

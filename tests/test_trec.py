@@ -203,6 +203,38 @@ def test_bad_files_and_mismatches_are_clear_errors(tmp_path):
         write_run(tmp_path / "r", [0.5, 0.1], qid=[1, 1], doc_ids=["a", "a"])
 
 
+def test_ids_that_pandas_reads_as_missing_stay_ids(tmp_path):
+    """NA, null, nan, None are document and query ids like any other (they
+    became NaN: wrong tie order, or 'listed twice')."""
+    run, qrels = tmp_path / "run", tmp_path / "qrels"
+    run.write_text("NA Q0 NA 1 1.0 t\nNA Q0 b 2 1.0 t\nNA Q0 null 3 0.5 t\n")
+    qrels.write_text("NA 0 NA 0\nNA 0 b 1\nNA 0 null 0\n")
+    assert read_run(run)["docno"].tolist() == ["NA", "b", "null"] and read_run(run)["qid"].tolist() == ["NA"] * 3
+    y, s, q, d = align(read_run(run), read_qrels(qrels))
+    # trec_eval breaks the tie by docno, descending as strings: b before NA.
+    assert mrr_score(y, s, qid=q, ties="trec", doc_ids=d) == 1.0
+
+
+def test_align_refuses_any_unranked_positive_grade(tmp_path):
+    """The ideal DCG counts every positive grade whatever -l is: at -l 2 a
+    run that omits a grade-1 document gave NDCG 1.0 where trec_eval gives 0.76."""
+    qrels = pd.DataFrame({"qid": ["1", "1"], "iteration": "0", "docno": ["a", "b"], "relevance": [2, 1]})
+    run = pd.DataFrame({"qid": ["1"], "Q0": "Q0", "docno": ["a"], "rank": [1], "score": [3.0], "tag": "t"})
+    with pytest.raises(ValueError, match="does not rank 1 relevant judged document"):
+        align(run, qrels, relevance_level=2)
+
+
+def test_write_run_and_qrels_arguments(tmp_path):
+    for depth in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="depth must be a positive int"):
+            write_run(tmp_path / "r", [0.3, 0.2], qid=[1, 1], depth=depth)
+    with pytest.raises(ValueError, match="tag must be a non-empty word without whitespace"):
+        write_run(tmp_path / "r", [0.3, 0.2], qid=[1, 1], tag="my\trun")
+    # Negative grades ("in the pool, not judged" to trec_eval) are written as read.
+    write_qrels(tmp_path / "q", [-1, 0, 2], qid=[1, 1, 1])
+    assert read_qrels(tmp_path / "q")["relevance"].tolist() == [-1, 0, 2]
+
+
 def test_qrels_frame_is_what_pandas_users_expect(tmp_path):
     write_qrels(tmp_path / "q", [0, 2], qid=["x", "x"], doc_ids=["a", "b"])
     frame = read_qrels(tmp_path / "q")
