@@ -152,8 +152,14 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
 
 def _read(path, columns, what):
     # Ids are strings as written: "NA", "null" or "nan" are ids, not missing values.
-    frame = pd.read_csv(path, sep=r"\s+", header=None, dtype=str, engine="python", comment=None,
-                        keep_default_na=False, na_filter=False)
+    try:
+        frame = pd.read_csv(path, sep=r"\s+", header=None, dtype=str, engine="python", comment=None,
+                            keep_default_na=False, na_filter=False)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: the {what} file is empty.") from None
+    except pd.errors.ParserError as error:  # a line with more fields than the first
+        raise ValueError(f"{path}: every {what} line must have {len(columns)} whitespace-separated fields "
+                         f"({' '.join(columns)}); {str(error).split('. ')[0]}.") from None
     if frame.shape[1] != len(columns):
         raise ValueError(
             f"{path}: a {what} line has {len(columns)} whitespace-separated fields "
@@ -172,7 +178,7 @@ def read_run(path):
     duplicates too).
     """
     frame = _read(path, RUN_COLUMNS, "run")
-    frame["rank"] = pd.to_numeric(frame["rank"], errors="raise").astype(np.int64)
+    frame["rank"] = _integers(frame["rank"], path, "rank")
     text = frame["score"]
     frame["score"] = pd.to_numeric(text, errors="coerce").astype(np.float64)
     if not np.all(np.isfinite(frame["score"])):
@@ -189,9 +195,19 @@ def read_qrels(path):
     in file order. A document judged twice for one query is an error.
     """
     frame = _read(path, QRELS_COLUMNS, "qrels")
-    frame["relevance"] = pd.to_numeric(frame["relevance"], errors="raise").astype(np.int64)
+    frame["relevance"] = _integers(frame["relevance"], path, "relevance")
     _check_unique(frame, path)
     return frame
+
+
+def _integers(text, path, field):
+    """A column of integers, or an error naming the file, the line and the value."""
+    values = pd.to_numeric(text, errors="coerce")
+    bad = np.flatnonzero(~np.isfinite(values.to_numpy(np.float64)) | (values != np.round(values)).to_numpy())
+    if bad.size:
+        row = int(bad[0])
+        raise ValueError(f"{path}: line {row + 1} has the {field} {text[row]!r}; it must be an integer.")
+    return values.astype(np.int64)
 
 
 def _check_unique(frame, path):

@@ -224,6 +224,21 @@ def test_align_refuses_any_unranked_positive_grade(tmp_path):
         align(run, qrels, relevance_level=2)
 
 
+def test_malformed_lines_are_named(tmp_path):
+    cases = {
+        "q1 Q0 a 1 1.0 t\nq1 Q0 b 2 0.5 t extra\n": r"every run line must have 6 .* Expected 6 fields in line 2, saw 7\.$",
+        "q1 Q0 a x 1.0 t\n": r"line 1 has the rank 'x'; it must be an integer",
+        "": r"the run file is empty",
+    }
+    for text, message in cases.items():
+        (tmp_path / "run").write_text(text)
+        with pytest.raises(ValueError, match=message):
+            read_run(tmp_path / "run")
+    (tmp_path / "qrels").write_text("q1 0 a 1.5\n")  # read as grade 1 before
+    with pytest.raises(ValueError, match=r"line 1 has the relevance '1.5'; it must be an integer"):
+        read_qrels(tmp_path / "qrels")
+
+
 def test_write_run_and_qrels_arguments(tmp_path):
     for depth in (0, -1, 2.5):
         with pytest.raises(ValueError, match="depth must be a positive int"):
