@@ -86,6 +86,13 @@ def curvature_unit(objective, n_queries, n_rows):
     return min(1.0, UNIT_DOCUMENTS * n_queries / n_rows)
 
 
+def _metric_objective(objective):
+    """The objective that holds the metric settings: SGLB's wrapped one."""
+    while hasattr(objective, "objective") and not hasattr(objective, "err_mapping"):
+        objective = objective.objective
+    return objective
+
+
 def pin_err_max_label(objective, train_max, eval_maxes=()):
     """The objective with ERR's ``err_max_label`` set to the largest training
     label when left to the data: Chapelle's ``r_max`` is the top of the label
@@ -93,9 +100,7 @@ def pin_err_max_label(objective, train_max, eval_maxes=()):
     mapped as the training labels were, not by its own largest label (which
     would make one query's ERR depend on the others). ``eval_maxes``:
     ``(name, largest label)`` of the eval sets, checked against it."""
-    inner = objective
-    while hasattr(inner, "objective") and not hasattr(inner, "err_mapping"):
-        inner = inner.objective
+    inner = _metric_objective(objective)
     if getattr(inner, "err_mapping", None) is None or getattr(inner, "err_max_label", 0) is not None:
         return objective
     for name, top in eval_maxes:
@@ -113,9 +118,7 @@ def check_err_metrics_can_map(metrics, settings, objective, max_label):
     """ERR and PFound eval metrics on graded labels need Chapelle's mapping,
     which an objective without ``err_mapping`` (XE-NDCG, QueryRMSE) cannot
     set: say how at fit, not at the first score."""
-    inner = objective
-    while hasattr(inner, "objective") and not hasattr(inner, "err_mapping"):
-        inner = inner.objective
+    inner = _metric_objective(objective)
     if max_label <= 1 or hasattr(inner, "err_mapping"):
         return
     callables = settings.get(CALLABLE_METRICS, {})
@@ -446,17 +449,25 @@ class EvalMonitor:
             values[name] = {metric: self._metric(metric, name, data, raw) for metric in self.metrics}
             if name == self.watch:
                 watched = data, raw
-        best_now = None
-        if self.relabelled and self._best_raw is not None:
-            best_now = self._metric(self.metrics[0], self.watch, watched[0], self._best_raw)
-        stop = self.record(t, values, best_now)
-        if self.relabelled and self.best_iteration == t:
-            self._best_raw = np.array(watched[1], dtype=np.float64)
+        stop = self.record_rescoring(
+            t, values, lambda: watched[1],
+            lambda best_raw: self._metric(self.metrics[0], self.watch, watched[0], best_raw))
         if self.prints(t, stop):
             training = None
             if self.TRAINING not in self.history:  # computed for this line only
                 training = {m: self._metric(m, self.TRAINING, self.train, raw_train) for m in self.metrics}
             print(self.progress_line(t, training), file=sys.stdout, flush=True)
+        return stop
+
+    def record_rescoring(self, t, values, watched_raw, score_best):
+        """:meth:`record`, the best iteration's model first scored again on
+        this iteration's labels when ``relabelled`` (``score_best(raw)``: the
+        first metric of the watched set's scores ``raw``); ``watched_raw()``
+        gives this iteration's scores of the watched set, kept while best."""
+        best_now = score_best(self._best_raw) if self.relabelled and self._best_raw is not None else None
+        stop = self.record(t, values, best_now)
+        if self.relabelled and self.best_iteration == t:
+            self._best_raw = np.array(watched_raw(), dtype=np.float64)
         return stop
 
     def record(self, t, values, best_now=None):
@@ -541,7 +552,7 @@ class PartMonitor:
     def start(self, train, evals, total, emit):
         """This monitor on the part's rows (see the class docstring); returns self."""
         self.train, self.evals, self.total, self.emit = train, list(evals), total, emit
-        self._best_raw = None
+        self.monitor._best_raw = None
         return self
 
     def _values(self, data, raw, settings):
@@ -560,12 +571,10 @@ class PartMonitor:
             values[name] = self._values(data, raw, self.settings[name])
             if name == monitor.watch:
                 watched = data, raw
-        best_now = None  # as in EvalMonitor.__call__; every part rescores its rows (all-reduced)
-        if monitor.relabelled and self._best_raw is not None:
-            best_now = self._values(watched[0], self._best_raw, self.settings[monitor.watch])[monitor.metrics[0]]
-        stop = monitor.record(t, values, best_now)
-        if monitor.relabelled and monitor.best_iteration == t:
-            self._best_raw = np.array(watched[1], dtype=np.float64)
+        # Every part rescores its rows of the best iteration (all-reduced), in step.
+        stop = monitor.record_rescoring(
+            t, values, lambda: watched[1],
+            lambda best_raw: self._values(watched[0], best_raw, self.settings[monitor.watch])[monitor.metrics[0]])
         if monitor.prints(t, stop):
             training = None
             if monitor.TRAINING not in monitor.history:  # on every part: all-reduced
