@@ -95,13 +95,15 @@ def _criterion(gain, parent, noise_sd, noise_key, counter):
     return math.sqrt(max(parent + 2.0 * gain, 0.0)) + noise_sd * normal(noise_key, counter)
 
 
-def ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw, noise_sd=0.0, noise_key=0, node_id=0):
+def ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw, noise_sd=0.0, noise_key=0, node_id=0,
+                   min_split_gain=-math.inf):
     """Exhaustive best split of one node: (gain, f, t, ml, GL, HL) or None.
 
-    Ties go to the lowest feature, then lowest bin, then missing-right; with no
-    missing value in the node, missing goes to the heavier child. With
-    ``noise_sd > 0`` candidates are compared by :func:`_criterion`, candidate
-    ``(f, t, ml)`` of node ``node_id`` drawing counter ``512 (node_id F + f) + 2 t + ml``.
+    Only candidates gaining more than ``min_split_gain`` count. Ties go to the
+    lowest feature, then lowest bin, then missing-right; with no missing value
+    in the node, missing goes to the heavier child. With ``noise_sd > 0``
+    candidates are compared by :func:`_criterion`, candidate ``(f, t, ml)`` of
+    node ``node_id`` drawing counter ``512 (node_id F + f) + 2 t + ml``.
     """
     G, H = float(np.sum(grad[rows])), float(np.sum(hess[rows]))
     parent = _score(G, H, lam)
@@ -111,6 +113,8 @@ def ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw, noise_sd=0.0, 
             if hl < mcw or hr < mcw or hl <= 0 or hr <= 0:
                 continue
             gain = 0.5 * (_score(gl, hl, lam) + _score(gr, hr, lam) - parent)
+            if not gain > min_split_gain:
+                continue
             score = _criterion(gain, parent, noise_sd, noise_key, 512 * (node_id * len(n_bins) + f) + 2 * t + ml)
             if best is None or score > best_score:
                 if not has_missing:
@@ -138,8 +142,9 @@ def ref_grow_depthwise(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, m
     for depth in range(max_depth):
         children = []
         for r, node_id, node in level:
-            best = ref_best_split(Xb, r, grad, hess, feats, n_bins, lam, mcw, noise_sd, noise_key, node_id)
-            if best is None or not best[0] > min_split_gain:
+            best = ref_best_split(Xb, r, grad, hess, feats, n_bins, lam, mcw, noise_sd, noise_key, node_id,
+                                  min_split_gain)
+            if best is None:
                 continue
             _, f, t, ml, _, _ = best
             left = np.array([ref_goes_left(b, t, ml) for b in Xb[r, f]], dtype=bool)
@@ -155,8 +160,9 @@ def ref_grow_depthwise(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, m
 def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, mcw, min_split_gain=0.0,
                        noise_sd=0.0, noise_key=0):
     """Oblivious tree: each level, the (f, t, ml) maximising the summed node gain
-    (with ``noise_sd > 0``: :func:`_criterion` of it and of the summed parent
-    scores, level ``d``'s candidate drawing counter ``512 (d F + f) + 2 t + ml``).
+    among those gaining more than ``min_split_gain`` (with ``noise_sd > 0``:
+    :func:`_criterion` of it and of the summed parent scores, level ``d``'s
+    candidate drawing counter ``512 (d F + f) + 2 t + ml``).
 
     Returns (splits, leaves): splits = [(f, t, ml)] per level, leaves = list of
     leaf values in left-to-right order.
@@ -182,9 +188,9 @@ def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, m
                             usable = True
                             total += 0.5 * (_score(gl, hl, lam) + _score(gr, hr, lam) - _score(G, H, lam))
                     score = _criterion(total, parent, noise_sd, noise_key, 512 * (depth * len(n_bins) + f) + 2 * t + ml)
-                    if usable and (best is None or score > best_score):
+                    if usable and total > min_split_gain and (best is None or score > best_score):
                         best, best_score = (total, f, t, ml), score
-        if best is None or not best[0] > min_split_gain:
+        if best is None:
             break
         _, f, t, ml = best
         splits.append((f, t, ml))

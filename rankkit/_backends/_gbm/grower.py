@@ -49,7 +49,7 @@ FEATURE_GROUP = 8
 @njit(cache=True, parallel=True)
 def level_histograms(X_pos, gh, feats, n_bins,
                      build_start, build_end, build_slot, sib_slot, parent_slot, parent_hist, hist,
-                     node_g, node_h, reg_lambda, min_child_weight, find_splits,
+                     node_g, node_h, reg_lambda, min_child_weight, min_split_gain, find_splits,
                      noise_sd, noise_key, node_ids, n_features,
                      out_score, out_gain, out_bin, out_missing_left, out_left_g, out_left_h):
     """One level in one call: histograms, sibling subtraction, best splits.
@@ -117,8 +117,8 @@ def level_histograms(X_pos, gh, feats, n_bins,
                     if c < 0:
                         continue
                     score, gain, bb, ml, lg, lh = best_split_one(
-                        hist[c, j], n_bins[f], node_g[c], node_h[c], reg_lambda, min_child_weight, noise_sd,
-                        noise_key, 512 * (node_ids[c] * n_features + f))
+                        hist[c, j], n_bins[f], node_g[c], node_h[c], reg_lambda, min_child_weight,
+                        min_split_gain, noise_sd, noise_key, 512 * (node_ids[c] * n_features + f))
                     out_score[c, j] = score
                     out_gain[c, j] = gain
                     out_bin[c, j] = bb
@@ -311,7 +311,7 @@ class TreeGrower:
                 np.zeros((n_slots, nf), np.uint8), np.zeros((n_slots, nf)), np.zeros((n_slots, nf)))
         level_histograms(self.X, self._gh, feats, self.n_bins, build_start, build_end,
                          build_slot, sib_slot, parent_slot, parent_hist, hist, node_g, node_h,
-                         self.reg_lambda, self.min_child_weight, find_splits, *noise, node_ids,
+                         self.reg_lambda, self.min_child_weight, self.min_split_gain, find_splits, *noise, node_ids,
                          self.n_bins.shape[0], *outs)
         return outs
 
@@ -461,10 +461,12 @@ class TreeGrower:
         if noise[0] > 0.0:
             score = np.empty_like(og)
             oblivious_scores(og, feats, gs, hs, lam, *noise, 512 * depth * self.n_bins.shape[0], score)
+        # The noise ranks only the splits that gain enough: it never ends a tree early.
+        score = np.where(og > self.min_split_gain, score, -np.inf)
         flat = int(np.argmax(score))  # first maximum: lowest feature, then bin, then missing-right
-        best = og.ravel()[flat]
-        if not (np.isfinite(best) and best > self.min_split_gain):
+        if score.ravel()[flat] == -np.inf:
             return None
+        best = og.ravel()[flat]
         j, t, ml = np.unravel_index(flat, og.shape)
         # Each node's left sums, read from its histogram.
         lg = np.empty(m)
