@@ -67,6 +67,8 @@ PARAMETER_CONSTRAINTS = {
     "model_shrink_mode": [StrOptions({"constant", "decreasing"})],
 }
 _POSITIVE = [Interval(Real, 0, np.inf, closed="neither")]
+#: Training sets whose "auto" temperature an :class:`SGLB` objective remembers.
+_AUTO_SETS_KEPT = 64
 
 
 # -- 1. the schedule -------------------------------------------------------------
@@ -275,13 +277,14 @@ class SGLB(RankingObjective):
     diffusion_temperature : float or "auto", default="auto"
         ``beta`` (> 0), CatBoost's ``diffusion_temperature``. ``"auto"``, as
         on the rankers: ``beta`` is set on the first call for a training set
-        (labels and queries) from that call's gradients of the wrapped
-        objective (:func:`auto_diffusion_temperature`: the noise is a tenth
-        of their root mean square) and kept, in ``diffusion_temperature_``,
-        while calls bring the same labels, queries and ``learning_rate``; a
-        booster's first call is its first iteration, so this is the
-        rankers' rule. Another training set sets it afresh.
-    random_state : int, Generator or None
+        (labels, queries and ``learning_rate``) from that call's gradients
+        of the wrapped objective (:func:`auto_diffusion_temperature`: the
+        noise is a tenth of their root mean square) and kept for that
+        training set, in ``diffusion_temperature_``; a booster's first call
+        is its first iteration, so this is the rankers' rule. Another
+        training set gets its own (calls that alternate between the folds
+        of ``xgboost.cv`` keep one per fold).
+    random_state : int, RandomState instance or None
         Source of the per-call seeds.
 
     Attributes
@@ -354,28 +357,23 @@ class SGLB(RankingObjective):
         self.objective._check_params()
 
     def _resolve_auto(self, y, group_ptr, grad):
-        """Set ``diffusion_temperature_`` from ``grad`` unless it was set for
-        these labels, queries and learning rate (a digest, not a copy, is kept).
-
-        The engine hook hands over the very same label and query arrays
-        while the engine's are unchanged (it compares them), so those calls
-        skip the digest."""
-        seen = getattr(self, "_auto_seen", None)
-        if seen is not None and seen[0] is y and seen[1] is group_ptr and seen[2] == self.learning_rate:
-            return
+        """Set ``diffusion_temperature_`` to the value of this training set:
+        set from ``grad`` on its first call, kept for the calls that follow.
+        A training set is its labels, queries and learning rate, known by a
+        digest of their contents (not the arrays' identity: a caller may
+        change its labels in place); each of the last few sets keeps its own
+        value, so calls that alternate between training sets (``xgboost.cv``'s
+        folds) each keep theirs."""
         digest = hashlib.blake2b(digest_size=16)
         for part in (np.float64(self.learning_rate), y, group_ptr):
             digest.update(np.ascontiguousarray(part).tobytes())
         key = digest.hexdigest()
-        if getattr(self, "_auto_for", None) != key or not hasattr(self, "diffusion_temperature_"):
-            self.diffusion_temperature_ = auto_diffusion_temperature(grad, self.learning_rate)
-            self._auto_for = key
-        self._auto_seen = (y, group_ptr, self.learning_rate)
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_auto_seen", None)  # references to a caller's arrays
-        return state
+        known = self.__dict__.setdefault("_auto_betas", {})
+        if key not in known:
+            if len(known) >= _AUTO_SETS_KEPT:
+                del known[next(iter(known))]  # the oldest
+            known[key] = auto_diffusion_temperature(grad, self.learning_rate)
+        self.diffusion_temperature_ = known[key]
 
     def _check_labels(self, y):
         return self.objective._check_labels(y)
@@ -392,7 +390,7 @@ class SGLB(RankingObjective):
             self._resolve_auto(y, group_ptr, grad)
         else:
             self.diffusion_temperature_ = float(self.diffusion_temperature)
-            self._auto_for = self._auto_seen = None  # "auto" set later starts afresh
+            self._auto_betas = {}  # "auto" set later starts afresh
         n = y.shape[0]
         add_gaussian_noise(grad, y, raw, group_ptr, query_keys, self.noise_scale, np.int64(seed),
                            np.empty((3, n), dtype=np.int64))

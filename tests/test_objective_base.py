@@ -239,3 +239,34 @@ def test_engine_hook_sees_labels_changed_on_the_same_dataset(engine):
     np.testing.assert_array_equal(g_after, g_fresh)
     np.testing.assert_allclose(g_after, expected, rtol=1e-12, atol=1e-12)
     assert not np.allclose(g_before, g_after)
+
+
+@pytest.mark.parametrize("engine", ["xgboost", "lightgbm", "sklearn"])
+def test_engine_hook_checks_the_labels_against_each_calls_parameters(engine):
+    """The hook keeps a dataset's labels between calls, but checks them again
+    on every call: after ``set_params(gain="exp")`` a label of 2000, fine for
+    the linear gain, is refused as from a fresh objective (its exp gain
+    overflows; kept unchecked, its query got zero gradients)."""
+    from rankkit.objectives import LambdaMART
+
+    y = np.array([2000.0, 1.0, 0.0, 2.0, 1.0, 0.0])
+    sizes = np.array([3, 3])
+    X = np.arange(12.0).reshape(6, 2)
+    z = np.zeros(6)
+    if engine == "xgboost":
+        xgb = pytest.importorskip("xgboost")
+        data = xgb.DMatrix(X, y, qid=np.repeat([0, 1], sizes))
+        call = lambda obj: obj(z, data)  # noqa: E731
+    elif engine == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        data = lgb.Dataset(X, y, group=sizes, free_raw_data=False).construct()
+        call = lambda obj: obj(z, data)  # noqa: E731
+    else:
+        call = lambda obj: obj(y, z, None, sizes)  # noqa: E731
+    obj = LambdaMART(gain="linear")
+    call(obj)
+    obj.set_params(gain="exp")
+    with pytest.raises(ValueError, match="overflow"):
+        call(LambdaMART(gain="exp"))
+    with pytest.raises(ValueError, match="overflow"):
+        call(obj)

@@ -140,6 +140,15 @@ def test_auto_temperature_is_the_rankers_rule_set_once_per_training_set():
     obj.set_params(learning_rate=0.4)
     obj.gradient_hessian(y2, raw, group_ptr=ptr)
     assert obj.diffusion_temperature_ == auto_diffusion_temperature(inner.gradient_hessian(y2, raw, group_ptr=ptr)[0], 0.4)
+    # Calls that alternate between training sets (xgboost.cv's folds) keep each set's own.
+    obj.gradient_hessian(y, raw, group_ptr=ptr)
+    assert obj.diffusion_temperature_ == auto_diffusion_temperature(inner.gradient_hessian(y, raw, group_ptr=ptr)[0], 0.4)
+    obj.gradient_hessian(y2, raw * 0.1, group_ptr=ptr)
+    assert obj.diffusion_temperature_ == auto_diffusion_temperature(inner.gradient_hessian(y2, raw, group_ptr=ptr)[0], 0.4)
+    # New labels in the same array are another training set.
+    y2[:] = y[::-1]
+    obj.gradient_hessian(y2, raw, group_ptr=ptr)
+    assert obj.diffusion_temperature_ == auto_diffusion_temperature(inner.gradient_hessian(y2, raw, group_ptr=ptr)[0], 0.4)
     # A number is used as given.
     fixed = SGLB(inner, diffusion_temperature=50.0)
     fixed.gradient_hessian(y, raw, group_ptr=ptr)
@@ -179,11 +188,39 @@ def test_bad_params(kwargs, match):
         SGLB(QueryRMSE(), **kwargs).gradient_hessian([1, 0], [0.0, 0.0], qid=[0, 0])
 
 
+def test_auto_temperature_in_xgboost_cv_is_one_per_fold():
+    """``xgboost.cv`` calls the objective for each fold in turn, every round:
+    each fold's ``beta`` is the one its first round set, as in a
+    ``xgboost.train`` of that fold alone."""
+    xgboost = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(4)
+    qid = np.repeat(np.arange(30), 10)
+    X = rng.normal(size=(qid.size, 3))
+    y = rng.integers(0, 4, qid.size).astype(float)
+    betas = []
+
+    class Recording(SGLB):
+        def _gradient_hessian_sorted(self, *args, **kwargs):
+            out = super()._gradient_hessian_sorted(*args, **kwargs)
+            betas.append(self.diffusion_temperature_)
+            return out
+
+    obj = Recording(QueryRMSE(), learning_rate=0.1, random_state=0)
+    xgboost.cv({"eta": 0.1, "max_depth": 2, "nthread": 1}, xgboost.DMatrix(X, y, qid=qid), num_boost_round=4,
+               nfold=3, obj=obj, seed=0)
+    per_fold = np.array(betas).reshape(4, 3)  # rounds x folds
+    assert np.unique(per_fold[0]).size == 3
+    np.testing.assert_array_equal(per_fold, np.tile(per_fold[0], (4, 1)))
+
+
 def test_bad_objective_and_inner_validation():
-    with pytest.raises(TypeError, match="objective"):
-        SGLB("ndcg").gradient_hessian([1, 0], [0.0, 0.0], qid=[0, 0])
-    with pytest.raises(TypeError, match="objective"):
-        SGLB(QueryRMSE).gradient_hessian([1, 0], [0.0, 0.0], qid=[0, 0])
+    xgboost = pytest.importorskip("xgboost")
+    dtrain = xgboost.DMatrix(np.zeros((2, 1)), np.array([1.0, 0.0]), qid=[0, 0])
+    for bad in ("ndcg", QueryRMSE):
+        with pytest.raises(TypeError, match="objective"):
+            SGLB(bad).gradient_hessian([1, 0], [0.0, 0.0], qid=[0, 0])
+        with pytest.raises(TypeError, match="objective"):
+            SGLB(bad)(np.zeros(2), dtrain)  # the engine hook names it too
     with pytest.raises(ValueError, match="sigma"):
         SGLB(StochasticRank(sigma=-1.0)).gradient_hessian([1, 0], [0.0, 0.0], qid=[0, 0])
     with pytest.raises(ValueError, match="err_mapping"):

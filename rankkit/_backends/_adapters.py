@@ -68,16 +68,19 @@ def _same(a, b):
 
 class EngineInputs:
     """``(labels, group_ptr, row weights or None)`` of an engine's call,
-    checked by ``check_labels`` and kept while the engine's inputs stay equal."""
+    kept while the engine's inputs stay equal. The labels are checked by
+    ``check_labels`` on every call, kept or not: the check depends on the
+    objective's parameters, which may change between calls (``set_params``)."""
 
     def __init__(self):
         self._raw = None  # (kind, labels, groups, weights) the result was made from
         self._result = None
 
-    def _hit(self, raw):
+    def _hit(self, raw, check_labels):
         if self._raw is None or self._raw[0] != raw[0]:
             return None
         if all(_same(a, b) for a, b in zip(self._raw[1:], raw[1:])):
+            check_labels(self._result[0])
             return self._result
         return None
 
@@ -90,7 +93,7 @@ class EngineInputs:
     def engine_data(self, data, check_labels):
         """Of a DMatrix or Dataset (``obj(preds, data)``)."""
         raw = ("engine", *_raw_engine_data(data))
-        hit = self._hit(raw)
+        hit = self._hit(raw, check_labels)
         if hit is not None:
             return hit
         labels, ptr, w = raw[1:]
@@ -103,13 +106,16 @@ class EngineInputs:
     def sklearn_data(self, y_true, weight, group, check_labels):
         """Of ``LGBMRanker``'s call ``obj(y_true, y_pred, weight, group)``."""
         raw = ("sklearn", y_true, group, weight)
-        hit = self._hit(raw)
+        hit = self._hit(raw, check_labels)
         if hit is not None:
             return hit
         if group is None:
             raise ValueError(
-                "A ranking objective needs query groups: use lightgbm.LGBMRanker and "
-                "fit(X, y, group=sizes), or call obj(y_true, y_pred, weight, group)."
+                "A ranking objective needs query groups, and this call passed none. With LightGBM use "
+                "lightgbm.LGBMRanker(objective=obj).fit(X, y, group=sizes); with XGBoost use "
+                "xgboost.train(params, xgboost.DMatrix(X, y, qid=qid), obj=obj) (XGBoost's scikit-learn "
+                "estimators do not pass query groups to a callable objective); or call "
+                "obj(y_true, y_pred, weight, group)."
             )
         y = check_labels(y_true)
         ptr = group_ptr_from_sizes(group)

@@ -351,7 +351,8 @@ class RankingObjective:
         the engine hands over is read at the engine boundary
         (:mod:`rankkit._backends._adapters`): labels are checked and query
         boundaries computed once, then reused while they stay the same
-        (a ``set_label`` between calls is seen). An engine's dataset knows the query boundaries
+        (a ``set_label`` between calls is seen; the labels are checked
+        again on every call, against the parameters of that call). An engine's dataset knows the query boundaries
         but not the query ids, so a random objective's draws are keyed as by
         ``gradient_hessian(group_ptr=...)``: query ``q`` as the integer id ``q``. Every call draws a fresh seed from
         ``random_state`` (reproducibly), like :meth:`gradient_hessian`.
@@ -360,6 +361,7 @@ class RankingObjective:
         -------
         grad, hess : ndarray of float64, shape (n_samples,)
         """
+        self._check_params()  # first: the label checks read the parameters
         if hasattr(data_or_y_pred, "get_label"):  # xgboost.DMatrix or lightgbm.Dataset
             if weight is not None or group is not None:
                 raise TypeError(
@@ -374,7 +376,6 @@ class RankingObjective:
         preds = check_scores(np.asarray(preds, dtype=np.float64).ravel(), name="preds")
         if preds.shape[0] != y.shape[0]:
             raise ValueError(f"preds has {preds.shape[0]} entries but there are {y.shape[0]} labels.")
-        self._check_params()
         grad, hess = self._gradient_hessian_sorted(y, preds, ptr, self._next_seed())
         if w is not None:
             grad *= w

@@ -328,7 +328,7 @@ class StochasticRank(MetricObjective):
         ``"chapelle"`` maps ``(2^r - 1) / 2^{r_max}``.
     err_max_label : float, optional
         ``r_max`` of the Chapelle mapping (default: the largest label seen).
-    random_state : int, Generator or None
+    random_state : int, RandomState instance or None
         Source of the per-call seeds.
 
     Notes

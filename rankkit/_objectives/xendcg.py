@@ -73,7 +73,7 @@ class XENDCG(RankingObjective):
 
     Parameters
     ----------
-    random_state : int, Generator or None
+    random_state : int, RandomState instance or None
         Seeds the per-call :math:`\gamma`. The draw of a document is a
         function of the seed, its query id's value and its place in the query
         sorted by score (ties: less relevant first, then row order): results

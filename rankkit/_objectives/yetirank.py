@@ -325,7 +325,7 @@ class YetiRank(MetricObjective):
         with ``metric="expdcg"``).
     gain, relevance_threshold, err_mapping, err_max_label
         Metric parameters, as in :class:`~rankkit._objectives.lambdamart.LambdaMART`.
-    random_state : int, Generator or None
+    random_state : int, RandomState instance or None
         Seeds the per-call noise; a fixed value gives identical gradients
         whatever the number of threads. The noise of a document in round ``p``
         is a function of ``(seed, the query id's value, p)`` and of its place
