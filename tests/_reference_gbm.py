@@ -99,7 +99,8 @@ def ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw, noise_sd=0.0, 
                    min_split_gain=-math.inf):
     """Exhaustive best split of one node: (gain, f, t, ml, GL, HL) or None.
 
-    Only candidates gaining more than ``min_split_gain`` count. Ties go to the
+    Only candidates whose loss change ``S_L + S_R - S`` (twice the gain)
+    exceeds ``min_split_gain`` (XGBoost's ``gamma``) count. Ties go to the
     lowest feature, then lowest bin, then missing-right; with no missing value
     in the node, missing goes to the heavier child. With ``noise_sd > 0``
     candidates are compared by :func:`_criterion`, candidate ``(f, t, ml)`` of
@@ -113,7 +114,7 @@ def ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw, noise_sd=0.0, 
             if hl < mcw or hr < mcw or hl <= 0 or hr <= 0:
                 continue
             gain = 0.5 * (_score(gl, hl, lam) + _score(gr, hr, lam) - parent)
-            if not gain > min_split_gain:
+            if not 2 * gain > min_split_gain:
                 continue
             score = _criterion(gain, parent, noise_sd, noise_key, 512 * (node_id * len(n_bins) + f) + 2 * t + ml)
             if best is None or score > best_score:
@@ -160,7 +161,8 @@ def ref_grow_depthwise(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, m
 def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, mcw, min_split_gain=0.0,
                        noise_sd=0.0, noise_key=0):
     """Oblivious tree: each level, the (f, t, ml) maximising the summed node gain
-    among those gaining more than ``min_split_gain`` (with ``noise_sd > 0``:
+    among those whose summed loss change (twice the gain) exceeds
+    ``min_split_gain`` (with ``noise_sd > 0``:
     :func:`_criterion` of it and of the summed parent scores, level ``d``'s
     candidate drawing counter ``512 (d F + f) + 2 t + ml``).
 
@@ -188,7 +190,7 @@ def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, m
                             usable = True
                             total += 0.5 * (_score(gl, hl, lam) + _score(gr, hr, lam) - _score(G, H, lam))
                     score = _criterion(total, parent, noise_sd, noise_key, 512 * (depth * len(n_bins) + f) + 2 * t + ml)
-                    if usable and total > min_split_gain and (best is None or score > best_score):
+                    if usable and 2 * total > min_split_gain and (best is None or score > best_score):
                         best, best_score = (total, f, t, ml), score
         if best is None:
             break

@@ -55,6 +55,23 @@ def test_training_loss_matches_xgboost_hist():
     assert abs(loss_ours - loss_xgb) <= 1e-3 * loss_xgb
 
 
+def test_min_split_gain_is_xgboosts_gamma():
+    """The same value prunes the same splits: XGBoost compares ``gamma`` with
+    twice the gain (``S_L + S_R - S``), not with the gain."""
+    xgb = pytest.importorskip("xgboost")
+    X, y = regression_data()
+    params = {"tree_method": "hist", "max_depth": 4, "eta": 0.3, "lambda": 1.0, "min_child_weight": 1.0,
+              "max_bin": 256, "base_score": 0.0, "nthread": 1, "gamma": 2.0}
+    bst = xgb.train(params, xgb.DMatrix(X, label=y), 10,
+                    obj=lambda p, d: (p.astype(np.float64) - y, np.ones_like(y)))
+    xgb_leaves = [t.count('"leaf"') for t in bst.get_dump(dump_format="json")]
+    ours = backend(n_estimators=10, backend_params={"grow_policy": "depthwise", "random_strength": 0.0,
+                                                    "min_split_gain": 2.0}).fit(X, squared_error(y))
+    our_leaves = [int(np.sum(t["left"] < 0)) for t in ours.booster_.trees]
+    assert xgb_leaves == our_leaves and min(our_leaves) < 16  # gamma pruned some splits
+    np.testing.assert_allclose(ours.predict(X), bst.predict(xgb.DMatrix(X)), atol=1e-5)
+
+
 @pytest.mark.parametrize("policy, random_strength, sampling", [
     ("depthwise", 0.0, "uniform"), ("depthwise", 1.0, "uniform"), ("oblivious", 0.0, "uniform"),
     ("oblivious", 1.0, "uniform"), ("oblivious", 1.0, "mvs"), ("depthwise", 0.0, "mvs")])
@@ -319,3 +336,24 @@ def test_numba_path_never_imports_xgboost():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_values_spanning_more_than_float64s_range_get_finite_edges():
+    """Halfway between -1e308 and 1e308 is 0, not ``inf`` (``b - a``
+    overflows): with an infinite edge the feature could never be split."""
+    from rankkit import QueryRMSERanker
+    from rankkit._backends._gbm.binning import fit_bin_edges
+
+    rng = np.random.default_rng(0)
+    s = np.sign(rng.normal(size=400))
+    many = np.concatenate([-np.logspace(300, 308, 300), np.logspace(300, 308, 300)])[:, None]
+    for X, max_bins in ((s[:, None] * 1e308, 255), (many, 255), (many, 16)):
+        edges, _ = fit_bin_edges(X, max_bins)
+        assert np.all(np.isfinite(edges)) and edges.size >= 1
+        assert np.all(np.diff(edges) > 0)
+    qid = np.repeat(np.arange(40), 10)
+    y = 3 * (s > 0)
+    kw = dict(n_estimators=5, backend="numba", random_state=0)
+    small = QueryRMSERanker(**kw).fit(s[:, None], y, qid=qid).predict(s[:, None])
+    huge = QueryRMSERanker(**kw).fit(s[:, None] * 1e308, y, qid=qid).predict(s[:, None] * 1e308)
+    np.testing.assert_array_equal(huge, small)

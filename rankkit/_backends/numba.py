@@ -127,7 +127,10 @@ class NumbaBackend(Backend):
         datasets measured (``docs/user_guide.md``, section 9, "The tree
         learner").
     min_split_gain : float >= 0, default 0
-        Minimum loss reduction of a split (XGBoost's ``gamma``).
+        XGBoost's ``gamma``, LightGBM's ``min_gain_to_split``: a split is
+        made only if ``G_L^2/(H_L+lambda) + G_R^2/(H_R+lambda) -
+        G^2/(H+lambda)`` (twice its gain, as both engines compare) exceeds it,
+        so the same value grows the same trees as ``gamma`` on XGBoost.
     random_strength : float >= 0, default 1
         CatBoost's random split strength: tree ``t`` compares candidate splits
         by ``sqrt(S_L + S_R)`` (``S = G^2 / (H + reg_lambda)``; CatBoost's

@@ -81,7 +81,15 @@ def greedy_logsum_edges(distinct, counts, max_bins):
             if found is not None:
                 heapq.heappush(heap, (-found[0], lo, lo, hi, found[1]))
     splits = np.sort(np.asarray(splits, dtype=np.int64))
-    return distinct[splits - 1] + (distinct[splits] - distinct[splits - 1]) / 2.0
+    return _midpoint(distinct[splits - 1], distinct[splits])
+
+
+def _midpoint(a, b):
+    """Halfway between ``a`` and ``b``, also when ``b - a`` overflows (values
+    of both signs beyond half of float64's range)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mid = a + (b - a) / 2.0
+    return np.where(np.isfinite(mid), mid, a / 2.0 + b / 2.0)
 
 
 def fit_bin_edges(X, max_bins, border_type="quantile"):
@@ -121,11 +129,15 @@ def fit_bin_edges(X, max_bins, border_type="quantile"):
         if distinct.size <= 1:
             e = np.empty(0)
         elif distinct.size <= max_bins:
-            e = distinct[:-1] + (distinct[1:] - distinct[:-1]) / 2.0
+            e = _midpoint(distinct[:-1], distinct[1:])
         elif border_type == "greedy_logsum":
             e = greedy_logsum_edges(distinct, counts, max_bins)
         else:
-            q = np.quantile(col, np.linspace(0.0, 1.0, max_bins + 1)[1:-1], method="midpoint")
+            p = np.linspace(0.0, 1.0, max_bins + 1)[1:-1]
+            with np.errstate(over="ignore", invalid="ignore"):
+                q = np.quantile(col, p, method="midpoint")
+            if not np.all(np.isfinite(q)):
+                q = _midpoint(np.quantile(col, p, method="lower"), np.quantile(col, p, method="higher"))
             e = np.unique(q)
             # An edge equal to the largest value would leave an empty last bin.
             e = e[e < distinct[-1]]
@@ -136,7 +148,7 @@ def fit_bin_edges(X, max_bins, border_type="quantile"):
             # equal to it).
             at = np.searchsorted(distinct, e)
             tied = distinct[at] == e
-            e[tied] = distinct[at[tied]] + (distinct[at[tied] + 1] - distinct[at[tied]]) / 2.0
+            e[tied] = _midpoint(distinct[at[tied]], distinct[at[tied] + 1])
             e = np.unique(e)
         parts.append(e.astype(np.float64))
         ptr[f + 1] = ptr[f] + e.size

@@ -20,7 +20,8 @@ says which of its node's two leaves it reached).
 Two policies:
 
 * ``"depthwise"`` (XGBoost's default): every node of a level picks its own
-  split; a node stops when no split gains more than ``min_split_gain``.
+  split; a node stops when no split gains more than ``min_split_gain / 2``
+  (XGBoost's ``gamma``, which bounds twice the gain).
 * ``"oblivious"`` (CatBoost's symmetric trees, Prokhorenkova et al. 2018):
   all nodes of a level share one split, the one with the largest summed gain;
   the tree is a full binary tree of depth ``<= max_depth`` (empty leaves get 0).
@@ -49,7 +50,7 @@ FEATURE_GROUP = 8
 @njit(cache=True, parallel=True)
 def level_histograms(X_pos, gh, feats, n_bins,
                      build_start, build_end, build_slot, sib_slot, parent_slot, parent_hist, hist,
-                     node_g, node_h, reg_lambda, min_child_weight, min_split_gain, find_splits,
+                     node_g, node_h, reg_lambda, min_child_weight, min_gain, find_splits,
                      noise_sd, noise_key, node_ids, n_features,
                      out_score, out_gain, out_bin, out_missing_left, out_left_g, out_left_h):
     """One level in one call: histograms, sibling subtraction, best splits.
@@ -118,7 +119,7 @@ def level_histograms(X_pos, gh, feats, n_bins,
                         continue
                     score, gain, bb, ml, lg, lh = best_split_one(
                         hist[c, j], n_bins[f], node_g[c], node_h[c], reg_lambda, min_child_weight,
-                        min_split_gain, noise_sd, noise_key, 512 * (node_ids[c] * n_features + f))
+                        min_gain, noise_sd, noise_key, 512 * (node_ids[c] * n_features + f))
                     out_score[c, j] = score
                     out_gain[c, j] = gain
                     out_bin[c, j] = bb
@@ -281,7 +282,9 @@ class TreeGrower:
         self.max_depth = int(max_depth)
         self.min_child_weight = float(min_child_weight)
         self.reg_lambda = float(reg_lambda)
-        self.min_split_gain = float(min_split_gain)
+        # XGBoost's gamma bounds the loss change without the 1/2 of the gain
+        # (module docstring of .splitting), so a split must gain more than half of it.
+        self.min_gain = 0.5 * float(min_split_gain)
         self.grow_policy = grow_policy
         n = X_grouped.shape[1]
         self.X = X_grouped
@@ -311,7 +314,7 @@ class TreeGrower:
                 np.zeros((n_slots, nf), np.uint8), np.zeros((n_slots, nf)), np.zeros((n_slots, nf)))
         level_histograms(self.X, self._gh, feats, self.n_bins, build_start, build_end,
                          build_slot, sib_slot, parent_slot, parent_hist, hist, node_g, node_h,
-                         self.reg_lambda, self.min_child_weight, self.min_split_gain, find_splits, *noise, node_ids,
+                         self.reg_lambda, self.min_child_weight, self.min_gain, find_splits, *noise, node_ids,
                          self.n_bins.shape[0], *outs)
         return outs
 
@@ -453,7 +456,7 @@ class TreeGrower:
             nodes["depth"][n_nodes + 2 * k: n_nodes + 2 * k + 2] = depth + 1
 
     def _oblivious_split(self, cur, feats, slots, gs, hs, m, depth, noise):
-        """The level's shared split, or None when no candidate gains more than ``min_split_gain``."""
+        """The level's shared split, or None when no candidate gains more than ``min_split_gain / 2``."""
         lam = self.reg_lambda
         og = np.empty((feats.shape[0], N_BINS, 2))
         find_oblivious_split(cur, feats, self.n_bins, slots, gs, hs, lam, self.min_child_weight, og)
@@ -462,7 +465,7 @@ class TreeGrower:
             score = np.empty_like(og)
             oblivious_scores(og, feats, gs, hs, lam, *noise, 512 * depth * self.n_bins.shape[0], score)
         # The noise ranks only the splits that gain enough: it never ends a tree early.
-        score = np.where(og > self.min_split_gain, score, -np.inf)
+        score = np.where(og > self.min_gain, score, -np.inf)
         flat = int(np.argmax(score))  # first maximum: lowest feature, then bin, then missing-right
         if score.ravel()[flat] == -np.inf:
             return None
@@ -484,7 +487,7 @@ class TreeGrower:
         jbest = np.argmax(score, axis=1)  # first maximum: lowest feature
         r = np.arange(m)
         sgain = gain[r, jbest]
-        split_mask = np.isfinite(sgain) & (sgain > self.min_split_gain)
+        split_mask = np.isfinite(sgain) & (sgain > self.min_gain)
         return split_mask, feats[jbest], bins[r, jbest], mls[r, jbest], lgs[r, jbest], lhs[r, jbest], sgain
 
     def add_leaf_values(self, nodes, out):

@@ -9,7 +9,8 @@ A candidate ``(feature, bin t)`` sends bins ``<= t`` left. Missing values
 (bin 255) are tried on both sides and the better side is learned
 (XGBoost's sparsity-aware split finding, Algorithm 3). A candidate is valid
 when both children have ``H >= min_child_weight`` and ``H > 0`` (no empty
-child) and its gain exceeds ``min_split_gain``. Ties are broken towards the lowest feature, then the lowest bin, then
+child) and its gain exceeds ``min_gain`` (the grower passes half of
+XGBoost's ``gamma``: XGBoost compares ``gamma`` with twice this gain). Ties are broken towards the lowest feature, then the lowest bin, then
 "missing right", so the choice does not depend on thread scheduling.
 
 Random split strength (CatBoost's ``random_strength``, Prokhorenkova et al.
@@ -19,7 +20,7 @@ Random split strength (CatBoost's ``random_strength``, Prokhorenkova et al.
 square root is monotone and ``S_L + S_R = S_parent + 2 gain``); with
 ``lambda = 0`` the square root is CatBoost's default ``Cosine`` score, the
 scale its noise is defined on. The noise only ranks valid candidates: a
-split that does not gain more than ``min_split_gain`` is never chosen (with
+split that does not gain more than ``min_gain`` is never chosen (with
 ``lambda > 0`` a gain can be negative), so the noise cannot end a node that
 has a useful split. The gain reported is the chosen candidate's true gain.
 """
@@ -50,7 +51,7 @@ def noisy_score(gain, parent, noise_sd, noise_key, index):
 
 
 @njit(cache=True)
-def best_split_one(h, nb, G, H, reg_lambda, min_child_weight, min_split_gain, noise_sd, noise_key, noise_index):
+def best_split_one(h, nb, G, H, reg_lambda, min_child_weight, min_gain, noise_sd, noise_key, noise_index):
     """Best split of one node on one feature from its histogram ``h``.
 
     Returns ``(score, gain, bin, missing_left, G_left, H_left)``; ``score``
@@ -86,7 +87,7 @@ def best_split_one(h, nb, G, H, reg_lambda, min_child_weight, min_split_gain, no
             if lh < min_child_weight or rh < min_child_weight or lh <= 0.0 or rh <= 0.0:
                 continue
             gain = 0.5 * (_score(lg, lh, reg_lambda) + _score(rg, rh, reg_lambda) - parent)
-            if not gain > min_split_gain:
+            if not gain > min_gain:
                 continue
             score = noisy_score(gain, parent, noise_sd, noise_key, noise_index + 2 * t + ml)
             if score > best:
