@@ -45,6 +45,7 @@ and a DataFrame with the query column works with no set-up at all.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import textwrap
 import warnings
@@ -87,6 +88,23 @@ from ._training import (
     why_constant,
 )
 from ._validation import check_iteration_range, check_labels, check_sample_weight, per_eval_set
+
+
+def keeps_the_model_on_error(fit):
+    """``fit`` that leaves the ranker as it was when it raises: a refit
+    refused for its data (a negative label, say) must not leave the previous
+    model with this data's columns, categories or feature names, which would
+    change its predictions without any error."""
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        before = dict(vars(self))
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(before)
+            raise
+    return wrapper
 
 
 class BaseRanker(BaseEstimator):
@@ -265,6 +283,7 @@ class BaseRanker(BaseEstimator):
         return settings
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keeps_the_model_on_error
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
             eval_group=None, verbose=False, early_stopping_rounds=None, position=None, eval_position=None):
         """Fit the ranker.

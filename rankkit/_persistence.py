@@ -8,12 +8,12 @@ on the same machine, with the same parameters (``get_params``, a
 ...). No pickle anywhere: the file holds data, never code, so loading an
 untrusted file cannot run anything.
 
-**Format, version 1.** A ZIP archive (stored with fixed timestamps, so the
+**Format, version 2.** A ZIP archive (stored with fixed timestamps, so the
 same model gives the same bytes) of
 
 * ``rankkit.json``, the header (UTF-8 JSON)::
 
-      {"format": "rankkit-model", "version": 1, "rankkit_version": "0.1.0",
+      {"format": "rankkit-model", "version": 2, "rankkit_version": "0.1.0",
        "estimator": "rankkit.LambdaMARTRanker", "backend": "xgboost",
        "params": {...}, "fitted": {...}, "backend_state": {...},
        "files": ["booster.ubj"],
@@ -22,7 +22,11 @@ same model gives the same bytes) of
 
   ``params`` are the ranker's ``get_params(deep=False)``; ``fitted`` its
   fitted attributes but the engine objects (``backend_``, ``booster_``,
-  ``objective_``, rebuilt from the files and the parameters);
+  rebuilt from the files), ``objective_`` included: the objective as
+  trained, which ``score`` and eval metrics follow (its metric settings
+  as at fit, ERR's scale pinned to the training labels), even after a
+  ``set_params``. Version 1 did not save it (a version-1 file's
+  ``objective_`` is rebuilt from the parameters);
   ``backend_state`` is the backend's own
   (:meth:`rankkit._backends._base.Backend.save`); ``files`` lists the other
   members. ``serving`` repeats, untagged, what a server without rankkit
@@ -66,11 +70,11 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "save_model", "load_model"]
 
 FORMAT = "rankkit-model"
 #: The format version this rankkit writes and the newest it reads.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 HEADER = "rankkit.json"
 
 #: Fitted attributes that are engine objects, rebuilt at load rather than stored.
-_REBUILT = ("backend_", "booster_", "objective_")
+_REBUILT = ("backend_", "booster_")
 
 # A fixed timestamp for every archive member, so saving is deterministic.
 _DATE = (1980, 1, 1, 0, 0, 0)
@@ -340,5 +344,6 @@ def _rebuild(header, files, classes):
     backend = get_backend(header["backend"]).load(_decode(header["backend_state"], classes), files)
     ranker.backend_ = backend
     ranker.booster_ = getattr(backend, "booster_", None)
-    ranker.objective_ = ranker._objective_for_fit()
+    if "objective_" not in header["fitted"]:  # a version-1 file
+        ranker.objective_ = ranker._objective_for_fit()
     return ranker

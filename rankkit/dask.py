@@ -386,6 +386,7 @@ class _DaskRanker:
 
     # -- fit -----------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
+    @_estimators.keeps_the_model_on_error
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
             eval_group=None, verbose=False, early_stopping_rounds=None, position=None, eval_position=None):
         """Fit on a Dask cluster.

@@ -311,6 +311,31 @@ def test_newer_format_version_is_refused_with_both_versions(saved, tmp_path):
         load_model(path)
 
 
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_a_loaded_ranker_scores_with_the_objective_it_was_trained_with(backend, frames, tmp_path):
+    """``score`` follows the objective as trained: ERR's scale pinned to the
+    largest training label, and the metric settings of fit even after a
+    ``set_params``. Both survive saving (they were rebuilt from the
+    parameters: another ERR scale, another gain). A version-1 file, which
+    lacks ``objective_``, still loads."""
+    train, y, test, yt = frames
+    test_labels = np.minimum(yt, 2)  # below the top training label
+    err = LambdaMARTRanker(metric="err@10", err_mapping="chapelle", eval_metric="err@10", backend=backend,
+                           qid_col="query", random_state=0, **BOOST).fit(train, y)
+    assert err.objective_.err_max_label == y.max() > test_labels.max()
+    path = tmp_path / "err.rkm"
+    err.save_model(path)
+    assert load_model(path).score(test, test_labels) == err.score(test, test_labels)
+    ndcg = LambdaMARTRanker(backend=backend, qid_col="query", random_state=0, **BOOST).fit(train, y)
+    before = ndcg.score(test, yt)
+    ndcg.set_params(gain="linear")
+    ndcg.save_model(path)
+    loaded = load_model(path)
+    assert loaded.gain == "linear" and loaded.score(test, yt) == ndcg.score(test, yt) == before
+    old = _rewrite_header(path, tmp_path / "v1.rkm", lambda h: (h.update(version=1), h["fitted"].pop("objective_")))
+    assert load_model(old).objective_.gain == "linear"  # rebuilt from the parameters, as version 1 did
+
+
 def test_parameters_of_a_newer_rankkit_are_refused(saved, tmp_path):
     path = _rewrite_header(saved, tmp_path / "p.rkm", lambda h: h["params"].update(shiny_new_option=3))
     with pytest.raises(ValueError, match=r"\['shiny_new_option'\].*upgrade rankkit"):

@@ -717,3 +717,33 @@ def test_a_query_of_weight_zero_trains_as_a_dropped_query(backend):
                                             qid=np.concatenate([qid, qid[twice] + 1000])).predict(X)
     # The floor again: a doubled row holds it once, two copies twice.
     np.testing.assert_allclose(doubled, copies, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_a_refused_refit_leaves_the_model_as_it_was(backend):
+    """A second fit that raises (a negative label) must not leave the old
+    model with the refused data's categories and columns: its predictions
+    and its saved file stay those of the first fit."""
+    import io
+
+    from rankkit import load_model
+
+    df, y, _ = make_ranking(60, n_features=3, as_frame=True, random_state=0)
+    df["site"] = pd.Categorical(np.random.default_rng(0).choice(["news", "shop", "wiki"], len(df)))
+    if backend == "numba":  # no categorical splits: a numeric column instead
+        df["site"] = df["site"].cat.codes.astype(float)
+    ranker = est.LambdaMARTRanker(n_estimators=10, backend=backend, random_state=0).fit(df, y)
+    state = dict(vars(ranker))
+    before = ranker.predict(df)
+    new = df.rename(columns={"f0": "other"})
+    if backend != "numba":
+        new["site"] = pd.Categorical(df["site"].astype(str), categories=["wiki", "shop", "news"])
+    bad = y.copy()
+    bad[0] = -1
+    with pytest.raises(ValueError, match="negative"):
+        ranker.fit(new, bad)
+    assert vars(ranker).keys() == state.keys() and all(vars(ranker)[k] is v for k, v in state.items())
+    np.testing.assert_array_equal(ranker.predict(df), before)
+    buffer = io.BytesIO()
+    ranker.save_model(buffer)
+    np.testing.assert_array_equal(load_model(io.BytesIO(buffer.getvalue())).predict(df), before)
