@@ -257,6 +257,21 @@ def test_names_lightgbm_would_make_equal_fall_back_to_positions(frames):
     np.testing.assert_array_equal(ranker.predict(test.rename(columns=clash)), plain.predict(test))
 
 
+@pytest.mark.skipif(not installed("lightgbm"), reason="lightgbm not installed")
+@pytest.mark.parametrize("name", ["", "bm25\ntitle", "bm25\rtitle", "bm25\x00title"])
+def test_names_that_break_lightgbms_model_text_fall_back_to_positions(frames, name):
+    """An empty name or a line break passes LightGBM's Dataset but breaks the
+    model text it writes (the fit failed reading its own model back); a NUL
+    cuts the name short."""
+    train, y, test, _ = frames
+    ranker = QueryRMSERanker(backend="lightgbm", qid_col="query", random_state=0, **BOOST)
+    with pytest.warns(UserWarning, match="cannot store feature names that are empty or contain"):
+        ranker.fit(train.rename(columns={"bm25": name}), y)
+    assert ranker.booster_.feature_name() == [f"Column_{i}" for i in range(5)]
+    plain = QueryRMSERanker(backend="lightgbm", qid_col="query", random_state=0, **BOOST).fit(train, y)
+    np.testing.assert_array_equal(ranker.predict(test.rename(columns={"bm25": name})), plain.predict(test))
+
+
 @pytest.mark.parametrize("backend", [b for b in ("xgboost", "lightgbm") if installed(b)])
 def test_forbidden_name_characters_are_the_engines(backend):
     """The characters a backend keeps out of feature names are exactly those its engine refuses."""

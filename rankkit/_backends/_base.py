@@ -233,6 +233,7 @@ class Backend:
     # -- feature names -----------------------------------------------------------
     #: Characters the engine refuses in a feature name.
     _forbidden_name_chars = ""
+    _empty_names_allowed = True
 
     @staticmethod
     def _stored_name(name):
@@ -250,10 +251,12 @@ class Backend:
         if feature_names is None:
             return None
         names = [str(name) for name in feature_names]
-        bad = [name for name in names if any(c in name for c in self._forbidden_name_chars)]
+        bad = [name for name in names if any(c in name for c in self._forbidden_name_chars)
+               or not (name or self._empty_names_allowed)]
         stored = [self._stored_name(name) for name in names]
         if bad or len(set(stored)) != len(stored):
-            what = (f"names containing any of {list(self._forbidden_name_chars)} ({bad[:5]})" if bad
+            what = (f"names that are empty or contain any of {list(self._forbidden_name_chars)} ({bad[:5]})"
+                    if bad
                     else "duplicate names" if stored == names
                     else "names that are the same once spaces become '_', as the engine stores them")
             warnings.warn(

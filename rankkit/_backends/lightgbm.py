@@ -142,9 +142,12 @@ class LightGBMBackend(Backend):
     name = "lightgbm"
     supports_categorical = True
 
-    # LightGBM refuses these in feature names ("special JSON characters");
-    # it replaces spaces by "_" itself (so "a b" and "a_b" collide).
-    _forbidden_name_chars = '",:[]{}'
+    # LightGBM refuses these in feature names ("special JSON characters"); a
+    # line break or an empty name breaks the model text it writes (one name
+    # per space-separated field), and a NUL ends the name. It replaces spaces
+    # by "_" itself (so "a b" and "a_b" collide).
+    _forbidden_name_chars = '",:[]{}\n\r\x00'
+    _empty_names_allowed = False
 
     @staticmethod
     def _stored_name(name):
