@@ -45,7 +45,8 @@ same model gives the same bytes) of
 
 JSON values that JSON lacks are tagged objects with one key:
 ``{"__float__": "nan" | "inf" | "-inf"}``, ``{"__tuple__": [...]}``,
-``{"__ndarray__": [...], "dtype": "float64"}``, ``{"__dict__": [[key,
+``{"__ndarray__": [...], "dtype": "float64"}`` (dates as ISO strings,
+durations as counts of their unit), ``{"__dict__": [[key,
 value], ...]}`` (keys that are not strings), ``{"__random_state__":
 [...]}`` (a ``numpy.random.RandomState``'s state) and ``{"__object__":
 "rankkit.objectives.LambdaMART", "params": {...}}`` (an objective).
@@ -64,6 +65,7 @@ import math
 import zipfile
 
 import numpy as np
+import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "save_model", "load_model"]
@@ -153,7 +155,13 @@ def _encode(value, where):
         if all(isinstance(k, str) and k not in _TAGS for k, _ in items):
             return dict(items)
         return {"__dict__": [[_encode(k, where), v] for k, v in items]}
+    if isinstance(value, (pd.Series, pd.Index)) and value.dtype.kind in "biufUMm":
+        value = value.to_numpy()  # a parameter given as a Series (propensities=): its values
     if isinstance(value, np.ndarray):
+        if value.dtype.kind == "M":  # dates (categories of a date column): ISO strings, NaT included
+            return {"__ndarray__": np.datetime_as_string(value).tolist(), "dtype": str(value.dtype)}
+        if value.dtype.kind == "m":  # durations: counts of the dtype's unit
+            return {"__ndarray__": value.astype(np.int64).tolist(), "dtype": str(value.dtype)}
         if value.dtype.kind not in "biufUO":
             raise TypeError(f"Cannot save {where}: an array of dtype {value.dtype} (numbers and strings only).")
         dtype = "str" if value.dtype.kind == "U" else str(value.dtype)
@@ -163,6 +171,12 @@ def _encode(value, where):
         return {"__random_state__": [kind, keys.tolist(), int(pos), int(has_gauss), float(cached)]}
     if isinstance(value, RankingObjective):
         return {"__object__": _class_name(type(value)), "params": _encode(value._get_params(), where)}
+    if where.startswith("attribute categories_"):
+        raise TypeError(
+            f"Cannot save the category {value!r} ({where}): a rankkit model file holds categories that are "
+            "numbers, strings, dates or durations. Give that column such categories before fit, e.g. "
+            "df[column] = df[column].cat.rename_categories(str), or keep the model with pickle."
+        )
     raise TypeError(
         f"Cannot save {where}={value!r}: a rankkit model file holds numbers, strings, lists, dicts, "
         "NumPy arrays, RandomState and objectives, never code. Set it to a plain value (or None) first."

@@ -500,3 +500,33 @@ def test_the_documented_code_runs(backend, tmp_path, monkeypatch):
             code = code.replace(line + "\n", "")
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "docs/persistence.md", "exec"), {})
+
+
+@pytest.mark.skipif(not installed("xgboost"), reason="xgboost not installed")
+def test_dates_durations_and_series_parameters_are_saved(tmp_path):
+    """Categories that are dates or durations, and ``propensities`` given as
+    a Series, load back as they were; interval categories (``pd.cut``) are
+    refused naming the fix."""
+    df, y, _ = make_ranking(40, n_features=3, as_frame=True, random_state=0)
+    rng = np.random.default_rng(0)
+    df["day"] = pd.Categorical(pd.to_datetime(rng.choice(["2024-01-01", "2024-01-02", None], len(df))))
+    df["age"] = pd.Categorical(pd.to_timedelta(rng.choice([1, 2, 3], len(df)), unit="h"))
+    ranker = LambdaMARTRanker(n_estimators=5, backend="xgboost", random_state=0).fit(df, y)
+    ranker.save_model(tmp_path / "m.rkm")
+    loaded = load_model(tmp_path / "m.rkm")
+    for j, categories in ranker.categories_.items():
+        np.testing.assert_array_equal(loaded.categories_[j], categories)
+        assert loaded.categories_[j].dtype == categories.dtype
+    np.testing.assert_array_equal(loaded.predict(df), ranker.predict(df))
+
+    X, clicks, qid = df[["f0", "f1", "f2"]].to_numpy(), (y > 1).astype(float), df["qid"].to_numpy()
+    position = df.groupby("qid").cumcount().to_numpy() + 1
+    known = LambdaMARTRanker(n_estimators=5, position_bias="known", propensities=pd.Series(1 / np.arange(1, position.max() + 1)),
+                             random_state=0).fit(X, clicks, qid=qid, position=position)
+    known.save_model(tmp_path / "k.rkm")
+    np.testing.assert_array_equal(load_model(tmp_path / "k.rkm").predict(X), known.predict(X))
+
+    df["bucket"] = pd.cut(df["f0"], 4)
+    binned = LambdaMARTRanker(n_estimators=5, backend="xgboost", random_state=0).fit(df.drop(columns=["day", "age"]), y)
+    with pytest.raises(TypeError, match=r"category Interval.*rename_categories\(str\)"):
+        binned.save_model(tmp_path / "b.rkm")
