@@ -120,6 +120,11 @@ def _class_name(cls):
 def _resolve_class(name, classes):
     known = _rankkit_classes(dask=name.startswith("rankkit.dask."))
     known.update((_class_name(cls), cls) for cls in classes or ())
+    # A class saved from a script is "__main__.Name", and the server imports
+    # it from a module: a class passed in classes= under the same name is it.
+    same_name = [cls for cls in classes or () if cls.__qualname__ == name.rsplit(".", 1)[-1]]
+    if name not in known and len(same_name) == 1:
+        return same_name[0]
     if name not in known:
         raise ValueError(
             f"The file refers to the class {name!r}, which is neither rankkit's nor among classes=. "

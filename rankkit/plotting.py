@@ -64,6 +64,11 @@ def _check_fitted(ranker, what):
     )
 
 
+def _check_count(value, name, none_means):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+        raise ValueError(f"{name} must be a positive int or None ({none_means}), got {value!r}.")
+
+
 # -- learning curves -----------------------------------------------------------------------------
 def _evals_result(ranker):
     """``(history, ranker or None)`` from a fitted ranker or a history dict."""
@@ -79,14 +84,15 @@ def _evals_result(ranker):
 
 
 def _early_stopped_at(ranker):
-    """``best_iteration_`` if early stopping stopped training or cut the model back, else None."""
+    """``best_iteration_`` if early stopping cut the model back to it, else
+    None. Early stopping that ends training always cuts it back; the fitted
+    state says so, unlike ``n_estimators``, which may have changed since."""
     best = getattr(ranker, "best_iteration_", None)
     n_run = getattr(ranker, "n_iterations_", None)
     if best is None or n_run is None:
         return None
     n_kept = getattr(ranker.backend_, "n_iterations_", n_run)
-    stopped = n_run < getattr(ranker, "n_estimators", n_run)
-    return int(best) if stopped or n_kept < n_run else None
+    return int(best) if n_kept < n_run else None
 
 
 def plot_metric(
@@ -296,14 +302,7 @@ def plot_importance(
     >>> ax.get_yticklabels()[-1].get_text()  # the top bar
     'bm25'
     """
-    if max_num_features is not None and (
-        isinstance(max_num_features, bool)
-        or not isinstance(max_num_features, numbers.Integral)
-        or max_num_features < 1
-    ):
-        raise ValueError(
-            f"max_num_features must be a positive int or None (all features), got {max_num_features!r}."
-        )
+    _check_count(max_num_features, "max_num_features", "all features")
     if importance_type not in _IMPORTANCE_TYPES:
         raise ValueError(
             f"importance_type must be 'gain' (total split gain) or 'split' (number of splits), "
@@ -628,7 +627,8 @@ def plot_position_bias(ranker, *, reference=None, max_position=None, ax=None, ti
         label = "estimated" if ranker.position_bias == "estimate" else "given"
     else:
         theta, label = np.asarray(ranker, dtype=np.float64).ravel(), "estimated"
-    n = theta.shape[0] if max_position is None else min(int(max_position), theta.shape[0])
+    _check_count(max_position, "max_position", "every position")
+    n = theta.shape[0] if max_position is None else min(max_position, theta.shape[0])
     ax = _new_axes(ax, figsize)
     positions = np.arange(1, n + 1)
     ax.plot(positions, theta[:n], marker="o", label=kwargs.pop("label", label), **kwargs)

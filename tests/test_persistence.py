@@ -431,6 +431,11 @@ def test_user_objective_classes_are_passed_not_imported(frames, tmp_path):
     loaded = load_model(tmp_path / "m.rkm", classes=[ShiftedQueryRMSE])
     assert type(loaded.objective) is ShiftedQueryRMSE
     np.testing.assert_array_equal(loaded.predict(test), ranker.predict(test))
+    # Saved from a script (class "__main__.ShiftedQueryRMSE"), loaded by a server
+    # that imports it from a module: the class passed under that name is it.
+    script = _rewrite_header(tmp_path / "m.rkm", tmp_path / "script.rkm", lambda h: h["params"].update(
+        objective={**h["params"]["objective"], "__object__": "__main__.ShiftedQueryRMSE"}))
+    assert type(load_model(script, classes=[ShiftedQueryRMSE]).objective) is ShiftedQueryRMSE
 
 
 def test_every_backend_saves():

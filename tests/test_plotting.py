@@ -129,9 +129,11 @@ def test_best_iteration_marked_when_the_model_was_cut_back(data):
 def test_best_iteration_options(data):
     (X, y, qid), (Xv, yv, qv), _ = data
     ranker = QueryRMSERanker(**FAST).fit(X, y, qid=qid, eval_set=[(Xv, yv)], eval_qid=[qv])
-    # No early stopping: the model keeps every tree and "auto" marks nothing.
+    # No early stopping: the model keeps every tree and "auto" marks nothing,
+    # also once n_estimators has changed since the fit.
     ax = plot_metric(ranker)
     assert _marker(ax) == [] and len(_curves(ax)) == 1
+    assert _marker(plot_metric(ranker.set_params(n_estimators=ranker.n_estimators + 100))) == []
     (marker,) = _marker(plot_metric(ranker, best_iteration=ranker.best_iteration_))
     assert marker.get_xdata()[0] == ranker.best_iteration_
     assert marker.get_label() == f"best iteration {ranker.best_iteration_} ({ranker.best_score_:.4f})"
@@ -441,3 +443,6 @@ def test_plot_position_bias_of_a_fitted_ranker(tmp_path):
     assert [line.get_label() for line in one.get_lines()] == ["estimated", "reference"]
     with pytest.raises(ValueError, match="position_bias=None"):
         plot_position_bias(QueryRMSERanker(n_estimators=2).fit(X, y, qid=qid))
+    for bad in (0, -3, 2.7, True):
+        with pytest.raises(ValueError, match="max_position must be a positive int or None"):
+            plot_position_bias(ranker, max_position=bad)
