@@ -42,7 +42,9 @@ BOOSTING_PARAMS = {
     "max_depth": Param(6, [Interval(Integral, 1, None, closed="left")], "int", "Depth of every tree.", True),
     "min_child_weight": Param(
         1.0, [Interval(Real, 0, None, closed="left")], "float",
-        "Minimum sum of hessians in a leaf, in the units of ``reg_lambda``.", True),
+        "Minimum sum of hessians in a leaf, in the units of ``reg_lambda``. In oblivious trees (the "
+        "default engine's) a node is split with its level even when a child would hold less, as in "
+        "CatBoost; it then adds nothing to the level's gain.", True),
     "reg_lambda": Param(
         3.0, [Interval(Real, 0, None, closed="left")], "float",
         "L2 regularisation of leaf values (CatBoost's ``l2_leaf_reg=3``). For the per-query losses with "

@@ -357,3 +357,24 @@ def test_values_spanning_more_than_float64s_range_get_finite_edges():
     small = QueryRMSERanker(**kw).fit(s[:, None], y, qid=qid).predict(s[:, None])
     huge = QueryRMSERanker(**kw).fit(s[:, None] * 1e308, y, qid=qid).predict(s[:, None] * 1e308)
     np.testing.assert_array_equal(huge, small)
+
+
+def test_max_depth_beyond_16_is_refused_naming_the_other_backends():
+    """Trees' tables grow as 2 ** max_depth (depth 30 asked for 112 GiB)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from rankkit import LambdaMARTRanker
+    from rankkit.datasets import make_ranking
+
+    X, y, qid = make_ranking(10, random_state=0)
+    with pytest.raises(InvalidParameterError, match=r"max_depth.*backend='numba'.*\[1, 16\].*backend=\"xgboost\""):
+        LambdaMARTRanker(max_depth=17, n_estimators=2).fit(X, y, qid=qid)
+
+
+def test_diverging_scores_name_the_learning_rate():
+    from rankkit import QueryRMSERanker
+    from rankkit.datasets import make_ranking
+
+    X, y, qid = make_ranking(10, random_state=0)
+    with pytest.raises(ValueError, match="iteration 2 are NaN or infinite.*Lower learning_rate"):
+        QueryRMSERanker(learning_rate=1e300, n_estimators=5).fit(X, y, qid=qid)

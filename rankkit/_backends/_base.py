@@ -59,7 +59,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.utils._param_validation import validate_parameter_constraints
+from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
 from .._params import BACKEND_SETTINGS, BOOSTING_PARAMS
 from .._sglb import ShrunkScores
@@ -88,6 +88,8 @@ class Backend:
 
     #: Constraints this engine adds to the common ones (scikit-learn format).
     _engine_constraints: dict = {}
+    #: What to do when a setting is beyond ``_engine_constraints``.
+    _engine_constraints_help = ""
 
     #: Where the valid ``backend_params`` keys are listed (shown in errors).
     params_help = ""
@@ -138,7 +140,10 @@ class Backend:
         validate_parameter_constraints(
             {name: BOOSTING_PARAMS[name].constraints for name in BACKEND_SETTINGS}, settings, caller_name=caller
         )
-        validate_parameter_constraints(self._engine_constraints, settings, caller_name=caller)
+        try:
+            validate_parameter_constraints(self._engine_constraints, settings, caller_name=f"backend={self.name!r}")
+        except InvalidParameterError as error:
+            raise InvalidParameterError(f"{error} {self._engine_constraints_help}".strip()) from None
         return check_backend_params(type(self), self.backend_params)
 
     def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
@@ -368,7 +373,10 @@ def check_gradients(grad, hess, n, t):
     if grad.shape != (n,) or hess.shape != (n,):
         raise ValueError(f"grad_fn must return grad and hess of shape ({n},), got {grad.shape} and {hess.shape}.")
     if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
-        raise ValueError(f"grad_fn returned NaN or infinite gradients/hessians at iteration {t}.")
+        raise ValueError(
+            f"The gradients or hessians of iteration {t} are NaN or infinite: the model's scores diverged. "
+            "Lower learning_rate (or, with a custom objective, check what it returns for large scores)."
+        )
     return grad, hess
 
 

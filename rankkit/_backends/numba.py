@@ -167,9 +167,13 @@ class NumbaBackend(Backend):
     # max_bin is capped at 255 where the edges are fitted (bins are uint8 codes
     # and one code is reserved for missing values), so that a max_bin tuned
     # for XGBoost or LightGBM runs here too.
+    # Depth 16 is CatBoost's limit too: a tree's node table (and, for oblivious
+    # trees, a level's histograms) grows as 2 ** max_depth.
     _engine_constraints = {
-        "max_depth": [Interval(Integral, 1, 30, closed="both")],
+        "max_depth": [Interval(Integral, 1, 16, closed="both")],
     }
+    _engine_constraints_help = 'For deeper trees use backend="xgboost" or "lightgbm".'
+
 
     params_help = f"{sorted(BACKEND_PARAMS)} (see NumbaBackend's docstring)"
 
