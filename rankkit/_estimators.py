@@ -419,7 +419,7 @@ class BaseRanker(BaseEstimator):
             f"{type(self).__name__}(early_stopping_rounds={fit_value!r}), as in XGBoost 3. Until then "
             "the fit argument overrides the ranker's value.",
             FutureWarning,
-            stacklevel=4,  # the caller of fit, above scikit-learn's fit wrapper
+            stacklevel=5,  # the caller of fit, above keeps_the_model_on_error and scikit-learn's fit wrapper
         )
         return fit_value
 
@@ -448,7 +448,7 @@ class BaseRanker(BaseEstimator):
                 f"{type(self).__name__} grew no split in {n_done} trees: the model is a constant. "
                 + self._why_constant(train, grad_fn, objective),
                 UserWarning,
-                stacklevel=3,  # the caller of fit, above scikit-learn's fit wrapper
+                stacklevel=5,  # the caller of fit, above keeps_the_model_on_error and scikit-learn's fit wrapper
             )
         return self
 

@@ -311,7 +311,7 @@ def metric_sum_count(metric, y, raw, group_ptr, settings, weight=None):
     if "gain" not in settings and metric.split("@")[0] in ("ndcg", "dcg") and group_ptr.shape[0] > 1:
         # An objective without a gain parameter (QueryRMSE) scores with the exp
         # gain: the metric's own advice, gain='linear', is not a parameter here.
-        check_exp_gain(y, int(np.diff(group_ptr).max()), name="y", fix=(
+        check_exp_gain(y, group_ptr=group_ptr, name="y", fix=(
             f"this ranker has no gain parameter: pass eval_metric=rankkit.metrics.make_ranking_scorer("
             f"{metric!r}, gain='linear')"))
     values = evaluate_sorted(metric, y, raw, group_ptr, ties="worst", **settings)

@@ -59,14 +59,25 @@ def check_scores(s, *, name="y_score"):
     return _vector(s, name, "scores")
 
 
+#: Largest cut-off: the kernels take ``k`` as an int64.
+_MAX_K = int(np.iinfo(np.int64).max)
+
+
 def check_k(k, *, name="k"):
-    """``None`` (whole list) or a positive int."""
+    """``None`` (whole list) or a positive int up to 2**63 - 1."""
     if k is None:
         return None
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise TypeError(f"{name} must be a positive int or None, got {k!r}.")
     if k <= 0:
         raise ValueError(f"{name} must be a positive int or None (whole list), got {k}.")
+    if k > _MAX_K:
+        # Refused, not clipped to int64: precision@k divides by k itself
+        # (trec_eval's P_k), so clipping would change its value.
+        raise ValueError(
+            f"{name}={k} is beyond the largest cut-off, 2**63 - 1 (the kernels' int64); pass a smaller k, "
+            "or None for the whole list."
+        )
     return int(k)
 
 

@@ -10,12 +10,17 @@ import itertools
 import math
 
 
+def exp_gain(r):
+    """``2^r - 1`` as ``exp(r ln 2) - 1``, without ``2.0**r - 1``'s cancellation for tiny ``r``."""
+    return math.expm1(r * math.log(2.0))
+
+
 def gain(r, gain_type):
-    return 2.0**r - 1.0 if gain_type == "exp" else float(r)
+    return exp_gain(r) if gain_type == "exp" else float(r)
 
 
 def err_prob(r, err_scale):
-    return r if err_scale <= 0 else (2.0**r - 1.0) / err_scale
+    return r if err_scale <= 0 else exp_gain(r) / err_scale
 
 
 def value_of_order(metric, labels, *, k=None, gain_type="exp", empty=1.0, threshold=0.0,

@@ -86,3 +86,44 @@ def test_two_scorers_of_one_metric_with_their_own_names():
     recorded = model.evals_result_["training"]
     assert set(recorded) == {"ndcg@5", "ndcg5_linear"}
     assert recorded["ndcg5_linear"][-1] == pytest.approx(ndcg_score(y, model.predict(X), qid=qid, k=5, gain="linear"))
+
+
+def test_a_scorer_that_excludes_queries_counts_only_the_queries_it_keeps():
+    """A ranking scorer with empty="exclude" is a mean over the queries with a
+    relevant document: a part of the queries adds their sum and number (the
+    Dask workers' parts combine to the exact mean), and a part without such a
+    query adds nothing (its scorer value is nan, which was an error)."""
+    from rankkit._metrics._callable import callable_sum_count, metric_function
+
+    rng = np.random.default_rng(0)
+    sizes = np.array([4, 3, 5, 2, 4, 3])
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    y = rng.integers(0, 3, ptr[-1]).astype(float)
+    y[ptr[0]:ptr[2]] = 0.0  # queries 0 and 1: no relevant document
+    y[ptr[4]:ptr[5]] = 0.0  # query 4 too
+    raw = rng.normal(size=ptr[-1])
+    qid = np.repeat(np.arange(sizes.size), sizes)
+    scorer = make_ranking_scorer("ndcg@3", empty="exclude")
+    function = metric_function(scorer)
+    parts = [(0, 2), (2, 4), (4, 6)]  # queries of each part: the first has no query it keeps
+    sums = [callable_sum_count("ndcg@3", function, y[ptr[a]:ptr[b]], raw[ptr[a]:ptr[b]], ptr[a:b + 1] - ptr[a])
+            for a, b in parts]
+    assert sums[0] == (0.0, 0)
+    assert [count for _, count in sums] == [0, 2, 1]
+    total, count = np.sum(sums, axis=0)
+    assert total / count == pytest.approx(ndcg_score(y, raw, qid=qid, k=3, empty="exclude"), rel=1e-15)
+    # The same counts without exclusion: every query.
+    assert callable_sum_count("ndcg@3", metric_function(make_ranking_scorer("ndcg@3")), y, raw, ptr)[1] == 6
+
+
+def test_an_eval_set_whose_queries_are_all_excluded_records_nan(data):
+    """As the named metrics do for an eval set with no query to average (the
+    scorer's own mean is nan there); the other eval sets are recorded as usual."""
+    X, y, qid, X_val, y_val, q_val = data
+    scorer = make_ranking_scorer("ndcg@5", empty="exclude")
+    zeros = np.zeros_like(y_val)
+    model = QueryRMSERanker(n_estimators=3, eval_metric=scorer).fit(
+        X, y, qid=qid, eval_set=[(X_val, zeros), (X_val, y_val)], eval_qid=[q_val, q_val])
+    assert np.isnan(model.evals_result_["validation_0"]["ndcg@5"]).all()
+    assert model.evals_result_["validation_1"]["ndcg@5"][-1] == pytest.approx(
+        ndcg_score(y_val, model.predict(X_val), qid=q_val, k=5, empty="exclude"), rel=1e-12)

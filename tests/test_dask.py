@@ -532,9 +532,10 @@ def test_callbacks_and_group_sizes_are_refused(client, data):
 
 
 def test_constant_model_warning_says_why_there_is_no_cause(client, data):
-    with pytest.warns(UserWarning, match="grew no split in 2 trees.*rankkit.dask does not look for the cause"):
+    with pytest.warns(UserWarning, match="grew no split in 2 trees.*rankkit.dask does not look for the cause") as w:
         DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 2, "min_child_weight": 1e9}, client=client).fit(
             data["X"], data["dy"])
+    assert w[0].filename == __file__  # points at the caller's fit
 
 
 def test_no_client(data):
@@ -733,3 +734,51 @@ def test_click_data_errors_on_dask(client):
     with pytest.raises(ValueError, match="needs the rank"):
         DaskLambdaMARTRanker(position_bias="known", propensities=[1.0], client=client).fit(
             frame.drop(columns="position"), dy)
+
+
+def test_scorer_that_excludes_queries_is_the_exact_global_mean(client, data):
+    """make_ranking_scorer(..., empty="exclude") as eval_metric: every worker
+    adds the sum and number of the queries it keeps, so the value is the mean
+    over the kept queries (weighing a worker's mean by all its queries was
+    not), a worker or partition whose queries are all excluded adds nothing
+    (its nan was an error), and an eval set with no kept query records nan."""
+    from rankkit.metrics import make_ranking_scorer
+
+    test, y_test = data["test"], data["y_test"].astype(float)
+    qids = test["qid"].unique()
+    half = np.where(test["qid"].isin(qids[: len(qids) // 2]), 0.0, y_test)  # half the queries excluded
+    one = np.where(test["qid"] == qids[0], y_test, 0.0)  # only one query kept
+    one[np.flatnonzero(test["qid"] == qids[0])[0]] = 2.0
+    sets = [np.zeros_like(y_test), half, one]
+    X_eval = dd.from_pandas(test, npartitions=3, sort=False)
+    model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 4}, client=client,
+                                 eval_metric=make_ranking_scorer("ndcg@5", empty="exclude"))
+    model.fit(data["X"], data["dy"],
+              eval_set=[(X_eval, dd.from_pandas(pd.Series(y), npartitions=3, sort=False)) for y in sets])
+    history = model.evals_result_
+    pred = model.to_local().predict(test)
+    assert np.isnan(history["validation_0"]["ndcg@5"]).all()
+    for name, y in [("validation_1", half), ("validation_2", one)]:
+        assert history[name]["ndcg@5"][-1] == pytest.approx(
+            ndcg_score(y, pred, qid=test["qid"], k=5, empty="exclude"), rel=1e-12, abs=0)
+        # score: a sum and a count per laid-out partition, most of which hold no kept query for `one`.
+        assert model.score(X_eval, dd.from_pandas(pd.Series(y), npartitions=3, sort=False)) == pytest.approx(
+            ndcg_score(y, pred, qid=test["qid"], k=5, empty="exclude"), rel=1e-12, abs=0)
+
+
+def test_a_refused_refit_leaves_the_model_as_it_was(client):
+    """A second fit refused for its data keeps the first fit's model and
+    fitted attributes: the propensities it trained with stay (the refused fit
+    had reset position_bias_ to None before its labels were refused)."""
+    clicks, y = _click_frame(n_sessions=100)
+    frame = dd.from_pandas(clicks, npartitions=2, sort=False)
+    model = DaskLambdaMARTRanker(**{**CLICK_KW, "n_estimators": 2}, position_bias="known",
+                                 propensities=lambda k: 1.0 / k, client=client)
+    model.fit(frame, dd.from_pandas(pd.Series(y), npartitions=2, sort=False))
+    state = dict(vars(model))
+    before = model.predict(frame).compute()
+    with pytest.raises(ValueError, match="negative"):
+        model.fit(frame, dd.from_pandas(pd.Series(y - 1), npartitions=2, sort=False))
+    assert vars(model).keys() == state.keys() and all(vars(model)[k] is v for k, v in state.items())
+    assert model.position_bias_ is state["position_bias_"] is not None
+    np.testing.assert_array_equal(model.predict(frame).compute(), before)

@@ -451,6 +451,28 @@ def test_bad_input_messages():
         expdcg_score(y, s, qid=q, decay=1.5)
 
 
+def test_cut_offs_beyond_int64_and_empty_cut_offs_are_errors():
+    """k reaches the kernels as an int64: a larger k is refused naming k (it
+    was a numba typing error), not clipped, since P@k divides by k itself."""
+    y, s, q = [1.0, 0.0], [0.1, 0.2], [0, 0]
+    with pytest.raises(ValueError, match=r"k=9223372036854775808 is beyond the largest cut-off, 2\*\*63 - 1"):
+        ndcg_score(y, s, qid=q, k=2**63)
+    with pytest.raises(ValueError, match=r"metric 'map@99999999999999999999': k=99999999999999999999 is beyond"):
+        evaluate_sorted("map@99999999999999999999", np.array(y), np.array(s), [0, 2])
+    # An objective's k passes scikit-learn's bounds [1, inf): the metric's check refuses it.
+    from rankkit.objectives import LambdaMART
+
+    with pytest.raises(ValueError, match=r"k=9223372036854775808 is beyond"):
+        LambdaMART("ndcg", k=2**63).gradient_hessian(y, s, qid=q)
+    assert ndcg_score(y, s, qid=q, k=2**63 - 1) == ndcg_score(y, s, qid=q)
+    assert precision_score(y, s, qid=q, k=2**63 - 1) == 1 / (2**63 - 1)
+    # "ndcg@" is a cut-off left out, not the whole list.
+    for metric, name in [("ndcg@", "ndcg"), ("MAP@ ", "map")]:
+        with pytest.raises(ValueError, match=rf"metric '{metric}': '@' must be followed by the cut-off k, "
+                                             rf"e\.g\. '{name}@10'; write '{name}' without '@'"):
+            evaluate_sorted(metric, np.array(y), np.array(s), [0, 2])
+
+
 @pytest.mark.parametrize("fn", [ndcg_score, dcg_score])
 def test_labels_whose_exp_gain_overflows_are_an_error_naming_label_and_fix(fn):
     # 2^1024 is infinite in float64: DCG would be inf and NDCG inf/inf = nan,
@@ -469,6 +491,72 @@ def test_labels_whose_exp_gain_overflows_are_an_error_naming_label_and_fix(fn):
         assert np.isfinite(fn([1000, 0, 1], [0.3, 0.2, 0.1], qid=[0, 0, 0]))
         # Metrics without gains do not care.
         assert mrr_score([2000, 0], [0.1, 0.2], qid=[0, 0]) == 0.5
+
+
+def test_exp_gain_overflow_is_checked_query_by_query():
+    """Each query's own sum of gains must be finite, not 2^(largest label of
+    any query) times the size of the largest query."""
+    # 2^1023 - 1 + 0 is finite: the DCG is too.
+    assert dcg_score([1023, 0], [1.0, 2.0], qid=[0, 0]) == pytest.approx((2.0**1023 - 1) / math.log2(3), rel=1e-15)
+    # The large label alone in its query, the longer query all zeros.
+    np.testing.assert_array_equal(ndcg_score([1023, 0, 0], [1.0, 1.0, 2.0], qid=[0, 1, 1], per_query=True), [1, 1])
+    assert np.isfinite(ndcg_score([1014] + [0] * 1024, [1.0] * 1025, qid=[0] + [1] * 1024, per_query=True)).all()
+    # A query whose own gains overflow is still refused, and named by its largest label and size.
+    with pytest.raises(ValueError, match=r"label 1023 in a query of 3 documents whose exp gains.*gain='linear'"):
+        ndcg_score([5, 0, 1023, 1023, 0], [0.1] * 5, qid=[0, 0, 1, 1, 1])
+    # Empty queries of a group_ptr (reduceat reads an empty segment as one element).
+    assert np.isfinite(evaluate_sorted("dcg", [1023.0, 0.0], [1.0, 2.0], [0, 0, 2, 2])[1])
+    with pytest.raises(ValueError, match=r"label 1023 in a query of 2 documents"):
+        evaluate_sorted("dcg", [1023.0, 1023.0], [1.0, 2.0], [0, 2, 2])
+
+
+def test_gain_of_tiny_and_integer_labels():
+    """2^r - 1 with expm1 below 1, so that a tiny positive label has a
+    positive gain (pow(2, 1e-17) - 1 is 0); integer labels keep exactly 2^r - 1."""
+    assert ndcg_score([1e-17, 0.0], [0.0, 1.0], qid=[0, 0]) == pytest.approx(1 / math.log2(3), rel=1e-15)
+    assert ndcg_score([1e-17, 0.0], [0.0, 1.0], qid=[0, 0], empty=0.0) == pytest.approx(1 / math.log2(3), rel=1e-15)
+    assert dcg_score([1e-17], [0.0], qid=[0]) == pytest.approx(1e-17 * math.log(2.0), rel=1e-15, abs=0)
+    assert dcg_score([0.5], [0.0], qid=[0]) == pytest.approx(math.sqrt(2.0) - 1.0, rel=1e-15)
+    # Chapelle's stop probability (2^r - 1) / 2^r_max uses the same gain.
+    assert err_score([1e-17, 0.0], [1.0, 0.0], qid=[0, 0], err_mapping="chapelle", err_max_label=1) == \
+        pytest.approx(1e-17 * math.log(2.0) / 2, rel=1e-15, abs=0)
+    labels = [0.0, 3e-12, 1e-17, 0.25, 2.0]  # ranked in this order
+    for name in ("ndcg", "dcg"):
+        assert METRICS[name](labels, [5.0, 4.0, 3.0, 2.0, 1.0], qid=[0] * 5) == \
+            pytest.approx(ref.value_of_order(name, labels), rel=1e-14, abs=0)
+    # One document: DCG = G(r) * 1 / log2(2), exact, so the gain is compared bit for bit.
+    for r in [*range(64), 1023]:
+        assert dcg_score([float(r)], [0.0], qid=[0]) == 2.0**r - 1.0, r
+
+
+def test_average_ties_with_large_finite_gains_stay_finite():
+    """A tied block's expected DCG is its gain sum times its mean position
+    weight; multiplying by the weight sum first overflowed for a block whose
+    gain sum is finite."""
+    assert ndcg_score([8e307, 8e307], [1.0, 1.0], qid=[0, 0], gain="linear", ties="average") == pytest.approx(1.0)
+    gains = 2.0**1023 - 1 + 2.0**1022.5 - 1
+    assert dcg_score([1023, 1022.5], [1.0, 1.0], qid=[0, 0], ties="average") == \
+        pytest.approx(gains * ((1 + 1 / math.log2(3)) / 2), rel=1e-14)
+
+
+def test_labels_whose_sum_overflows_are_an_error_for_linear_gain_and_expdcg():
+    """Labels finite one by one can sum to inf in a query: DCG and ExpDCG are
+    then inf and NDCG inf/inf = nan, which the mean silently dropped."""
+    y, s, q = [1.5e308, 1.5e308, 1.0, 0.0], [4.0, 3.0, 2.0, 1.0], [0, 0, 1, 1]
+    message = r"label 1.5e\+308 in a query of 2 documents whose labels sum beyond float64's range.*divide the labels"
+    with pytest.raises(ValueError, match=message + r".*NDCG is unchanged"):
+        ndcg_score(y, s, qid=q, gain="linear")
+    with pytest.raises(ValueError, match=message + r".*DCG is divided by it"):
+        dcg_score(y, s, qid=q, gain="linear")
+    with pytest.raises(ValueError, match=message + r".*ExpDCG is divided by it"):
+        expdcg_score(y, s, qid=q, decay=1.0)
+    # The fix named in the message: NDCG of the divided labels, a perfect ranking.
+    np.testing.assert_array_equal(ndcg_score(np.divide(y, 4), s, qid=q, gain="linear", per_query=True), [1, 1])
+    # Large labels whose query sums are finite are fine, in separate queries too, and so is
+    # their mean over queries (the sum of the per-query values overflows).
+    assert expdcg_score([1.5e308, 1.0, 1.5e308], [2.0, 1.0, 0.0], qid=[0, 0, 1], decay=1.0) == pytest.approx(1.5e308)
+    assert dcg_score([1.5e308, 1.0e308], [2.0, 1.0], qid=[0, 1], gain="linear") == pytest.approx(1.25e308)
+    assert mrr_score(y, s, qid=q) == 1.0  # metrics that do not sum labels do not care
 
 
 def test_chapelle_err_mapping_overflow_is_an_error():

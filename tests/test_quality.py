@@ -163,6 +163,7 @@ def small():
 def _warning_of(model, X, y, qid):
     with pytest.warns(UserWarning, match="grew no split") as record:
         model.fit(X, y, qid=qid)
+    assert record[0].filename == __file__  # points at the caller's fit
     return str(record[0].message)
 
 

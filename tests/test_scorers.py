@@ -143,6 +143,25 @@ def test_missing_qid_is_an_error(data):
         get_ranking_scorer("ndcg")(est, X, y, qid=qid)
 
 
+def test_missing_qid_message_gives_calls_that_work(data):
+    """The message's calls are the working ones: cross_validate takes
+    params={'qid': qid} (it has no fit, and refuses qid=), GridSearchCV's fit qid=."""
+    X, y, qid = data
+    scorer = get_ranking_scorer("ndcg@10")
+    with pytest.raises(ValueError, match=r"needs query ids") as error:
+        scorer(Ridge().fit(X, y), X, y)
+    message = str(error.value)
+    assert "GridSearchCV(...).fit(X, y, qid=qid)" in message
+    assert "cross_validate(..., params={'qid': qid})" in message
+    with sklearn.config_context(enable_metadata_routing=True):
+        scores = cross_validate(Ridge(), X, y, cv=QueryKFold(3), scoring=scorer, params={"qid": qid})["test_score"]
+        assert np.allclose(scores, _manual_cv("ndcg@10", X, y, qid, QueryKFold(3)), rtol=1e-12)
+        with pytest.raises(TypeError, match="unexpected keyword argument 'qid'"):  # what the old message said
+            cross_validate(Ridge(), X, y, cv=QueryKFold(3), scoring=scorer, qid=qid)
+        search = GridSearchCV(Ridge(), {"alpha": [1.0]}, scoring=scorer, cv=QueryKFold(3)).fit(X, y, qid=qid)
+        assert search.best_score_ == pytest.approx(scores.mean(), rel=1e-12)
+
+
 def test_qid_given_twice_is_an_error(data, routing):
     X, y, qid = data
     frame = pd.DataFrame(X).assign(qid=qid)
@@ -173,6 +192,13 @@ def test_bad_names_and_parameters():
         get_ranking_scorer("auc@10")
     with pytest.raises(ValueError, match="k must be a positive"):
         get_ranking_scorer("ndcg@0")
+    # '@' without a cut-off was the whole list, silently.
+    with pytest.raises(ValueError, match=r"metric 'map@': '@' must be followed by the cut-off k, e\.g\. 'map@10'"):
+        get_ranking_scorer("map@")
+    with pytest.raises(ValueError, match=r"'precision@': '@' must be followed by the cut-off k"):
+        make_ranking_scorer("precision@")
+    with pytest.raises(ValueError, match=r"metric 'ndcg@99999999999999999999': k=99999999999999999999 is beyond"):
+        get_ranking_scorer("ndcg@99999999999999999999")
     with pytest.raises(TypeError, match="unknown parameter"):
         make_ranking_scorer("ndcg", decay=0.5)
     with pytest.raises(TypeError, match="unknown parameter"):

@@ -25,6 +25,7 @@ from rankkit._metrics._common import (
     TIES,
     TREC,
     check_exp_gain,
+    check_linear_gain,
     err_scale,
     parse_metric,
     uses_exp_gain,
@@ -123,6 +124,10 @@ def _err_scale(y, err_mapping, err_max_label):
     return err_scale(y, err_mapping, err_max_label, name="y_true")
 
 
+#: What dividing the labels does to the metrics that sum them (linear gains, ExpDCG).
+_SCALING = {"ndcg": "NDCG is unchanged", "dcg": "DCG is divided by it", "expdcg": "ExpDCG is divided by it"}
+
+
 def evaluate_sorted(
     metric,
     y,
@@ -187,8 +192,11 @@ def evaluate_sorted(
         tie_key = y
     cascade = metric_id in (METRIC_IDS["err"], METRIC_IDS["pfound"])
     err_scale = _err_scale(y, err_mapping, err_max_label) if cascade else 0.0
-    if uses_exp_gain(metric_id, exp_gain) and n:
-        check_exp_gain(y, int(np.diff(group_ptr).max()), name="y_true")
+    if uses_exp_gain(metric_id, exp_gain):
+        check_exp_gain(y, group_ptr=group_ptr, name="y_true")
+    elif name in _SCALING:
+        # Linear gains and ExpDCG's values are the labels: finite one by one, they can still sum to inf.
+        check_linear_gain(y, group_ptr, name="y_true", fix=f"divide the labels by a constant ({_SCALING[name]})")
     out = np.empty(group_ptr.shape[0] - 1, dtype=np.float64)
     idx = np.empty(n, dtype=np.int64)
     buf = np.empty(n, dtype=np.int64)
@@ -255,7 +263,14 @@ def _score(name, y_true, y_score, qid, k, ties, per_query, doc_ids=None, **param
             stacklevel=3,
         )
         return float("nan")
-    return float(np.nanmean(values))
+    with np.errstate(over="ignore"):
+        mean = float(np.nanmean(values))
+    if np.isinf(mean):
+        # Finite per-query values near float64's max (DCG, ExpDCG) can sum to
+        # inf, their mean cannot: average them scaled down by the largest.
+        top = float(np.nanmax(np.abs(values)))
+        mean = top * float(np.nanmean(values / top))
+    return mean
 
 
 # The text of every metric parameter, once: each function's docstring lists

@@ -11,7 +11,9 @@ A callable sees the rows of one eval set sorted by query, with ``qid`` the
 query numbers ``0, 1, ...``; larger must be better (scikit-learn's scorers
 already negate losses). On Dask every worker calls it on its own queries and
 the values are averaged weighted by the number of queries, which is the
-exact mean for any metric that is a mean over queries.
+exact mean for any metric that is a mean over queries. A rankkit ranking
+scorer is evaluated per query instead, so that a query it excludes
+(``empty="exclude"``) does not count, as for a named metric.
 """
 
 from __future__ import annotations
@@ -52,15 +54,27 @@ def metric_name(metric):
     return getattr(metric, "__name__", type(metric).__name__)
 
 
-def metric_function(metric):
-    """``f(y_true, y_score, qid) -> float`` of a callable ``eval_metric`` entry."""
-    if isinstance(metric, _RankingScorer):
+class _PerQuery:
+    """A rankkit ranking scorer as an eval metric: ``f(y_true, y_score, qid)``
+    gives its per-query values, ``nan`` for the queries that ``empty="exclude"``
+    leaves out, so that :func:`callable_sum_count` counts only the queries
+    its mean is over (a part without any counts for nothing)."""
+
+    def __init__(self, scorer):
+        self.scorer = scorer
+
+    def __call__(self, y_true, y_score, qid):
         from rankkit._metrics._api import METRICS
 
-        def ranking_scorer(y_true, y_score, qid):
-            return METRICS[metric._metric](y_true, y_score, qid=qid, k=metric._k, **metric._kwargs)
+        scorer = self.scorer
+        return METRICS[scorer._metric](y_true, y_score, qid=qid, k=scorer._k, per_query=True, **scorer._kwargs)
 
-        return ranking_scorer
+
+def metric_function(metric):
+    """``f(y_true, y_score, qid)`` of a callable ``eval_metric`` entry: one
+    number, or per-query values for a rankkit ranking scorer (:class:`_PerQuery`)."""
+    if isinstance(metric, _RankingScorer):
+        return _PerQuery(metric)
     if isinstance(metric, _BaseScorer):
         # Any other scorer scores an estimator on X: one that predicts the scores.
         def scorer(y_true, y_score, qid):
@@ -71,10 +85,17 @@ def metric_function(metric):
 
 
 def callable_sum_count(name, function, y, raw, group_ptr):
-    """``(value * n_queries, n_queries)``: what a part of the queries adds to
-    the mean over all of them (see the module docstring)."""
+    """``(sum, count)`` that a part of the queries adds to the mean over all
+    of them: ``(value * n_queries, n_queries)``, or for a ranking scorer
+    the sum and number of its queries not excluded (see the module docstring)."""
     n_queries = group_ptr.shape[0] - 1
     qid = np.repeat(np.arange(n_queries), np.diff(group_ptr))
+    if isinstance(function, _PerQuery):
+        # Weighing the scorer's mean by all queries would count the excluded
+        # ones; the sum over the counted ones is exact, as mean_metric's.
+        values = function(y, raw, qid)
+        keep = ~np.isnan(values)
+        return float(values[keep].sum()), int(keep.sum())
     value = function(y, raw, qid)
     try:
         value = float(value)

@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 from sklearn.utils._param_validation import StrOptions
 
-from rankkit._validation import Interval
+from rankkit._validation import Interval, check_k
 
 # Metric ids passed to kernels (plain ints: no Python objects cross kernels).
 NDCG, DCG, ERR, MRR, MAP, EXPDCG = 0, 1, 2, 3, 4, 5
@@ -89,10 +89,19 @@ SMALL_K = 32
 
 
 # -- gains, discounts, per-document values -------------------------------------
+_LN2 = math.log(2.0)
+
+
 @njit(cache=True, inline="always")
 def gain(r, exp_gain):
     """DCG gain: ``2^r - 1`` (exp) or ``r`` (linear)."""
     if exp_gain:
+        if r < 1.0:
+            # pow(2, r) - 1 cancels below 1: 2^1e-17 rounds to 1.0, so a tiny
+            # positive label would get the gain 0 of a non-relevant document.
+            # expm1 keeps its digits. From 1 on pow stays: integer grades keep
+            # exactly 2^r - 1, the value trec_eval and the other libraries compute.
+            return math.expm1(r * _LN2)
         return math.pow(2.0, r) - 1.0
     return r
 
@@ -107,33 +116,91 @@ def uses_exp_gain(metric_id, exp_gain):
     return bool(exp_gain) and metric_id in (NDCG, DCG)
 
 
-def check_exp_gain(y, n_summed=None, *, name="y", fix="pass gain='linear' (G(r) = r)"):
+def check_exp_gain(y, n_summed=None, *, group_ptr=None, name="y", fix="pass gain='linear' (G(r) = r)"):
     """Refuse labels whose exp gains ``2^r - 1`` overflow float64.
 
-    ``2^r`` is infinite from ``r = 1024`` on, and a sum of ``n`` gains
-    overflows once ``2^{r_max} n`` does; either makes DCG infinite and NDCG
-    ``inf / inf = nan``, which would silently drop the query from a mean. The
-    one check for the metrics (``n_summed``: the largest query) and the
-    objectives (which check labels before queries are known: ``n_summed`` is
-    every row, a bound of any query's size). ``fix`` ends the message.
+    ``2^r`` is infinite from ``r = 1024`` on, and a query's sum of gains can
+    overflow below that; either makes DCG infinite and NDCG ``inf / inf =
+    nan``, which would silently drop the query from a mean. ``2^{r_max}
+    n_summed`` bounds the sum of any query of at most ``n_summed`` documents
+    (default: every row; the objectives check labels before queries are
+    known). With ``group_ptr`` (the metrics: queries known) a labelling
+    beyond that bound is refused only if some query's own sum of gains
+    overflows; a finite sum bounds the query's DCG and ideal DCG (discounts
+    are at most 1). ``fix`` ends the message.
     """
     y = np.asarray(y, dtype=np.float64)
     if y.size == 0:
         return
     r_max = float(y.max())
+    if group_ptr is not None:
+        n_summed = int(np.diff(group_ptr).max())
     n = int(n_summed) if n_summed is not None else y.shape[0]
     with np.errstate(over="ignore"):
-        if np.isfinite(np.exp2(r_max) * max(n, 1)):  # bounds every sum of n gains
+        if np.isfinite(np.exp2(r_max) * max(n, 1)):  # bounds every sum of n gains: the common, cheap case
             return
-    if r_max >= 1024.0:
+    if group_ptr is not None:
+        # The bound mixes the largest label of one query with the size of
+        # another: sum each query's own gains before refusing.
+        with np.errstate(over="ignore"):
+            worst = _overflowing_query(np.exp2(y) - 1.0, y, group_ptr)
+        if worst is None:
+            return
+        r_max, n = worst
+        if r_max < 1024.0:
+            raise ValueError(
+                f"{name} has the label {r_max:g} in a query of {n} documents whose exp gains 2^r - 1 sum "
+                f"beyond float64's range ({_FLOAT_MAX:.3g}); {fix}."
+            )
+    elif r_max < 1024.0:
         raise ValueError(
-            f"{name} has the label {r_max:g}, whose exp gain 2^r - 1 overflows float64 (exp gains need "
-            f"labels below 1024); {fix}."
+            f"{name} has the label {r_max:g}: the exp gains 2^r - 1 of up to {n} documents can sum beyond "
+            f"float64's range (2^{r_max:g} * {n} > {_FLOAT_MAX:.3g}); {fix}."
         )
     raise ValueError(
-        f"{name} has the label {r_max:g}: the exp gains 2^r - 1 of up to {n} documents can sum beyond "
-        f"float64's range (2^{r_max:g} * {n} > {_FLOAT_MAX:.3g}); {fix}."
+        f"{name} has the label {r_max:g}, whose exp gain 2^r - 1 overflows float64 (exp gains need "
+        f"labels below 1024); {fix}."
     )
+
+
+def check_linear_gain(y, group_ptr, *, name="y", fix="divide the labels by a constant"):
+    """Refuse queries whose labels sum beyond float64's range.
+
+    The labels themselves are the linear gains of DCG and NDCG and the
+    values ExpDCG discounts: a query whose labels sum to ``inf`` gets an
+    infinite DCG or ExpDCG and NDCG ``inf / inf = nan``, which a mean would
+    silently drop. A finite sum bounds every such value of the query (its
+    weights are at most 1). ``fix`` ends the message.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if y.size == 0:
+        return
+    worst = _overflowing_query(y, y, group_ptr)
+    if worst is not None:
+        r_max, n = worst
+        raise ValueError(
+            f"{name} has the label {r_max:g} in a query of {n} documents whose labels sum beyond float64's "
+            f"range ({_FLOAT_MAX:.3g}), so its metric overflows; {fix}."
+        )
+
+
+def _overflowing_query(values, y, group_ptr):
+    """``(largest label, number of documents)`` of a query whose ``values``
+    sum to a non-finite number (the one with the largest label if several),
+    or None. Vectorised: ``O(n)``, no loop over queries."""
+    group_ptr = np.asarray(group_ptr, dtype=np.int64)
+    sizes = np.diff(group_ptr)
+    # reduceat reads an empty segment as one element: leave empty queries out.
+    filled = sizes > 0
+    starts, sizes = group_ptr[:-1][filled], sizes[filled]
+    with np.errstate(over="ignore"):
+        sums = np.add.reduceat(values, starts)
+    bad = np.flatnonzero(~np.isfinite(sums))
+    if bad.size == 0:
+        return None
+    tops = np.maximum.reduceat(y, starts)[bad]
+    q = int(np.argmax(tops))
+    return float(tops[q]), int(sizes[bad[q]])
 
 
 @njit(cache=True, inline="always")
@@ -165,7 +232,7 @@ def err_probability(r, err_scale):
     ``(2^r - 1) / err_scale`` with ``err_scale = 2^{r_max}``."""
     if err_scale <= 0.0:
         return r
-    return (math.pow(2.0, r) - 1.0) / err_scale
+    return gain(r, True) / err_scale
 
 
 @njit(cache=True, inline="always")
@@ -416,7 +483,7 @@ def parse_metric(metric, k=None, *, accepted=None):
     """
     if not isinstance(metric, str):
         raise TypeError(f"metric must be a string such as 'ndcg@10', got {metric!r}.")
-    name, _, suffix = metric.lower().strip().partition("@")
+    name, at, suffix = metric.lower().strip().partition("@")
     if name not in METRIC_IDS:
         # List what this caller takes, not every metric: an objective's error
         # must not offer metrics it then refuses, nor omit its own names.
@@ -427,14 +494,22 @@ def parse_metric(metric, k=None, *, accepted=None):
             f"Unknown metric {metric!r}{hint}; valid metrics are {accepted} "
             "(optionally with @k, e.g. 'ndcg@10')."
         )
-    if suffix:
+    if at:
+        if not suffix:
+            # "ndcg@" is a cut-off left out, not a request for the whole list.
+            raise ValueError(
+                f"metric {metric!r}: '@' must be followed by the cut-off k, e.g. '{name}@10'; "
+                f"write {name!r} without '@' for the whole list."
+            )
         try:
             k_suffix = int(suffix)
         except ValueError:
             raise ValueError(f"metric {metric!r}: the part after '@' must be an int.") from None
         if k_suffix <= 0:
             raise ValueError(f"metric {metric!r}: k must be a positive int.")
+        check_k(k_suffix, name=f"metric {metric!r}: k")
         if k is not None and k != k_suffix:
             raise ValueError(f"metric {metric!r} says k={k_suffix} but k={k} was passed.")
         k = k_suffix
-    return name, k
+    # An objective's k passed scikit-learn's check, which has no upper bound.
+    return name, check_k(k)

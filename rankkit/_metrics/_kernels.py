@@ -214,7 +214,9 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
                     gsum += r
                 else:
                     gsum += gain(r, exp_gain)
-            acc += gsum * wsum / t
+            # wsum / t first: the mean weight is at most 1, while gsum * wsum
+            # can overflow for a block whose gain sum is finite.
+            acc += gsum * (wsum / t)
         elif metric == PRECISION or metric == RECALL or metric == RPRECISION:
             hits = 0.0
             for p in range(a, b):

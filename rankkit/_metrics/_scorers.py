@@ -137,9 +137,10 @@ class _RankingScorer(_BaseScorer):
         if qid is None:
             raise ValueError(
                 f"{self!r} needs query ids, and got none: enable metadata routing "
-                "(sklearn.set_config(enable_metadata_routing=True)) and pass qid= to fit of "
-                "GridSearchCV/cross_validate (params={'qid': qid} for cross_val_score), or score "
-                f"a DataFrame X with a '{self._qid_col}' column. Rows are never pooled into one query."
+                "(sklearn.set_config(enable_metadata_routing=True)) and pass them: "
+                "GridSearchCV(...).fit(X, y, qid=qid), or cross_validate(..., params={'qid': qid}) "
+                "(cross_val_score alike); or score a DataFrame X with a "
+                f"'{self._qid_col}' column. Rows are never pooled into one query."
             )
         y_pred = method_caller(estimator, "predict", X, pos_label=None)
         func = _metric_functions()[self._metric]
