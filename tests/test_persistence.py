@@ -526,7 +526,8 @@ def test_dates_durations_and_series_parameters_are_saved(tmp_path):
 
     X, clicks, qid = df[["f0", "f1", "f2"]].to_numpy(), (y > 1).astype(float), df["qid"].to_numpy()
     position = df.groupby("qid").cumcount().to_numpy() + 1
-    known = LambdaMARTRanker(n_estimators=5, position_bias="known", propensities=pd.Series(1 / np.arange(1, position.max() + 1)),
+    theta = pd.Series(1 / np.arange(1, position.max() + 1))
+    known = LambdaMARTRanker(n_estimators=5, position_bias="known", propensities=theta,
                              random_state=0).fit(X, clicks, qid=qid, position=position)
     known.save_model(tmp_path / "k.rkm")
     np.testing.assert_array_equal(load_model(tmp_path / "k.rkm").predict(X), known.predict(X))

@@ -141,14 +141,17 @@ def test_auto_temperature_is_the_rankers_rule_set_once_per_training_set():
     obj.gradient_hessian(y2, raw, group_ptr=ptr)
     assert obj.diffusion_temperature_ == auto_diffusion_temperature(inner.gradient_hessian(y2, raw, group_ptr=ptr)[0], 0.4)
     # Calls that alternate between training sets (xgboost.cv's folds) keep each set's own.
+    def auto(labels):
+        return auto_diffusion_temperature(inner.gradient_hessian(labels, raw, group_ptr=ptr)[0], 0.4)
+
     obj.gradient_hessian(y, raw, group_ptr=ptr)
-    assert obj.diffusion_temperature_ == auto_diffusion_temperature(inner.gradient_hessian(y, raw, group_ptr=ptr)[0], 0.4)
+    assert obj.diffusion_temperature_ == auto(y)
     obj.gradient_hessian(y2, raw * 0.1, group_ptr=ptr)
-    assert obj.diffusion_temperature_ == auto_diffusion_temperature(inner.gradient_hessian(y2, raw, group_ptr=ptr)[0], 0.4)
+    assert obj.diffusion_temperature_ == auto(y2)
     # New labels in the same array are another training set.
     y2[:] = y[::-1]
     obj.gradient_hessian(y2, raw, group_ptr=ptr)
-    assert obj.diffusion_temperature_ == auto_diffusion_temperature(inner.gradient_hessian(y2, raw, group_ptr=ptr)[0], 0.4)
+    assert obj.diffusion_temperature_ == auto(y2)
     # A number is used as given.
     fixed = SGLB(inner, diffusion_temperature=50.0)
     fixed.gradient_hessian(y, raw, group_ptr=ptr)

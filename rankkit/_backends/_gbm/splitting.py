@@ -10,8 +10,9 @@ A candidate ``(feature, bin t)`` sends bins ``<= t`` left. Missing values
 (XGBoost's sparsity-aware split finding, Algorithm 3). A candidate is valid
 when both children have ``H >= min_child_weight`` and ``H > 0`` (no empty
 child) and its gain exceeds ``min_gain`` (the grower passes half of
-XGBoost's ``gamma``: XGBoost compares ``gamma`` with twice this gain). Ties are broken towards the lowest feature, then the lowest bin, then
-"missing right", so the choice does not depend on thread scheduling.
+XGBoost's ``gamma``: XGBoost compares ``gamma`` with twice this gain). Ties
+are broken towards the lowest feature, then the lowest bin, then "missing
+right", so the choice does not depend on thread scheduling.
 
 Random split strength (CatBoost's ``random_strength``, Prokhorenkova et al.
 2018): when ``noise_sd > 0`` candidates are compared by
