@@ -313,8 +313,10 @@ class BaseRanker(BaseEstimator):
             weights), so a query of weight 0 trains as if it were left out
             and weight 2 as two copies of it, random noise apart (the
             objectives', and the numba engine's split noise, whose scale
-            counts every row); multiplying every weight by one number
-            changes nothing.
+            counts every row). So, as in XGBoost and LightGBM, weights all
+            ``c`` train as ``c`` copies of the data: ``c`` times the evidence
+            against the same ``reg_lambda`` and ``min_child_weight``, not the
+            model of weights 1.
         eval_set : list of (X, y) pairs, optional
             Sets evaluated every iteration with every ``eval_metric``
             (``evals_result_``); the last one that is not the training data

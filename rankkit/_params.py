@@ -53,7 +53,9 @@ BOOSTING_PARAMS = {
     "subsample": Param(
         1.0, [Interval(Real, 0, 1, closed="right")], "float", "Share of rows sampled for each tree.", True),
     "colsample_bytree": Param(
-        1.0, [Interval(Real, 0, 1, closed="right")], "float", "Share of features sampled for each tree.", True),
+        1.0, [Interval(Real, 0, 1, closed="right")], "float",
+        "Share of features sampled for each tree: ``colsample_bytree * n_features`` rounded down (at least "
+        "1) on the numba engine and XGBoost, rounded to the nearest by LightGBM.", True),
     "max_bin": Param(256, [Interval(Integral, 2, None, closed="left")], "int",
                      "Histogram bins per feature (at most 255 on the numba engine, whose bins are bytes).", True),
     "n_jobs": Param(

@@ -59,8 +59,9 @@ def weighted_counts(group_ptr, weight):
     """``(queries, rows)`` of a training set, counted by weight when it has
     weights: a query counts its weight (:func:`query_weights`), a row its
     weight. The query units and :func:`curvature_unit` count with these, so a
-    query of weight 0 trains as if it were dropped, an integer weight ``k``
-    as ``k`` copies of the query, and weights all times ``c`` as weights 1."""
+    query of weight 0 trains as if it were dropped and an integer weight
+    ``k`` as ``k`` copies of the query (so weights all ``c`` are ``c`` copies
+    of the data, not weights 1: the regularisers stay as they are)."""
     if weight is None:
         return float(group_ptr.shape[0] - 1), float(group_ptr[-1])
     return float(query_weights(weight, group_ptr).sum()), float(weight.sum())

@@ -202,3 +202,18 @@ def test_backend_params_may_not_set_a_ranker_parameter(data, backend, key, ranke
     with pytest.raises(ValueError, match=rf"'{key}': it sets what the ranker's {ranker_param} sets: "
                                          rf"pass {ranker_param}=1 to the ranker instead"):
         _fit(data, backend, {key: 1})
+
+
+@pytest.mark.parametrize("backend", [b for b in ("xgboost", "lightgbm") if installed(b)])
+@pytest.mark.parametrize("rate", [1e-36, 1e40])
+def test_learning_rates_the_engines_cannot_hold_are_refused(backend, rate):
+    """XGBoost keeps the rate in float32 (it failed with its own error) and
+    LightGBM zeroes leaves below 1e-35 (an all-zero model, silently)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from rankkit import LambdaMARTRanker
+    from rankkit.datasets import make_ranking
+
+    X, y, qid = make_ranking(10, random_state=0)
+    with pytest.raises(InvalidParameterError, match=rf"learning_rate.*backend='{backend}'.*backend=\"numba\""):
+        LambdaMARTRanker(learning_rate=rate, n_estimators=2, backend=backend).fit(X, y, qid=qid)

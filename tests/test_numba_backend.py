@@ -265,6 +265,29 @@ def test_feature_importances():
         b.feature_importances("cover")
 
 
+def test_split_importance_counts_the_splits_that_rows_reach():
+    """Oblivious trees split every node of a level, empty ones included:
+    only the nodes some training row reaches count as splits."""
+    X, y = regression_data(n=60, F=4)
+    b = backend(n_estimators=5, max_depth=6, min_child_weight=0.0,
+                backend_params={"grow_policy": "oblivious"}).fit(X, squared_error(y))
+    counts, empty = np.zeros(X.shape[1]), 0
+    for t in b.booster_.trees:
+        reached = set()
+        for x in X:  # walk every training row down the tree
+            i = 0
+            while t["left"][i] >= 0:
+                reached.add(i)
+                v = x[t["feature"][i]]
+                left = t["missing_left"][i] if np.isnan(v) else v <= t["threshold"][i]
+                i = t["left"][i] if left else t["right"][i]
+        for i in reached:
+            counts[t["feature"][i]] += 1
+        empty += int(np.sum(t["left"] >= 0)) - len(reached)
+    assert empty > 0  # the case this checks
+    np.testing.assert_allclose(b.feature_importances("split"), counts / counts.sum(), rtol=1e-12)
+
+
 def test_queryrmse_on_mq2008(shared_data):
     from sklearn.datasets import load_svmlight_file
 

@@ -57,6 +57,7 @@ Persistence: :meth:`Backend.save` returns the fitted model as a JSON-ready
 from __future__ import annotations
 
 import warnings
+from numbers import Real
 
 import numpy as np
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
@@ -64,6 +65,7 @@ from sklearn.utils._param_validation import InvalidParameterError, validate_para
 from .._params import BACKEND_SETTINGS, BOOSTING_PARAMS
 from .._sglb import ShrunkScores
 from .._threads import limit_threads, resolve_n_jobs
+from .._validation import Interval
 from ._engine_params import check_backend_params
 
 
@@ -88,6 +90,10 @@ class Backend:
 
     #: Constraints this engine adds to the common ones (scikit-learn format).
     _engine_constraints: dict = {}
+    #: XGBoost and LightGBM keep the learning rate and the leaf values in float32 and
+    #: zero leaves below 1e-35: beyond this range a rate fails in XGBoost or
+    #: silently gives an all-zero model in LightGBM.
+    _ENGINE_LEARNING_RATE = {"learning_rate": [Interval(Real, 1e-30, 1e30, closed="both")]}
     #: What to do when a setting is beyond ``_engine_constraints``.
     _engine_constraints_help = ""
 

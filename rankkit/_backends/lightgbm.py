@@ -140,6 +140,8 @@ class LightGBMBackend(Backend):
     """
 
     name = "lightgbm"
+    _engine_constraints = Backend._ENGINE_LEARNING_RATE
+    _engine_constraints_help = 'The numba engine (backend="numba") takes any learning rate.'
     supports_categorical = True
 
     # LightGBM refuses these in feature names ("special JSON characters"); a

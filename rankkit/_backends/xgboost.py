@@ -180,6 +180,8 @@ class XGBoostBackend(Backend):
     """
 
     name = "xgboost"
+    _engine_constraints = Backend._ENGINE_LEARNING_RATE
+    _engine_constraints_help = 'The numba engine (backend="numba") takes any learning rate.'
     supports_categorical = True
 
     # XGBoost refuses these in feature names (``DMatrix(feature_names=)``).

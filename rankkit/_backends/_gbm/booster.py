@@ -95,7 +95,9 @@ class TreeEnsemble:
     def feature_importances(self, importance_type):
         imp = np.zeros(self.n_features, dtype=np.float64)
         for t in self.trees:
-            internal = t["left"] >= 0
+            # An oblivious level splits its empty nodes too (they keep the tree
+            # full); a split of no row is not a split of the data.
+            internal = (t["left"] >= 0) & (t["count"] > 0)
             f = t["feature"][internal]
             w = t["gain"][internal] if importance_type == "gain" else np.ones(f.shape[0])
             np.add.at(imp, f, w)
