@@ -7,7 +7,8 @@ validates). Every ranker is trained with the same trees, depth and learning
 rate, records NDCG@10 on the validation queries every iteration (the
 learning curves of ``--plot``), and is judged once on the test queries:
 NDCG@10, MRR, MAP and ERR@10 (worst-order ties; a query without a relevant
-document scores 1.0; ERR with Chapelle's mapping) and the fit time. A second
+document scores 1.0 in NDCG, MRR and MAP and 0 in ERR, which stops at no
+document; ERR with Chapelle's mapping) and the fit time. A second
 table (:func:`rankkit.evaluation.compare`) gives every mean a 95% bootstrap
 interval over the test queries and marks with ``*`` the rankers that differ
 significantly from the best one on NDCG@10 (paired t-tests, Holm-corrected
@@ -52,15 +53,17 @@ def _parser():
     parser.add_argument("--rankers", default=",".join(RANKERS),
                         help=f"comma-separated, from: {', '.join(RANKERS)}")
     parser.add_argument("--n-queries", type=int, default=600, help="synthetic data: number of queries")
-    parser.add_argument("--n-estimators", type=int, default=200)
-    parser.add_argument("--max-depth", type=int, default=6)
-    parser.add_argument("--learning-rate", type=float, default=0.1)
+    parser.add_argument("--n-estimators", type=int, default=200, help="trees of every ranker")
+    parser.add_argument("--max-depth", type=int, default=6, help="depth of every tree")
+    parser.add_argument("--learning-rate", type=float, default=0.1, help="learning rate of every ranker")
     parser.add_argument("--backend", default="auto", help="auto (the rankers' default), xgboost, lightgbm or numba")
     parser.add_argument("--n-jobs", type=int, default=1,
                         help="threads per fit (-1: all cores); one is fastest on data this small")
-    parser.add_argument("--random-state", type=int, default=0)
+    parser.add_argument("--random-state", type=int, default=0,
+                        help="seed of the synthetic data, the validation split and every ranker")
     parser.add_argument("--plot", metavar="FILE", default=None,
-                        help="save a figure: learning curves and the best two rankers query by query")
+                        help="save a figure (FILE.png, .pdf, .svg, ...): learning curves and the best two "
+                             "rankers query by query")
     return parser
 
 
@@ -90,9 +93,27 @@ def _fold_files(directory):
     return files
 
 
+def _load_fold(files):
+    """The fold's files read alike: one-based feature ids (LETOR's), or
+    zero-based for all if any file has a feature 0, so that a file whose
+    feature 0 is always 0 (and left out) is not read shifted; and as many
+    columns as the widest file has (a feature absent from one file is 0
+    there)."""
+    from rankkit.datasets import load_svmlight
+
+    try:
+        loaded = {part: load_svmlight(path, dense=True, zero_based=False) for part, path in files.items()}
+    except ValueError as error:
+        if "zero_based=True" not in str(error):
+            raise
+        loaded = {part: load_svmlight(path, dense=True, zero_based=True) for part, path in files.items()}
+    width = max(X.shape[1] for X, _, _ in loaded.values())
+    return {part: (np.pad(X, ((0, 0), (0, width - X.shape[1]))), y, qid) for part, (X, y, qid) in loaded.items()}
+
+
 def load_data(args):
     """``(description, {"train": (X, y, qid), "vali": ..., "test": ...})``."""
-    from rankkit.datasets import load_svmlight, make_ranking
+    from rankkit.datasets import make_ranking
     from rankkit.model_selection import query_train_test_split
 
     if args.data is None:
@@ -103,15 +124,18 @@ def load_data(args):
         parts = {"rest": (X_rest, y_rest, q_rest), "test": (X_te, y_te, q_te)}
     else:
         files = _fold_files(args.data)
-        train = load_svmlight(files["train"], dense=True)
-        n_features = train[0].shape[1]
-        parts = {"rest" if "vali" not in files else "train": train,
-                 "test": load_svmlight(files["test"], n_features=n_features, dense=True)}
+        loaded = _load_fold(files)
+        parts = {"rest" if "vali" not in files else "train": loaded["train"], "test": loaded["test"]}
         if "vali" in files:
-            parts["vali"] = load_svmlight(files["vali"], n_features=n_features, dense=True)
+            parts["vali"] = loaded["vali"]
         name = str(files["train"].parent)
+    if len(np.unique(parts["test"][2])) < 2:
+        raise ValueError("--data: the test file has one query; the paired tests need at least two.")
     if "rest" in parts:  # a fifth of the training queries validates
         X, y, qid = parts.pop("rest")
+        if len(np.unique(qid)) < 2:
+            raise ValueError("--data: the training file has one query and there is no vali.txt; a fifth of the "
+                             "training queries would validate: give it at least two queries, or a vali.txt.")
         X_tr, X_va, y_tr, y_va, q_tr, q_va = query_train_test_split(
             X, y, qid=qid, test_size=0.2, random_state=args.random_state)
         parts["train"], parts["vali"] = (X_tr, y_tr, q_tr), (X_va, y_va, q_va)
@@ -221,12 +245,28 @@ def _check_args(args, names, parser):
         folder = os.path.dirname(os.path.abspath(args.plot))
         if not os.path.isdir(folder):
             parser.error(f"--plot: the folder {folder} does not exist.")
+        from matplotlib.figure import Figure
+
+        formats = Figure().canvas.get_supported_filetypes()
+        extension = os.path.splitext(args.plot)[1].lstrip(".").lower()
+        if extension not in formats:
+            parser.error(f"--plot: {args.plot!r} needs one of the extensions matplotlib writes: "
+                         f"{', '.join('.' + f for f in sorted(formats))}.")
     from sklearn.utils._param_validation import InvalidParameterError
 
-    for name in names:
-        if RANKERS[name][2] is None:
-            continue  # XGBoost's own ranker
-        try:  # rankkit's rankers: scikit-learn's parameter checks
+    from rankkit._backends import get_backend
+
+    if args.backend != "auto":
+        try:
+            get_backend(args.backend)
+        except (ImportError, ValueError) as exc:
+            parser.error(f"--backend: {exc}")
+    # The options every ranker shares, checked by rankkit's rankers' rules even
+    # when only XGBoost's own ranker runs (it would fail late, or read
+    # --max-depth 0 as "no limit").
+    checked = [name for name in names if RANKERS[name][2] is not None] or ["lambdamart"]
+    for name in checked:
+        try:  # scikit-learn's parameter checks
             _make(name, args)._validate_params()
         except InvalidParameterError as exc:
             option = next((o for p, o in _OPTIONS.items() if f"'{p}' parameter" in str(exc)), "an option")
@@ -279,7 +319,7 @@ def main(argv=None):
     width = max(len("random scores"), *(len(r["label"]) for r in results))
     header = f"{'model':<{width}}  {'NDCG@10':>7}  {'MRR':>6}  {'MAP':>6}  {'ERR@10':>6}  {'fit s':>6}"
     print(f"\nTest queries: {n_q['test']} (ties ordered worst first; a query without a relevant "
-          "document scores 1.0)")
+          "document scores 1.0, in ERR 0)")
     print(header)
     print("-" * len(header))
     for r in results:

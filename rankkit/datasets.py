@@ -60,7 +60,7 @@ def _read_group_sizes(query_path):
     return sizes
 
 
-def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, dense=None):
+def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, dense=None, zero_based="auto"):
     """Load a learning-to-rank file in SVMlight/LETOR format.
 
     Two layouts are understood:
@@ -75,6 +75,8 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
       given as ``query_path`` or found next to the data file as
       ``<path>.query`` or ``<stem>.query.gz`` (``rank.train.gz`` ->
       ``rank.train.query.gz``). Queries are then numbered ``0, 1, ...``.
+      LightGBM itself reads feature ids as zero-based: pass
+      ``zero_based=True`` for the columns LightGBM sees.
 
     Parameters
     ----------
@@ -94,6 +96,14 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
         ``scipy.sparse.csr_matrix``; ``None``: dense when more than 30% of
         the entries are non-zero (LETOR features are dense, web-scale
         feature sets often are not).
+    zero_based : bool or "auto", default="auto"
+        Whether feature ids start at 0 (``True``: scikit-learn's
+        ``dump_svmlight_file`` writes them so) or at 1 (``False``: LETOR,
+        MSLR-WEB, Yahoo! LTR). ``"auto"`` decides per file: a file without
+        a feature ``0`` is read as one-based. Give training and test files
+        the same explicit value: a zero-based test file whose feature 0 is
+        0 on every row (and so left out) would otherwise be read one-based,
+        its columns shifted by one against the training file's.
 
     Returns
     -------
@@ -105,9 +115,9 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
 
     Notes
     -----
-    Feature indices follow scikit-learn's ``zero_based="auto"`` rule: files
-    without a feature ``0`` are read as one-based, so column ``j`` of ``X``
-    is feature ``j + 1`` of a LETOR file.
+    With ``zero_based="auto"`` feature indices follow scikit-learn's rule:
+    files without a feature ``0`` are read as one-based, so column ``j`` of
+    ``X`` is feature ``j + 1`` of a LETOR file.
 
     Examples
     --------
@@ -127,10 +137,24 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
         isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features <= 0
     ):
         raise ValueError(f"n_features must be a positive int or None, got {n_features!r}.")
+    if zero_based not in (True, False, "auto"):
+        raise ValueError(f'zero_based must be True, False or "auto", got {zero_based!r}.')
 
-    X, y, qid = load_svmlight_file(
-        str(path), n_features=n_features, dtype=dtype, query_id=True, zero_based="auto"
-    )
+    try:
+        X, y, qid = load_svmlight_file(
+            str(path), n_features=n_features, dtype=dtype, query_id=True, zero_based=zero_based
+        )
+    except (ValueError, OverflowError) as error:
+        if zero_based is False and "index 0" in str(error):
+            raise ValueError(
+                f"{str(path)!r} has a feature id 0, so its ids are zero-based: pass zero_based=True "
+                "(to this file and to the files read with it)."
+            ) from None
+        # scikit-learn's parser names neither the file nor the field (qid:q1 is "invalid literal for int()").
+        raise ValueError(
+            f"{str(path)!r} is not an SVMlight/LETOR file rankkit can read ('<label> qid:<integer> <id>:<value> "
+            f"... # comment' per line): {error}"
+        ) from None
     n_samples = X.shape[0]
     if n_samples == 0:
         raise ValueError(f"{str(path)!r} has no data lines (only comments or nothing).")

@@ -350,3 +350,28 @@ def test_load_clueweb09_fold1(shared_data):
     sizes = np.unique(qid, return_counts=True)[1]
     assert sizes.min() >= 230 and sizes.max() <= 728
     assert y.max() <= 4
+
+
+def test_load_svmlight_zero_based(tmp_path):
+    """A zero-based file whose feature 0 is always 0 reads one-based under
+    "auto" (shifted); zero_based=True reads it as written, and a one-based
+    reading of a file with feature 0 says to pass zero_based=True."""
+    from sklearn.datasets import dump_svmlight_file
+
+    X = np.array([[0.0, 0.5, 0.25], [0.0, 0.0, 0.75]])
+    dump_svmlight_file(X, [1, 0], str(tmp_path / "zero.txt"), query_id=[1, 1], zero_based=True)
+    np.testing.assert_array_equal(load_svmlight(tmp_path / "zero.txt", dense=True, zero_based=True)[0], X)
+    np.testing.assert_array_equal(load_svmlight(tmp_path / "zero.txt", dense=True)[0], X[:, 1:])  # "auto"
+    X[0, 0] = 1.0
+    dump_svmlight_file(X, [1, 0], str(tmp_path / "with0.txt"), query_id=[1, 1], zero_based=True)
+    with pytest.raises(ValueError, match="has a feature id 0, so its ids are zero-based: pass zero_based=True"):
+        load_svmlight(tmp_path / "with0.txt", zero_based=False)
+    with pytest.raises(ValueError, match='zero_based must be True, False or "auto"'):
+        load_svmlight(tmp_path / "with0.txt", zero_based="yes")
+
+
+def test_load_svmlight_names_the_file_it_cannot_parse(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 qid:q1 1:0.5\n")
+    with pytest.raises(ValueError, match=r"bad\.txt' is not an SVMlight/LETOR file rankkit can read.*qid:<integer>"):
+        load_svmlight(bad)

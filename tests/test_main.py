@@ -84,11 +84,52 @@ def test_letor_folder(tmp_path, capsys, with_vali):
     assert list(_table(out)) == ["QueryRMSE", "XGBoost rank:ndcg (built-in)", "random scores"]
 
 
+@pytest.mark.parametrize("zero_based", [False, True])
+def test_fold_files_are_read_alike(tmp_path, zero_based):
+    """Train, vali and test are read with the same feature ids and width: a
+    zero-based test file whose feature 0 is always 0 (so left out) is not
+    read one-based, shifted by a column, and features the training file
+    lacks (all 0 there) widen every file rather than stop the run."""
+    from rankkit.__main__ import _fold_files, _load_fold
+
+    fold = tmp_path / "Fold1"
+    fold.mkdir()
+    written = {}
+    for split, seed in {"train": 0, "vali": 1, "test": 2}.items():
+        X, y, qid = make_ranking(6, n_features=5, max_docs=6, random_state=seed)
+        X = np.abs(X) + 1.0
+        if split == "test":
+            X[:, 0] = 0.0  # absent from the file
+        if split == "train":
+            X[:, 4] = 0.0  # the training file's highest feature id is smaller
+        dump_svmlight_file(X, y, str(fold / f"{split}.txt"), query_id=qid, zero_based=zero_based)
+        written[split] = X
+    loaded = _load_fold(_fold_files(fold))
+    for split, X in written.items():
+        np.testing.assert_allclose(loaded[split][0], X, rtol=1e-6)
+
+
 def test_real_letor_fold(shared_data, capsys):
     assert main(["--data", str(shared_data / "MQ2008"), "--n-estimators", "3", "--rankers", "lambdamart"]) == 0
     out = capsys.readouterr().out
     assert "46 features" in out and "train 471 (9630)" in out
     assert 0.5 < _table(out)["LambdaMART NDCG@10"][0] <= 1.0
+
+
+def test_folds_too_small_for_the_comparison(tmp_path, capsys):
+    """One test query, or one training query without vali.txt: a usage error
+    before training (the paired tests failed after every ranker had trained)."""
+    for split, name in [("test", "the test file has one query"), ("train", "the training file has one query")]:
+        fold = tmp_path / split / "Fold1"
+        fold.mkdir(parents=True)
+        for part in ("train", "test"):
+            X, y, qid = make_ranking(1 if part == split else 8, n_features=4, max_docs=8, min_docs=3,
+                                     empty_query_fraction=0.0, random_state=0)
+            dump_svmlight_file(X, y, str(fold / f"{part}.txt"), query_id=qid, zero_based=False)
+        with pytest.raises(SystemExit):
+            main(["--data", str(tmp_path / split), "--rankers", "queryrmse", "--n-estimators", "2"])
+        out = capsys.readouterr()
+        assert name in out.err and "fitting" not in out.out
 
 
 def test_bad_options(tmp_path, capsys):
@@ -100,7 +141,11 @@ def test_bad_options(tmp_path, capsys):
     assert "no train.txt[.gz] or test.txt[.gz]" in capsys.readouterr().err
     # Every value checked before anything trains, as a usage error naming the option.
     for options, message in [
-        (["--backend", "foo"], "--backend: The 'backend' parameter"),
+        (["--backend", "foo"], "--backend: Unknown backend 'foo'"),
+        (["--rankers", "xgboost", "--max-depth", "0"], "--max-depth: The 'max_depth' parameter"),
+        (["--rankers", "xgboost", "--learning-rate", "nan"], "--learning-rate: The 'learning_rate' parameter"),
+        (["--plot", str(tmp_path / "figure.xyz")], "--plot: '" + str(tmp_path / "figure.xyz") + "' needs one of"),
+        (["--plot", str(tmp_path / "figure")], "needs one of the extensions matplotlib writes"),
         (["--rankers", "xgboost,lambdamart", "--max-depth", "0"], "--max-depth: The 'max_depth' parameter"),
         (["--learning-rate", "0"], "--learning-rate: The 'learning_rate' parameter"),
         (["--n-jobs", "0"], "--n-jobs: The 'n_jobs' parameter"),
