@@ -10,9 +10,17 @@ test NDCG@10 (worst-order ties, exp gain, empty queries count 1) of both,
 their paired difference over (fold, test query) pairs (each averaged over
 the seeds), its standard error and the difference in units of it.
 
+``--objectives`` takes ``bench_quality``'s rankkit methods instead of the
+three rankers with every parameter default (``StochasticRank,YetiRank,
+YetiLoss,LambdaMART,QueryRMSE,XE-NDCG``: the target metric NDCG@10 where
+there is one), and ``--patience`` stops each fit early on the fold's
+validation split, as ``bench_quality`` does.
+
 Run from the repository root::
 
     .venv/bin/python benchmarks/compare_revisions.py --base 404e2af
+    .venv/bin/python benchmarks/compare_revisions.py --base 404e2af --datasets yahoo --folds 5 --seeds 10 \
+        --trees 200 --patience 50 --objectives StochasticRank,YetiRank,YetiLoss,LambdaMART,QueryRMSE,XE-NDCG
 """
 
 from __future__ import annotations
@@ -31,7 +39,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _common import SHARED_DATA, markdown_table, save_result  # noqa: E402
 
-RANKERS = ("LambdaMARTRanker", "YetiRanker", "StochasticRankRanker")
+RANKERS = {name: (name, {}) for name in ("LambdaMARTRanker", "YetiRanker", "StochasticRankRanker")}
+
+
+def rankers(objectives):
+    """label -> (ranker class name, parameters)."""
+    if not objectives:
+        return RANKERS
+    from bench_quality import RANKKIT
+
+    return {label: RANKKIT[f"rankkit {label}"] for label in objectives.split(",")}
 
 
 def worker(args):
@@ -45,10 +62,15 @@ def worker(args):
             if k > args.folds:
                 break
             (X, y, q), (Xt, yt, qt) = fold["train"], fold["test"]
-            for name in RANKERS:
+            for name, (cls, params) in rankers(args.objectives).items():
                 for seed in range(args.seeds):
-                    model = getattr(rankkit, name)(n_estimators=args.trees, n_jobs=2, random_state=seed)
-                    model.fit(X, y, qid=q)
+                    model = getattr(rankkit, cls)(n_estimators=args.trees, n_jobs=2, random_state=seed, **params)
+                    if args.patience:
+                        Xv, yv, qv = fold["vali"]
+                        model.set_params(eval_metric="ndcg@10", early_stopping_rounds=args.patience)
+                        model.fit(X, y, qid=q, eval_set=[(Xv, yv)], eval_qid=[qv])
+                    else:
+                        model.fit(X, y, qid=q)
                     values = per_query_metrics(yt, model.predict(Xt), qt)["ndcg@10"]
                     out.setdefault(f"{dataset}|{name}|{k}", []).append(np.asarray(values).tolist())
     print(json.dumps(out))
@@ -57,7 +79,8 @@ def worker(args):
 def run(source, args):
     env = dict(os.environ, PYTHONPATH=str(source))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--datasets", args.datasets,
-           "--folds", str(args.folds), "--seeds", str(args.seeds), "--trees", str(args.trees)]
+           "--folds", str(args.folds), "--seeds", str(args.seeds), "--trees", str(args.trees),
+           "--patience", str(args.patience), "--objectives", args.objectives]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=HERE.parent)
     if proc.returncode != 0:
         raise SystemExit(proc.stderr[-4000:])
@@ -71,10 +94,22 @@ def main(argv=None):
     parser.add_argument("--folds", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--trees", type=int, default=100)
+    parser.add_argument("--patience", type=int, default=0,
+                        help="early stopping on each fold's validation split after this many rounds (0: none)")
+    parser.add_argument("--objectives", default="",
+                        help="comma-separated bench_quality methods without 'rankkit ' (default: the three "
+                             "rankers with every parameter default)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
+    if args.objectives:
+        from bench_quality import RANKKIT
+
+        unknown = [o for o in args.objectives.split(",") if f"rankkit {o}" not in RANKKIT]
+        if unknown:
+            parser.error(f"--objectives: unknown {unknown}; choose from "
+                         + ",".join(label.removeprefix("rankkit ") for label in RANKKIT))
     from bench_quality import _NEEDS
 
     args.datasets = ",".join(d for d in args.datasets.split(",") if (SHARED_DATA / _NEEDS[d]).exists())
@@ -98,7 +133,9 @@ def main(argv=None):
         dataset, name = key.split("|")
         rows.append([dataset, name, f"{a.mean():.4f}", f"{b.mean():.4f}", f"{d.mean():+.4f}", f"{se:.4f}",
                      f"{d.mean() / se:+.2f}" if se > 0 else "identical"])
-    text = (f"compare_revisions --base {args.base}: {args.trees} trees, folds 1-{args.folds}, {args.seeds} seeds\n\n"
+    stopping = f", early stopping after {args.patience} rounds" if args.patience else ""
+    text = (f"compare_revisions --base {args.base}: {args.trees} trees{stopping}, folds 1-{args.folds}, "
+            f"{args.seeds} seeds\n\n"
             + markdown_table(["dataset", "ranker", f"NDCG@10 at {args.base}", "NDCG@10 now", "difference",
                               "standard error", "difference / SE"], rows))
     print(text)
