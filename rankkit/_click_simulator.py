@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import _num_samples
 
 from ._groups import make_groups
 from ._validation import check_labels, check_scores
@@ -48,14 +49,19 @@ def _shown_lists(scores, groups, top_k, n_rankings, ranking_noise, rng):
     Ranking 0 of a query is the logging ranker's order (ties by row order);
     ranking ``r >= 1`` sorts ``scores + ranking_noise * sd * G`` with ``G``
     standard Gumbel draws and ``sd`` the standard deviation of the query's
-    scores: a Plackett-Luce sample of the logger's softmax."""
+    scores (1 when they are all equal): a Plackett-Luce sample of the
+    logger's softmax."""
     ptr = groups.group_ptr
     shown, position, lists = [], [], []
     for q in range(ptr.shape[0] - 1):
         lo, hi = ptr[q], ptr[q + 1]
         s = scores[lo:hi]
+        # Scores all equal (sd 0): the logger's softmax is uniform, sampled by the
+        # Gumbel draws at any positive scale; scaled by 0 they left every ranking
+        # the row order, and a constant logger was never randomised.
+        sd = s.std() if s.std() > 0 else 1.0
         for r in range(n_rankings):
-            key = s if r == 0 else s + ranking_noise * s.std() * rng.gumbel(size=s.shape[0])
+            key = s if r == 0 else s + ranking_noise * sd * rng.gumbel(size=s.shape[0])
             order = lo + np.argsort(-key, kind="stable")
             if top_k is not None:
                 order = order[:top_k]
@@ -122,8 +128,9 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
         Rankings the logger shows for each query. The first is the order of
         ``scores`` (the deterministic logger of the protocol); each other one
         sorts ``scores + ranking_noise * sd_q * G``, ``G`` standard Gumbel
-        draws and ``sd_q`` the standard deviation of the query's scores (a
-        Plackett-Luce sample of the logger's softmax, drawn once). A
+        draws and ``sd_q`` the standard deviation of the query's scores, 1
+        when they are all equal (a Plackett-Luce sample of the logger's
+        softmax, drawn once: uniform for a constant logger). A
         query's sessions are spread uniformly at random over its rankings. A
         randomised logger shows a document at several ranks, which is what
         lets ``position_bias="estimate"`` tell position from relevance (one
@@ -168,6 +175,12 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
                          "one impression (one session's view of a document).")
     y = check_labels(y, name="y")
     scores = check_scores(scores, name="scores")
+    # Rows are matched by number: a longer array would be silently cut, a
+    # shorter scores silently leave documents unshown.
+    for name, n in (("X", _num_samples(X)), ("scores", scores.shape[0])):
+        if n != y.shape[0]:
+            raise ValueError(f"{name} has {n} rows but y has {y.shape[0]}: pass one row of X, one label and "
+                             "one logging score per document.")
     groups = make_groups(qid, y.shape[0])
     rng = np.random.default_rng(random_state)
     ys, ss = groups.sort(y), groups.sort(scores)

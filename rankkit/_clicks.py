@@ -68,13 +68,16 @@ def check_position(position, n_rows, *, name="position"):
         except (TypeError, ValueError):
             raise TypeError(f"{name} must hold integer ranks (1 = top), got non-numeric values.") from None
     if values.dtype.kind == "f":
-        missing = ~np.isfinite(values)
+        missing = np.isnan(values)
         if missing.any():
             raise ValueError(f"{name} is missing (NaN) for {int(missing.sum())} of {n_rows} rows: every "
                              "shown document needs the rank it was shown at.")
-        if np.any(values != np.round(values)):
-            raise ValueError(f"{name} must hold integer ranks (1 = top); got non-integer values such as "
-                             f"{values[values != np.round(values)][0]!r}.")
+        # Infinite or beyond int64, the conversion below would wrap round (1e30 and inf became
+        # the rank -9223372036854775808 in the error).
+        bad = (values != np.round(values)) | ~(np.abs(values) < 2.0**63)
+        if np.any(bad):
+            raise ValueError(f"{name} must hold integer ranks (1 = top); got values that are not, such as "
+                             f"{values[bad][0]!r}.")
     elif values.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integer ranks (1 = top), got dtype {values.dtype}.")
     values = values.astype(np.int64)
@@ -83,10 +86,11 @@ def check_position(position, n_rows, *, name="position"):
     return values
 
 
-def check_unique_positions(position, group_ptr, *, name="position"):
+def check_unique_positions(position, group_ptr, *, name="position", query_ids=None):
     """Each position at most once per query group (one impression list).
 
-    ``position`` is in the sorted layout of ``group_ptr``.
+    ``position`` is in the sorted layout of ``group_ptr``; ``query_ids[q]``,
+    when given, is the caller's id of group ``q`` (named in the error).
     """
     group = np.repeat(np.arange(group_ptr.shape[0] - 1), np.diff(group_ptr))
     order = np.lexsort((position, group))
@@ -94,10 +98,15 @@ def check_unique_positions(position, group_ptr, *, name="position"):
     if same.any():
         row = int(order[1:][same][0])
         q = int(group[row])
+        # The group's number in the sorted layout alone does not find it in the caller's rows.
+        qid = None if query_ids is None else query_ids[q]
+        which = f"query group {q}" if qid is None else f"qid {qid.item() if hasattr(qid, 'item') else qid!r}"
         raise ValueError(
-            f"Two documents of one impression list share {name} {int(position[row])} (query group {q}): a "
+            f"Two documents of one impression list share {name} {int(position[row])} ({which}): a "
             "query group is one list of shown documents, one per rank. Give each session its own qid, or "
-            "aggregate the clicks per (query, document, position) so every rank appears once."
+            "aggregate the clicks per shown list: one qid per (query, ranking shown), one row per document "
+            "of it (per (query, document, position) is not enough when a query was shown in several "
+            "rankings: two documents then share a rank)."
         )
 
 
@@ -122,13 +131,20 @@ def propensity_table(propensities, max_position, *, name="propensities"):
             "lambda k: 1.0 / k."
         )
     positions = np.arange(1, max_position + 1)
+    values = propensities(positions) if callable(propensities) else propensities
+    try:
+        theta = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        # numpy's message ("float() argument must be ... not 'dict'") names no parameter.
+        raise TypeError(f"{name} must be an array of examination probabilities, one per position (theta_1, "
+                        f"theta_2, ...), or a callable mapping an array of 1-based positions to them: {error}") \
+            from None
     if callable(propensities):
-        theta = np.asarray(propensities(positions), dtype=np.float64)
         if theta.shape != positions.shape:
             raise ValueError(f"{name}(positions) must return one value per position; got shape "
                              f"{theta.shape} for {positions.shape[0]} positions.")
     else:
-        theta = np.asarray(propensities, dtype=np.float64).ravel()
+        theta = theta.ravel()
         if theta.shape[0] < max_position:
             raise ValueError(f"{name} has {theta.shape[0]} entries but documents were shown down to "
                              f"position {max_position}: give one propensity per position.")
@@ -241,10 +257,15 @@ class RegressionEM:
         weighted = np.multiply(clicks, self.weight)
         count, clicked, click_sum, weight_sum = all_sums(total, [count, clicked, weighted.sum(), self.weight.sum()])
         self.count = count
-        self.count[self.count == 0] = 1.0  # positions never shown keep theta = their start
+        # Positions no row was shown at (a gap in the ranks) have no evidence of
+        # their own: the M-step's mean over no rows would make their theta 0 (then
+        # 1e-6), and a click there in an eval set or score a million-fold gain.
+        self.unseen = np.flatnonzero(self.count == 0)
+        self.count[self.unseen] = 1.0
         ctr = clicked / self.count
         # Start from the click-through rate per position (the naive estimate).
         self.theta = np.clip(ctr / max(ctr.max(), 1e-12), 1e-3, 1.0) * 0.9 + 0.05
+        self._fill_unseen()
         mean = float(click_sum / weight_sum)  # np.average(clicks, weights=weight)
         self.a, self.b = 0.0, float(np.log(max(mean, 1e-6) / max(1 - mean, 1e-6)))
         self.n_steps = n_steps
@@ -276,9 +297,18 @@ class RegressionEM:
         examined_sum = np.bincount(self.index, weights=examined * self.weight, minlength=self.n_positions)
         theta_new = all_sums(self.total, [examined_sum])[0] / self.count
         self.theta = np.clip(theta_new, 1e-6, 1.0)
+        self._fill_unseen()
         self.a, self.b = _logistic_fit(z, relevant, self.weight, self.a, self.b, shift, total=self.total)
         if self.query is not None:
             self.offset = _offset_fit(self.query, self.a * z + self.b, relevant, self.weight, self.offset)
+
+    def _fill_unseen(self):
+        """Positions never shown take the value of the position above, as the
+        pairwise estimator's positions without pairs (ascending: runs carry the
+        last shown value)."""
+        for k in self.unseen:
+            if k > 0:
+                self.theta[k] = self.theta[k - 1]
 
     def update(self, raw):
         for _ in range(self.n_steps):
@@ -354,6 +384,21 @@ class PairwiseEstimator:
         return np.clip(self.t_plus, 1e-6, 1.0)
 
 
+def check_shown_at_top(position, total=None):
+    """Estimated propensities are relative to position 1: without a training row
+    shown there (over all the parts, ``total``) the estimators have nothing
+    to divide by and would return 1 everywhere, no debiasing at all."""
+    at_top = all_sums(total, [float(np.count_nonzero(position == 1))])[0]
+    if at_top == 0:
+        shallowest = int(position.min()) if position.size else 0
+        raise ValueError(
+            'position_bias="estimate" learns propensities relative to position 1, but no training row was shown '
+            f"at position 1 (the shallowest here is {shallowest}). Number the ranks so the top shown rank is 1 "
+            f"(e.g. position - {shallowest - 1}; the estimate is then relative to that rank), or use "
+            'position_bias="known" with propensities=.'
+        )
+
+
 class ClickSettings(NamedTuple):
     """What debiasing a fit's click labels needs, picklable (it travels to
     ``rankkit.dask``'s workers): ``mode`` (``position_bias``), the known
@@ -403,6 +448,8 @@ class ClickLabels:
         self.t_minus = None
         self.owner = None  # the ranker whose position_bias_ follows the estimate
         n_positions = int(self.position.max()) if settings.n_positions is None else int(settings.n_positions)
+        if mode == "estimate":
+            check_shown_at_top(self.position, total)
         if mode == "known":
             self.estimator = None
             self.theta = propensity_table(settings.propensities, n_positions)
@@ -508,7 +555,7 @@ def split_position(X, position, position_bias, position_col, *, name="position")
 def sorted_positions(position, groups, n_rows, *, name="position"):
     """Validated positions in the query-sorted layout of ``groups``."""
     position = groups.sort(check_position(position, n_rows, name=name))
-    check_unique_positions(position, groups.group_ptr, name=name)
+    check_unique_positions(position, groups.group_ptr, name=name, query_ids=getattr(groups, "_uniques", None))
     return np.ascontiguousarray(position)
 
 

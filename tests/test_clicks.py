@@ -104,6 +104,21 @@ def test_simulator_randomised_logger_shows_each_document_at_several_ranks():
     assert not pd.DataFrame({"s": sid, "p": ps}).duplicated().any()
 
 
+def test_simulator_randomises_a_constant_logger():
+    """A constant logger's softmax is uniform: its Plackett-Luce rankings are
+    random orders (the noise was scaled by the scores' sd, 0, and every
+    ranking was the row order)."""
+    X, y, qid = make_ranking(20, n_features=3, min_docs=4, max_docs=8, random_state=0)
+    X = np.column_stack([X, np.arange(X.shape[0])])  # the last column names the document
+    Xc, _, lists, position = simulate_clicks(X, y, qid, np.zeros(y.shape[0]), n_sessions=2000, n_rankings=8,
+                                             random_state=0)
+    frame = pd.DataFrame({"query": lists // 8, "doc": Xc[:, -1], "position": position})
+    assert (frame.groupby(["query", "doc"])["position"].nunique() > 1).mean() > 0.9
+    # The first ranking is still the logger's own: ties in row order.
+    first = frame[lists % 8 == 0]
+    assert (first.groupby("query")["doc"].apply(lambda d: d.is_monotonic_increasing)).all()
+
+
 def test_simulator_rejects_bad_arguments():
     X, y, qid = make_ranking(5, random_state=0)
     with pytest.raises(ValueError, match="click model"):
@@ -120,6 +135,17 @@ def test_simulator_rejects_bad_arguments():
         simulate_clicks(X, y, qid, X[:, 0], max_label=1)
     with pytest.raises(ValueError, match="return_impressions=True applies to aggregate=True"):
         simulate_clicks(X, y, qid, X[:, 0], aggregate=False, return_impressions=True)
+
+
+def test_simulator_rejects_rows_of_other_lengths():
+    """X and scores are matched to y row by row: a longer one was silently
+    cut, a shorter scores silently left documents unshown."""
+    X, y, qid = make_ranking(5, random_state=0)
+    for bad in (dict(scores=np.r_[X[:, 0], 1.0]), dict(scores=X[:-2, 0]), dict(X=np.r_[X, X]), dict(X=X[:-3])):
+        args = {"X": X, "scores": X[:, 0], **bad}
+        name = next(iter(bad))
+        with pytest.raises(ValueError, match=rf"^{name} has \d+ rows but y has {y.shape[0]}"):
+            simulate_clicks(args["X"], y, qid, args["scores"], n_sessions=10, random_state=0)
 
 
 def test_simulator_aggregate_has_rows_only_for_shown_lists():
@@ -156,6 +182,10 @@ def _fit(position, clicks=None, **params):
     ([1, 2, 2, 1, 2, 3], "share position 2"),
     ([1, 2, 3], "one position per row"),
     (["a", "b", "c", "a", "b", "c"], "integer"),
+    # Infinite or beyond int64: the int64 conversion wrapped them to the rank -2**63 in the message.
+    ([1, 2, np.inf, 1, 2, 3], r"integer ranks \(1 = top\); got .*\(inf\)"),
+    ([1, 2, 1e30, 1, 2, 3], r"integer ranks \(1 = top\); got .*\(1e\+30\)"),
+    ([1, 2, -1e30, 1, 2, 3], r"integer ranks \(1 = top\); got .*\(-1e\+30\)"),
 ])
 def test_bad_positions_are_clear_errors(position, message):
     with pytest.raises((ValueError, TypeError), match=message):
@@ -187,6 +217,44 @@ def test_bad_clicks_and_parameters_are_clear_errors():
         _fit([1, 2, 3, 1, 2, 3], position_bias="estimate", propensities=[1.0, 0.5, 0.3])
     with pytest.raises(ValueError, match="counts above 1"):
         _fit([1, 2, 3, 1, 2, 3], clicks=np.array([3.0, 0, 0, 0, 1, 0]), position_bias="estimate")
+
+
+def test_duplicate_positions_name_the_callers_qid():
+    # "query group 1" was the group's number in rankkit's sorted layout, not an id the caller knows.
+    X = np.zeros((4, 1))
+    for qid, name in ((["b", "b", "a", "a"], "'a'"), ([7, 7, 3, 3], "3")):
+        with pytest.raises(ValueError, match=rf"share position 1 \(qid {name}\)"):
+            QueryRMSERanker(n_estimators=1, position_bias="known", propensities=lambda k: 1 / k).fit(
+                X, [1.0, 0, 0, 1], qid=qid, position=[1, 2, 1, 1])
+
+
+def test_duplicate_positions_advise_one_group_per_shown_list():
+    """The error advised aggregating per (query, document, position), which
+    leaves a randomised logger's query with two documents at one rank: the
+    same error again. One group per shown list (query, ranking) is the fix."""
+    X, y, qid = make_ranking(20, n_features=3, max_docs=8, random_state=0)
+    X = np.column_stack([X, np.arange(y.shape[0]), qid])  # document and query of each row
+    Xc, c, sid, pos = simulate_clicks(X, y, qid, X[:, 0], n_sessions=2000, n_rankings=4, aggregate=False,
+                                      random_state=0)
+    log = pd.DataFrame({"doc": Xc[:, -2].astype(int), "query": Xc[:, -1].astype(int), "position": pos, "clicks": c})
+    ranker = QueryRMSERanker(n_estimators=1, position_bias="known", propensities=lambda k: 1 / k)
+    by_position = log.groupby(["query", "doc", "position"], as_index=False)["clicks"].sum()
+    with pytest.raises(ValueError, match=r"aggregate the clicks per shown list: one qid per \(query, ranking shown\)"):
+        ranker.fit(X[by_position["doc"], :3], by_position["clicks"], qid=by_position["query"],
+                   position=by_position["position"])
+    # What it advises works: the shown list (the session's ranking) as the group.
+    ranking = log.groupby(sid)["doc"].transform(lambda d: hash(tuple(d)))
+    by_list = log.assign(ranking=ranking).groupby(["query", "ranking", "doc", "position"],
+                                                  as_index=False)["clicks"].sum()
+    ranker.fit(X[by_list["doc"], :3], by_list["clicks"], qid=by_list["query"].astype(str) + "/" +
+               by_list["ranking"].astype(str), position=by_list["position"])
+
+
+def test_non_numeric_propensities_name_the_parameter():
+    # numpy's "float() argument must be a string or a real number, not 'dict'" named nothing.
+    for bad in ({1: 1.0, 2: 0.5, 3: 0.3}, lambda k: ["high"] * len(k)):
+        with pytest.raises(TypeError, match=r"^propensities must be an array of examination probabilities"):
+            _fit([1, 2, 3, 1, 2, 3], propensities=bad)
 
 
 def test_dataframe_position_column_and_routing():
@@ -390,6 +458,33 @@ def test_regression_em_recovers_propensities():
     for _ in range(30):
         theta, _ = em.update(score.ravel())
     assert np.max(np.abs(theta / truth - 1)) < 0.10, theta
+
+
+def test_regression_em_positions_never_shown_take_the_value_above():
+    """A rank no training row was shown at (a gap) has no evidence: EM gave it
+    theta 1e-6, so a click there in an eval set or score got a million-fold
+    gain; it takes the value of the position above, as the pairwise estimate."""
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=3000, eta=1.0)
+    keep = position != 5
+    em = RegressionEM(clicks[keep], position[keep].astype(np.int64))
+    theta, _ = em.update(np.random.default_rng(0).normal(size=keep.sum()))
+    assert theta.shape == (8,) and theta[4] == theta[3] and theta[3] < 1.0
+    r = LambdaMARTRanker(n_estimators=5, n_jobs=1, random_state=0, position_bias="estimate", eval_metric="dcg@10")
+    r.fit(Xc[keep], clicks[keep], qid=sid[keep], position=position[keep])
+    assert r.position_bias_[4] == r.position_bias_[3] > 0.1
+    # Scored with the rows at the gap: the gains stay on the scale of the others'.
+    assert r.score(Xc, clicks, qid=sid, position=position) < 2 * r.score(Xc[keep], clicks[keep], qid=sid[keep],
+                                                                          position=position[keep])
+
+
+@pytest.mark.parametrize("estimator", ["em", "pairwise"])
+def test_estimate_needs_rows_shown_at_position_one(estimator):
+    """Estimated propensities are relative to position 1: without a row shown
+    there both estimators returned 1 everywhere (no debiasing), silently."""
+    with pytest.raises(ValueError, match=r"no training row was shown at position 1 \(the shallowest here is 3\)"):
+        _fit([3, 4, 5, 3, 4, 5], position_bias="estimate", propensity_estimator=estimator)
+    # A query whose list starts below 1 is fine when another one starts at 1.
+    _fit([1, 2, 3, 3, 4, 5], position_bias="estimate", propensity_estimator=estimator)
 
 
 def test_a_randomised_logger_lets_the_ranker_recover_the_propensities():
