@@ -92,6 +92,9 @@ def _scores(rankers, X):
         )
     out = {}
     for name, ranker in rankers.items():
+        # The results name rankers by str(name): {1: ..., "1": ...} would keep only one of them.
+        if str(name) in out:
+            raise ValueError(f"rankers has two names that read {str(name)!r}: give every ranker its own name.")
         if hasattr(ranker, "predict"):
             if X is None:
                 raise ValueError(f"ranker {name!r} is a model: pass X to predict its scores.")
@@ -273,8 +276,19 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
     y = check_labels(y, name="y")
     if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
         cv = QueryKFold(n_splits=int(cv))
+    if (isinstance(cv, bool) or not isinstance(cv, numbers.Integral)) and not hasattr(cv, "split"):
+        raise TypeError(f"cv must be an int or a query splitter with split(X, y, qid=qid) such as QueryKFold, "
+                        f"got {type(cv).__name__}.")
     if not isinstance(rankers, dict) or not rankers:
         raise TypeError("rankers must be a non-empty dict {name: unfitted estimator}.")
+    for name, estimator in rankers.items():
+        # Checked before any fitting: clone's own error printed a whole array of scores.
+        if not hasattr(estimator, "fit"):
+            raise TypeError(f"ranker {name!r} is of type {type(estimator).__name__}, not an estimator: cross_evaluate "
+                            "fits a clone of every ranker on each fold; pass scores of fitted rankers to evaluate.")
+    if len({str(name) for name in rankers}) < len(rankers):
+        raise ValueError(f"rankers has two names that read the same as text ({list(rankers)}): the results name "
+                         "rankers by str(name); give every ranker its own name.")
     predictions = {name: np.full(y.shape[0], np.nan) for name in rankers}
     fold_of_row = np.full(y.shape[0], -1)
     for fold, (train, test) in enumerate(cv.split(X_split, y, qid=qid)):
@@ -382,6 +396,11 @@ def compare(results, *, baseline=None, test="t", correction="holm", alpha=0.05, 
             raise ValueError(f"{name} must be a number in (0, 1), got {value!r}.")
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 100:
         raise ValueError(f"n_resamples must be an int >= 100, got {n_resamples!r}.")
+    # A negative or NaN tolerance made the counts overlap or vanish (the baseline "won" and "lost"
+    # every query against itself).
+    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) or not 0 <= tolerance < np.inf:
+        raise ValueError(f"tolerance must be a finite number >= 0 (the largest difference counted as a tie), "
+                         f"got {tolerance!r}.")
     rankers = list(dict.fromkeys(results["ranker"]))
     baseline = rankers[0] if baseline is None else baseline
     if baseline not in rankers:

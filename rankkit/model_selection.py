@@ -265,7 +265,9 @@ def query_train_test_split(
         Fraction or number of queries in the training set (default: the rest).
     random_state : int, RandomState instance or None, default=None
     shuffle : bool, default=True
-        If False, the test set is the last queries in order of first appearance.
+        If False, the training set is the first queries in order of first
+        appearance and the test set the queries right after them: the last
+        ones, unless ``train_size`` leaves some queries out of both.
     qid_col : str, default="qid"
 
     Returns

@@ -11,9 +11,12 @@ a *qrels* file the judged documents of every query::
 
 (whitespace-separated; ``Q0`` and ``0`` are unused columns). ``trec_eval``
 ranks a run by ``score`` descending, ties by ``docno`` descending as strings,
-and ignores the ``rank`` column; :func:`write_run` writes ranks in that same
-order and scores with 17 significant digits, so the file reads back to the
-exact float64 scores and ``trec_eval`` sees the ties rankkit sees.
+and ignores the ``rank`` column. It reads the scores into single precision
+(its ``TEXT_RESULTS.sim`` is a C ``float``), so scores that differ only past
+about 7 significant digits are ties to it. :func:`write_run` writes ranks in
+that same order and the scores in full (``repr``), so the file reads back to
+the exact float64 scores; :func:`align` returns them rounded to single
+precision, as ``trec_eval`` sees them, so that ``ties="trec"`` finds its ties.
 
 :func:`align` turns a run and qrels into per-row arrays for the metrics of
 :mod:`rankkit.metrics` with ``ties="trec"``, under trec_eval's conventions:
@@ -30,6 +33,7 @@ metrics are defined on the ranked list; rank every judged document, as
 
 from __future__ import annotations
 
+import csv
 import numbers
 
 import numpy as np
@@ -50,9 +54,11 @@ def _text_ids(values, n, name):
     text = np.asarray(values).astype(str)
     if text.ndim != 1 or text.shape[0] != n:
         raise ValueError(f"{name} must hold one id per row: got shape {text.shape} for {n} rows.")
-    bad = [t for t in text[:100_000] if t == "" or any(c.isspace() for c in t)]
-    if bad:
-        raise ValueError(f"{name} has the id {bad[0]!r}: TREC files are whitespace-separated, so ids "
+    # Every id, not a prefix: an id with a space past the first rows wrote a line of 7 fields.
+    as_series = pd.Series(text, dtype=object)
+    bad = np.flatnonzero(((as_series == "") | as_series.str.contains(r"\s", regex=True)).to_numpy())
+    if bad.size:
+        raise ValueError(f"{name} has the id {str(text[bad[0]])!r}: TREC files are whitespace-separated, so ids "
                          "must be non-empty and contain no spaces.")
     return text
 
@@ -62,14 +68,26 @@ def _default_doc_ids(n):
     return np.array([f"D{i}" for i in range(n)])
 
 
+def _trec_eval_scores(y_score):
+    """Scores as trec_eval holds them: in single precision (``TEXT_RESULTS.sim``
+    is a C ``float``), back in float64. Two scores that differ only past
+    single precision are a tie to trec_eval, which it breaks by ``docno``;
+    ranking by the float64 scores instead gives other numbers. Scores beyond
+    the float range are clipped to it (trec_eval's overflow to infinity ties
+    them the same way, and the metrics refuse infinite scores)."""
+    limit = np.finfo(np.float32).max
+    return np.clip(np.asarray(y_score, dtype=np.float64), -limit, limit).astype(np.float32).astype(np.float64)
+
+
 def trec_order(y_score, qid, doc_ids):
-    """Row indices by query (first appearance), then score descending, then
-    document id descending as ``strcmp`` compares them: trec_eval's order."""
+    """Row indices by query (first appearance), then score descending (in
+    single precision, as trec_eval holds it), then document id descending as
+    ``strcmp`` compares them: trec_eval's order."""
     groups = make_groups(qid, len(y_score))
     key = doc_id_key(doc_ids, groups)
     codes = groups.sorted_codes()
     rows = groups.sort(np.arange(len(y_score)))
-    order = np.lexsort((-key, -groups.sort(y_score), codes))
+    order = np.lexsort((-key, -_trec_eval_scores(groups.sort(y_score)), codes))
     return rows[order], codes[order]
 
 
@@ -123,7 +141,8 @@ def write_run(path, y_score, *, qid, doc_ids=None, tag="rankkit", depth=None):
     keep = slice(None) if depth is None else rank <= int(depth)
     frame = pd.DataFrame({"qid": qtext[rows], "Q0": "Q0", "docno": ids[rows], "rank": rank,
                           "score": [repr(float(v)) for v in score[rows]], "tag": tag})[keep]
-    frame.to_csv(path, sep=" ", header=False, index=False)
+    # QUOTE_NONE: the ids as given; the default wrote 'a"b' as '"a""b"', another id to trec_eval.
+    frame.to_csv(path, sep=" ", header=False, index=False, quoting=csv.QUOTE_NONE)
     return len(frame)
 
 
@@ -146,7 +165,7 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
     ids = _default_doc_ids(n) if doc_ids is None else _text_ids(doc_ids, n, "doc_ids")
     qtext = _text_ids(qid, n, "qid")
     frame = pd.DataFrame({"qid": qtext, "iteration": "0", "docno": ids, "relevance": y.astype(np.int64)})
-    frame.to_csv(path, sep=" ", header=False, index=False)
+    frame.to_csv(path, sep=" ", header=False, index=False, quoting=csv.QUOTE_NONE)
     return n
 
 
@@ -165,6 +184,13 @@ def _read(path, columns, what):
             f"{path}: a {what} line has {len(columns)} whitespace-separated fields "
             f"({' '.join(columns)}), this file has {frame.shape[1]}."
         )
+    # A line with fewer fields than the first is padded with NaN (even with na_filter=False):
+    # a run line without its tag was read as tag NaN, where trec_eval refuses the file.
+    short = frame.isna().any(axis=1).to_numpy()
+    if short.any():
+        row = int(np.flatnonzero(short)[0])
+        raise ValueError(f"{path}: every {what} line must have {len(columns)} whitespace-separated fields "
+                         f"({' '.join(columns)}); line {row + 1} has {int(frame.iloc[row].notna().sum())}.")
     frame.columns = columns
     return frame
 
@@ -239,7 +265,9 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
     Returns
     -------
     y_true, y_score : ndarray of float64
-        Grade (0 for a document without judgment) and score of every run line.
+        Grade (0 for a document without judgment) and score of every run
+        line, the score rounded to single precision as trec_eval reads it
+        (a C ``float``), so that ``ties="trec"`` sees the ties it sees.
     qid, doc_ids : ndarray of str
         Query and document id of every run line; pass them as ``qid=`` and
         ``doc_ids=`` with ``ties="trec"``.
@@ -272,5 +300,6 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
         )
     # trec_eval: a negative grade is "in the pool, not judged", non-relevant like no grade at all.
     y = merged["relevance"].fillna(0).clip(lower=0).to_numpy(np.float64)
-    return (y, merged["score"].to_numpy(np.float64), merged["qid"].to_numpy(str),
+    # trec_eval ranks by the single-precision score: scores equal in float32 are its ties.
+    return (y, _trec_eval_scores(merged["score"].to_numpy(np.float64)), merged["qid"].to_numpy(str),
             merged["docno"].to_numpy(str))

@@ -352,3 +352,36 @@ def test_cross_evaluate_tests_every_query_once(data):
         got = per_ranker[per_ranker.fold == fold]["value"].to_numpy()
         np.testing.assert_allclose(got, want, rtol=1e-12)
     assert compare(res).table["n_queries"].eq(len(np.unique(qid))).all()
+
+
+def test_compare_tolerance_must_be_a_non_negative_number(data):
+    """A negative tolerance counted every query of the baseline as both won and lost against itself,
+    NaN counted none; None failed inside a comparison."""
+    X, y, qid, scores = data
+    res = evaluate(scores, None, y, qid=qid)
+    for tolerance in (-0.1, float("nan"), None, "0"):
+        with pytest.raises(ValueError, match="tolerance must be a finite number >= 0"):
+            compare(res, tolerance=tolerance, n_resamples=200)
+    table = compare(res, tolerance=0, n_resamples=200).table
+    assert (table[["wins", "ties", "losses"]].sum(axis=1) == table["n_queries"]).all()
+
+
+def test_ranker_names_that_read_the_same_are_an_error(data):
+    """The results name rankers by str(name): {1: a, "1": b} silently kept only b's values."""
+    X, y, qid, scores = data
+    with pytest.raises(ValueError, match="two names that read '1'"):
+        evaluate({1: scores["f0"], "1": scores["random"]}, None, y, qid=qid)
+    with pytest.raises(ValueError, match="two names that read the same"):
+        cross_evaluate({1: LambdaMARTRanker(n_estimators=1), "1": LambdaMARTRanker(n_estimators=1)}, X, y, qid=qid)
+
+
+def test_cross_evaluate_names_a_ranker_that_is_not_an_estimator_and_a_bad_cv(data):
+    X, y, qid, scores = data
+    # clone's own error printed the whole array of scores.
+    with pytest.raises(TypeError, match="ranker 'f0' is of type ndarray, not an estimator") as info:
+        cross_evaluate({"f0": scores["f0"]}, X, y, qid=qid)
+    assert len(str(info.value)) < 300
+    splits = list(QueryKFold(n_splits=2).split(X, qid=qid))
+    for cv in (splits, True):  # an AttributeError: 'list' object has no attribute 'split'
+        with pytest.raises(TypeError, match="cv must be an int or a query splitter"):
+            cross_evaluate({"lm": LambdaMARTRanker(n_estimators=1)}, X, y, qid=qid, cv=cv)

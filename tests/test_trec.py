@@ -288,3 +288,52 @@ def test_evaluate_runs_equals_pytrec_eval_and_compares(shared_data, tmp_path):
     assert len(table) == 4 and table["n_queries"].eq(len(qrels_dict)).all()
     with pytest.raises(TypeError, match="non-empty dict"):
         evaluate_runs([runs["a"]], qrels)
+
+
+def test_scores_equal_in_single_precision_are_trec_eval_ties(tmp_path):
+    """trec_eval reads scores into a C float: 12.345678901 and 12.345678902 are a tie it breaks by
+    docno ("z" before "a"), so the relevant "a" is at rank 2, not at rank 1 as in float64."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from rankkit.evaluation import evaluate_runs
+
+    score, ids, y = np.array([12.345678901, 12.345678902, 3.0]), ["z", "a", "m"], [0, 1, 0]
+    run_path, qrels_path = _write(tmp_path, y, score, ["q1"] * 3, doc_ids=ids)
+    run, qrels = read_run(run_path), read_qrels(qrels_path)
+    assert sorted(run["score"]) == sorted(score)  # the file keeps float64
+    assert run["docno"].tolist() == ["z", "a", "m"]  # ranks written in trec_eval's order
+    want = pytrec_eval.RelevanceEvaluator({"q1": dict(zip(ids, y))}, {"recip_rank", "ndcg"}).evaluate(
+        {"q1": dict(zip(run["docno"], run["score"]))})["q1"]
+    assert want["recip_rank"] == 0.5
+    y_a, s_a, q_a, d_a = align(run, qrels)
+    assert mrr_score(y_a, s_a, qid=q_a, ties="trec", doc_ids=d_a) == want["recip_rank"]
+    assert ndcg_score(y_a, s_a, qid=q_a, ties="trec", doc_ids=d_a, gain="linear") == pytest.approx(want["ndcg"])
+    assert evaluate_runs({"r": run}, qrels, metrics="mrr")["value"].tolist() == [want["recip_rank"]]
+
+
+def test_a_line_with_a_missing_field_is_an_error(tmp_path):
+    """A later line with fewer fields than the first was padded with NaN: a run line without its tag
+    was read as tag NaN (trec_eval refuses the file), a qrels line without its grade gave 'relevance nan'."""
+    (tmp_path / "run").write_text("q1 Q0 a 1 1.0 t\nq1 Q0 b 2 0.5\n")
+    with pytest.raises(ValueError, match=r"every run line must have 6 whitespace-separated fields .*; line 2 has 5\.$"):
+        read_run(tmp_path / "run")
+    (tmp_path / "qrels").write_text("q1 0 a 1\nq1 b 0\n")
+    with pytest.raises(ValueError, match=r"every qrels line must have 4 .*; line 2 has 3\.$"):
+        read_qrels(tmp_path / "qrels")
+
+
+def test_ids_are_written_as_given_and_every_one_is_checked(tmp_path):
+    """A '"' in an id was CSV-quoted ('a"b' written as '"a""b"', another docno to trec_eval, which
+    reads no quotes), and only the first 100,000 ids were checked for spaces."""
+    write_run(tmp_path / "run", [0.5, 0.4], qid=['q"1', 'q"1'], doc_ids=['a"b', "'c'"])
+    write_qrels(tmp_path / "qrels", [1, 0], qid=['q"1', 'q"1'], doc_ids=['a"b', "'c'"])
+    assert (tmp_path / "run").read_text().splitlines()[0] == 'q"1 Q0 a"b 1 0.5 rankkit'
+    assert (tmp_path / "qrels").read_text().splitlines()[0] == 'q"1 0 a"b 1'
+    assert read_run(tmp_path / "run")["docno"].tolist() == ['a"b', "'c'"]
+    assert read_qrels(tmp_path / "qrels")["qid"].tolist() == ['q"1', 'q"1']
+    n = 100_005
+    ids = np.array([f"d{i}" for i in range(n)], dtype=object)
+    ids[-1] = "bad id"
+    with pytest.raises(ValueError, match="doc_ids has the id 'bad id'"):
+        write_run(tmp_path / "big", np.zeros(n), qid=np.arange(n) // 5, doc_ids=ids)
+    with pytest.raises(ValueError, match="doc_ids has the id 'bad id'"):
+        write_qrels(tmp_path / "big", np.zeros(n), qid=np.arange(n) // 5, doc_ids=ids)
