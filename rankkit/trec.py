@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from rankkit._groups import make_groups
-from rankkit._metrics._api import doc_id_key
+from rankkit._metrics._api import doc_id_key, trec_eval_scores
 from rankkit._validation import check_labels, check_same_length, check_scores
 
 __all__ = ["write_run", "write_qrels", "read_run", "read_qrels", "align"]
@@ -68,17 +68,6 @@ def _default_doc_ids(n):
     return np.array([f"D{i}" for i in range(n)])
 
 
-def _trec_eval_scores(y_score):
-    """Scores as trec_eval holds them: in single precision (``TEXT_RESULTS.sim``
-    is a C ``float``), back in float64. Two scores that differ only past
-    single precision are a tie to trec_eval, which it breaks by ``docno``;
-    ranking by the float64 scores instead gives other numbers. Scores beyond
-    the float range are clipped to it (trec_eval's overflow to infinity ties
-    them the same way, and the metrics refuse infinite scores)."""
-    limit = np.finfo(np.float32).max
-    return np.clip(np.asarray(y_score, dtype=np.float64), -limit, limit).astype(np.float32).astype(np.float64)
-
-
 def trec_order(y_score, qid, doc_ids):
     """Row indices by query (first appearance), then score descending (in
     single precision, as trec_eval holds it), then document id descending as
@@ -87,7 +76,7 @@ def trec_order(y_score, qid, doc_ids):
     key = doc_id_key(doc_ids, groups)
     codes = groups.sorted_codes()
     rows = groups.sort(np.arange(len(y_score)))
-    order = np.lexsort((-key, -_trec_eval_scores(groups.sort(y_score)), codes))
+    order = np.lexsort((-key, -trec_eval_scores(groups.sort(y_score)), codes))
     return rows[order], codes[order]
 
 
@@ -301,5 +290,5 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
     # trec_eval: a negative grade is "in the pool, not judged", non-relevant like no grade at all.
     y = merged["relevance"].fillna(0).clip(lower=0).to_numpy(np.float64)
     # trec_eval ranks by the single-precision score: scores equal in float32 are its ties.
-    return (y, _trec_eval_scores(merged["score"].to_numpy(np.float64)), merged["qid"].to_numpy(str),
+    return (y, trec_eval_scores(merged["score"].to_numpy(np.float64)), merged["qid"].to_numpy(str),
             merged["docno"].to_numpy(str))

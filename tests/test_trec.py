@@ -337,3 +337,16 @@ def test_ids_are_written_as_given_and_every_one_is_checked(tmp_path):
         write_run(tmp_path / "big", np.zeros(n), qid=np.arange(n) // 5, doc_ids=ids)
     with pytest.raises(ValueError, match="doc_ids has the id 'bad id'"):
         write_qrels(tmp_path / "big", np.zeros(n), qid=np.arange(n) // 5, doc_ids=ids)
+
+
+def test_ties_trec_on_raw_scores_compares_them_in_single_precision():
+    """``ties="trec"`` on a model's float64 predictions gives trec_eval's number: scores equal in
+    single precision are a tie broken by docno (here "z" first), whatever their float64 digits."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    score, ids, y = np.array([12.345678901, 12.345678902, 3.0]), ["z", "a", "m"], [0, 1, 0]
+    want = pytrec_eval.RelevanceEvaluator({"q1": dict(zip(ids, y))}, {"recip_rank"}).evaluate(
+        {"q1": dict(zip(ids, score.tolist()))})["q1"]["recip_rank"]
+    assert want == 0.5
+    assert mrr_score(y, score, qid=[0] * 3, ties="trec", doc_ids=ids) == want
+    # Scores that differ in single precision keep their order.
+    assert mrr_score(y, [12.3456, 12.3457, 3.0], qid=[0] * 3, ties="trec", doc_ids=ids) == 1.0

@@ -41,6 +41,17 @@ def _check_ties(ties):
     return TIES["best"] if ties == TREC else TIES[ties]
 
 
+def trec_eval_scores(y_score):
+    """Scores as trec_eval holds them: in single precision (``TEXT_RESULTS.sim``
+    is a C ``float``), back in float64. Two scores that differ only past
+    single precision are a tie to trec_eval, which it breaks by ``docno``;
+    ranking by the float64 scores instead gives other numbers. Scores beyond
+    the float range are clipped to it (trec_eval's overflow to infinity ties
+    them the same way, and the metrics refuse infinite scores)."""
+    limit = np.finfo(np.float32).max
+    return np.clip(np.asarray(y_score, dtype=np.float64), -limit, limit).astype(np.float32).astype(np.float64)
+
+
 def doc_id_key(doc_ids, groups, *, name="doc_ids"):
     """Query-sorted float64 key ranking ``doc_ids`` as trec_eval's ``strcmp`` does.
 
@@ -248,6 +259,7 @@ def _score(name, y_true, y_score, qid, k, ties, per_query, doc_ids=None, **param
                 "(one id per row), or choose another tie policy."
             )
         doc_key = doc_id_key(doc_ids, groups)
+        s = trec_eval_scores(s)
     values = evaluate_sorted(
         name, groups.sort(y), groups.sort(s), groups.group_ptr, k=k, ties=ties, doc_key=doc_key, **params
     )
@@ -289,8 +301,9 @@ _PARAMETER_DOCS = {
     as CatBoost's metrics), the exact expectation over uniformly random
     orders of every tied block (``average``), more relevant first
     (``best``), input row order (``input``), or document id descending as
-    compared by trec_eval (``trec``, needs ``doc_ids``), so that the values
-    equal trec_eval's.""",
+    compared by trec_eval (``trec``, needs ``doc_ids``; scores are compared
+    in single precision, as trec_eval reads them), so that the values equal
+    trec_eval's.""",
     "per_query": """per_query : bool, default=False
     Return one value per query (in order of first appearance of the
     query id) instead of the mean.""",
