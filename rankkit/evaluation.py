@@ -30,7 +30,7 @@ from sklearn.utils import _safe_indexing
 
 from rankkit import _stats
 from rankkit._groups import QueryGroups, factorize_qid, missing_qid_error, split_qid
-from rankkit._metrics._api import METRICS, doc_id_key, evaluate_sorted
+from rankkit._metrics._api import METRICS, doc_id_key, evaluate_sorted, trec_eval_scores
 from rankkit._metrics._common import parse_metric
 from rankkit._metrics._scorers import scoring_input
 from rankkit._validation import check_labels, check_scores
@@ -178,6 +178,8 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
         for ranker, score in scores.items():
             if score.shape[0] != y.shape[0]:
                 raise ValueError(f"ranker {ranker!r} has {score.shape[0]} scores for {y.shape[0]} rows.")
+            if ties == "trec":  # trec_eval compares scores in single precision
+                score = trec_eval_scores(score)
             values = evaluate_sorted(name, y_sorted, groups.sort(score), groups.group_ptr, k=k,
                                      doc_key=doc_key, **kwargs)
             keep = ~np.isnan(values)

@@ -350,3 +350,11 @@ def test_ties_trec_on_raw_scores_compares_them_in_single_precision():
     assert mrr_score(y, score, qid=[0] * 3, ties="trec", doc_ids=ids) == want
     # Scores that differ in single precision keep their order.
     assert mrr_score(y, [12.3456, 12.3457, 3.0], qid=[0] * 3, ties="trec", doc_ids=ids) == 1.0
+
+
+def test_evaluate_with_trec_ties_compares_raw_scores_in_single_precision():
+    from rankkit.evaluation import evaluate
+
+    score, ids, y = np.array([12.345678901, 12.345678902, 3.0]), ["z", "a", "m"], [0, 1, 0]
+    out = evaluate({"r": score}, None, y, qid=[0] * 3, metrics=["mrr"], ties="trec", doc_ids=ids)
+    assert out["value"].tolist() == [0.5]
