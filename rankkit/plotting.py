@@ -574,6 +574,21 @@ def plot_comparison(comparison, metric=None, *, ax=None, title=None, figsize=Non
 
 
 # -- position bias ------------------------------------------------------------------------------------
+def _propensity_curve(values, name):
+    """One curve of propensities as a 1-D float array: non-empty, finite and > 0."""
+    try:
+        curve = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of propensities, one per position, got "
+                        f"{type(values).__name__}.") from None
+    if curve.ndim != 1 or curve.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array (position k at index k - 1), got shape "
+                         f"{curve.shape}; several curves go in a dict {{label: array}}.")
+    if not np.all(np.isfinite(curve) & (curve > 0)):
+        raise ValueError(f"{name} must hold finite propensities > 0, got {curve[~(np.isfinite(curve) & (curve > 0))][0]!r}.")
+    return curve
+
+
 def plot_position_bias(ranker, *, reference=None, max_position=None, ax=None, title="Position bias",
                        xlabel="position (rank shown at)", ylabel="propensity (relative to position 1)",
                        logy=False, figsize=None, grid=True, **kwargs):
@@ -626,7 +641,7 @@ def plot_position_bias(ranker, *, reference=None, max_position=None, ax=None, ti
             )
         label = "estimated" if ranker.position_bias == "estimate" else "given"
     else:
-        theta, label = np.asarray(ranker, dtype=np.float64).ravel(), "estimated"
+        theta, label = _propensity_curve(ranker, "ranker"), "estimated"
     _check_count(max_position, "max_position", "every position")
     n = theta.shape[0] if max_position is None else min(max_position, theta.shape[0])
     ax = _new_axes(ax, figsize)
@@ -635,7 +650,7 @@ def plot_position_bias(ranker, *, reference=None, max_position=None, ax=None, ti
     if reference is not None and not isinstance(reference, dict):
         reference = {"reference": reference}  # one curve
     for name, values in (reference or {}).items():
-        values = np.asarray(values, dtype=np.float64).ravel()
+        values = _propensity_curve(values, f"reference[{name!r}]")
         m = min(n, values.shape[0])
         ax.plot(positions[:m], values[:m], linestyle="--", label=name)
     if logy:

@@ -446,3 +446,20 @@ def test_plot_position_bias_of_a_fitted_ranker(tmp_path):
     for bad in (0, -3, 2.7, True):
         with pytest.raises(ValueError, match="max_position must be a positive int or None"):
             plot_position_bias(ranker, max_position=bad)
+
+
+def test_plot_position_bias_refuses_curves_that_are_not_propensities():
+    """An empty, 2-D, NaN or non-numeric curve was drawn (flattened, or nothing) or failed inside numpy."""
+    from rankkit.plotting import plot_position_bias
+
+    good = [1.0, 0.5, 0.3]
+    for bad, error, match in (([], ValueError, "non-empty 1-D"), ([[1.0, 0.5], [1.0, 0.4]], ValueError, "dict"),
+                              ([1.0, np.nan], ValueError, "finite propensities > 0"),
+                              ([1.0, 0.0], ValueError, "finite propensities > 0"),
+                              ("high", TypeError, "array of propensities")):
+        with pytest.raises(error, match=match):
+            plot_position_bias(bad)
+        with pytest.raises(error, match=match):
+            plot_position_bias(good, reference=bad)
+    ax = plot_position_bias(good, reference={"a": [1.0, 0.6], "b": [1.0, 0.4, 0.2]})
+    assert [line.get_label() for line in ax.get_lines()] == ["estimated", "a", "b"]
