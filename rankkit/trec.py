@@ -154,6 +154,12 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
     ids = _default_doc_ids(n) if doc_ids is None else _text_ids(doc_ids, n, "doc_ids")
     qtext = _text_ids(qid, n, "qid")
     frame = pd.DataFrame({"qid": qtext, "iteration": "0", "docno": ids, "relevance": y.astype(np.int64)})
+    # read_qrels and trec_eval refuse a document judged twice for one query: never write such a file.
+    dup = frame.duplicated(["qid", "docno"])
+    if dup.any():
+        row = frame[dup].iloc[0]
+        raise ValueError(f"doc_ids has {row['docno']!r} twice for qid {row['qid']!r}: a qrels file judges each "
+                         "document once per query; drop the duplicate rows.")
     frame.to_csv(path, sep=" ", header=False, index=False, quoting=csv.QUOTE_NONE)
     return n
 

@@ -358,3 +358,11 @@ def test_evaluate_with_trec_ties_compares_raw_scores_in_single_precision():
     score, ids, y = np.array([12.345678901, 12.345678902, 3.0]), ["z", "a", "m"], [0, 1, 0]
     out = evaluate({"r": score}, None, y, qid=[0] * 3, metrics=["mrr"], ties="trec", doc_ids=ids)
     assert out["value"].tolist() == [0.5]
+
+
+def test_write_qrels_refuses_a_document_judged_twice_for_one_query(tmp_path):
+    path = tmp_path / "q.txt"
+    with pytest.raises(ValueError, match="'a' twice for qid 'q1'"):
+        write_qrels(path, [1, 0], qid=["q1", "q1"], doc_ids=["a", "a"])
+    assert not path.exists()
+    assert write_qrels(path, [1, 0], qid=["q1", "q2"], doc_ids=["a", "a"]) == 2  # other queries: fine
