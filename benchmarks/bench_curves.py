@@ -39,6 +39,8 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_curves.py                          # everything (long)
     .venv/bin/python benchmarks/bench_curves.py --datasets mq2008 --sizes 40 100 --seeds 2
     .venv/bin/python benchmarks/bench_curves.py --only rankkit --variant 'lam1:reg_lambda=1'
+    .venv/bin/python benchmarks/bench_curves.py --datasets synthetic-long --objectives StochasticRank \
+        --peers 'CatBoost StochasticRank' XGBoost                       # one objective, its counterpart, the floor
     .venv/bin/python benchmarks/bench_curves.py --scales raw --plot docs/img/curves.png
 """
 
@@ -224,6 +226,9 @@ def learners(cfg):
     if cfg.objectives:
         keep = tuple(cfg.objectives)
         out = {k: v for k, v in out.items() if any(o in k for o in keep) or not k.startswith("rankkit")}
+    if getattr(cfg, "peers", None):
+        keep = tuple(cfg.peers)
+        out = {k: v for k, v in out.items() if k.startswith("rankkit") or any(p in k for p in keep)}
     return out
 
 
@@ -365,6 +370,9 @@ def main(argv=None):
     parser.add_argument("--only", choices=["rankkit", "peers"], default=None)
     parser.add_argument("--objectives", nargs="*", default=None,
                         help="rankkit objectives to run (substrings of the labels); peers always")
+    parser.add_argument("--peers", nargs="*", default=None,
+                        help="peers to run (substrings of the labels, e.g. 'CatBoost StochasticRank' XGBoost); "
+                             "default all")
     parser.add_argument("--variant", dest="variants", action="append", default=[])
     parser.add_argument("--plot", default=None, help="also draw the differences to the counterparts to this PNG")
     cfg = parser.parse_args(argv)
