@@ -58,14 +58,47 @@ def _is_text(column):
     types = pd.api.types
     if _is_categorical(column) or types.is_numeric_dtype(column.dtype) or types.is_bool_dtype(column.dtype):
         return False
-    return types.infer_dtype(column, skipna=True) in ("string", "bytes", "mixed", "mixed-integer")
+    return _inferred(column) in ("string", "bytes", "mixed", "mixed-integer")
+
+
+def _inferred(column):
+    """pandas' name for what ``column`` holds. A pyarrow dictionary column (pyarrow's
+    categorical) infers as ``"unknown-array"``: its values decide, so that one of
+    strings gets the text message, not NumPy's ``could not convert string to float``."""
+    import pandas as pd
+
+    kind = pd.api.types.infer_dtype(column, skipna=True)
+    if kind == "unknown-array" and _is_arrow_dictionary(column.dtype):
+        kind = pd.api.types.infer_dtype(np.asarray(column, dtype=object), skipna=True)
+    return kind
+
+
+def _is_arrow_dictionary(dtype):
+    import pandas as pd
+
+    if not isinstance(dtype, pd.ArrowDtype):
+        return False
+    import pyarrow as pa
+
+    return pa.types.is_dictionary(dtype.pyarrow_dtype)
+
+
+#: What :func:`pandas.api.types.infer_dtype` calls dates, times and durations, whatever
+#: holds them: NumPy and pyarrow timestamps and durations, periods, Python objects.
+_TIME_KINDS = ("datetime64", "datetime", "date", "time", "timedelta64", "timedelta", "period")
 
 
 def _is_time(column):
     import pandas as pd
 
     types = pd.api.types
-    return types.is_datetime64_any_dtype(column.dtype) or types.is_timedelta64_dtype(column.dtype)
+    if types.is_datetime64_any_dtype(column.dtype) or types.is_timedelta64_dtype(column.dtype):
+        return True
+    # A pyarrow duration, a period or an object column of datetime objects is
+    # none of the dtypes above, and NumPy's error for it names no column.
+    if _is_categorical(column) or types.is_numeric_dtype(column.dtype) or types.is_bool_dtype(column.dtype):
+        return False
+    return _inferred(column) in _TIME_KINDS
 
 
 def _check_no_strings(X, where, skip=()):
@@ -73,7 +106,7 @@ def _check_no_strings(X, where, skip=()):
     durations: they cannot be features as they are, and saying how to make
     them features beats scikit-learn's ``could not convert string to float``
     or NumPy's dtype promotion error."""
-    times = [X.columns[i] for i in range(X.shape[1]) if _is_time(X.iloc[:, i])]
+    times = [X.columns[i] for i in range(X.shape[1]) if i not in skip and _is_time(X.iloc[:, i])]
     if times:
         first = times[0]
         raise ValueError(

@@ -70,7 +70,12 @@ def factorize_qid(qid, n_samples=None, *, name="qid"):
 
         if pd.isna(values).any():
             raise ValueError(f"{name} contains missing values (None/NaN); every row needs a query id.")
-    elif values.dtype.kind not in "iubUSM":
+    elif values.dtype.kind == "M":
+        # pd.factorize codes NaT as -1, which QueryGroups would read as a
+        # query (a crash, or the row silently joining another query).
+        if np.isnat(values).any():
+            raise ValueError(f"{name} contains missing values (NaT); every row needs a query id.")
+    elif values.dtype.kind not in "iubUS":
         raise TypeError(f"{name} has unsupported dtype {values.dtype}; use ints or strings.")
     import pandas as pd
 

@@ -93,7 +93,12 @@ def check_sample_weight(w, n, *, name="sample_weight", positive=False):
     one weight must be above 0 (a fit or a mean over weighted queries)."""
     if w is None:
         return None
-    w = np.asarray(w, dtype=np.float64).ravel()
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim == 2 and 1 in w.shape:
+        w = w.ravel()
+    if w.ndim != 1:
+        # Flattening any shape would read an (n/2, 2) array as n row weights.
+        raise ValueError(f"{name} must be one-dimensional, one weight per row, got shape {w.shape}.")
     if w.shape[0] != n:
         raise ValueError(f"{name} has {w.shape[0]} entries but there are {n} rows.")
     if not np.all(np.isfinite(w)) or (w < 0).any():

@@ -6,6 +6,7 @@ between fit and predict, an unseen category is a missing value, and a saved
 model keeps them.
 """
 
+import importlib.util
 import io
 import json
 import subprocess
@@ -219,6 +220,17 @@ def test_text_columns_that_are_not_categorical(data):
         QueryRMSERanker(**BOOST).fit(train.assign(site=train["site"].astype(str)), y)
 
 
+def test_pyarrow_dictionary_text_columns_get_the_text_message(data):
+    # pandas infers a pyarrow dictionary column as "unknown-array": it got
+    # NumPy's "could not convert string to float: 'a'", naming no column.
+    pa = pytest.importorskip("pyarrow")
+    train, y, _, _ = data
+    site = pd.Series(pa.array(train["site"].astype(object)).dictionary_encode(),
+                     dtype=pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string())), index=train.index)
+    with pytest.raises(ValueError, match=r"text columns \['site'\].*astype\('category'\)"):
+        QueryRMSERanker(**BOOST).fit(train.assign(site=site), y)
+
+
 @pytest.mark.parametrize("backend", ENGINES)
 def test_a_category_column_where_fit_saw_numbers(data, backend):
     train, y, test, _ = data
@@ -247,9 +259,28 @@ def test_categories_survive_a_file_object_round_trip(data):
 def test_date_and_duration_columns_are_refused_naming_them(data):
     train, y, _, _ = data
     seen = pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(len(train)), unit="h")
-    for column in (seen, seen - seen[0]):
+    # Periods, Python date objects and pyarrow durations are none of NumPy's
+    # datetime dtypes: they got "float() argument must be ... not 'Period'".
+    others = [pd.Series(seen).dt.to_period("D"), pd.Series(seen.date, dtype=object)]
+    if importlib.util.find_spec("pyarrow") is not None:
+        others.append(pd.Series(seen - seen[0]).astype("duration[s][pyarrow]"))
+    for column in (seen, seen - seen[0], *others):
         with pytest.raises(ValueError, match=r"date or duration columns \['seen'\].*numbers first"):
             QueryRMSERanker(**BOOST).fit(train.assign(seen=column), y)
+
+
+@pytest.mark.skipif(not installed("xgboost"), reason="xgboost not installed")
+def test_date_categories_are_coded_by_value(data):
+    # A categorical feature's column is coded by value whatever its dtype:
+    # dates as dates too, not refused as a date column.
+    train, y, test, _ = data
+    days = pd.date_range("2020-01-01", periods=len(SITES))
+    as_day = dict(zip(SITES, days))
+    ranker = QueryRMSERanker(backend="xgboost", **BOOST).fit(train.assign(site=train["site"].map(as_day)), y)
+    expected = ranker.predict(test.assign(site=test["site"].map(as_day)))
+    plain = test.assign(site=pd.to_datetime(test["site"].astype(object).map(as_day)))
+    assert not isinstance(plain["site"].dtype, pd.CategoricalDtype)
+    np.testing.assert_array_equal(ranker.predict(plain), expected)
 
 
 @pytest.mark.skipif(not installed("xgboost"), reason="xgboost not installed")

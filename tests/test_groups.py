@@ -48,6 +48,7 @@ def test_unsorted_rows_are_sorted_stably():
         pd.Series(["a", "b", "a"], dtype="category"),
         pd.Series(pd.Categorical(["a", "b", "a"], categories=["b", "a"])),
         np.array([3.0, 7.0, 3.0]),
+        np.array(["2020-01-01", "2020-01-02", "2020-01-01"], dtype="datetime64[ns]"),
     ],
 )
 def test_qid_types(qid):
@@ -63,6 +64,9 @@ def test_qid_types(qid):
         ([1.0, np.nan], "NaN"),
         (np.array(["a", None], dtype=object), "missing"),
         (pd.Series(["a", None], dtype="category"), "missing"),
+        # NaT was coded -1 and read as a query: a crash, or the row joining another query.
+        (np.array(["2020-01-01", "NaT"], dtype="datetime64[ns]"), "missing values \\(NaT\\)"),
+        (pd.Series(pd.to_datetime(["2020-01-01", None])), "missing values \\(NaT\\)"),
         ([1, 2, 3], "3 entries but there are 2 rows"),
     ],
 )

@@ -275,3 +275,16 @@ def test_ranker_refuses_what_is_not_an_objective():
         rankkit.Ranker(objective=SGLB(LambdaMART())).fit(X, y, qid=qid)
     with pytest.raises(ValueError, match="'sigma' parameter of LambdaMART"):
         rankkit.Ranker(objective=LambdaMART(sigma=-1.0)).fit(X, y, qid=qid)
+
+
+@pytest.mark.parametrize("shape", [(6, 2), (2, 6), (12, 1, 1)])
+def test_sample_weight_of_another_shape_is_refused(shape):
+    # Flattened, a (6, 2) array held 12 weights for the 12 rows: it trained
+    # and scored without any error, pairing rows with the wrong weights.
+    ranker = rankkit.QueryRMSERanker(**TINY)
+    w = np.ones(shape)
+    with pytest.raises(ValueError, match=r"sample_weight must be one-dimensional.*shape"):
+        ranker.fit(X, Y, qid=QID, sample_weight=w)
+    ranker.fit(X, Y, qid=QID, sample_weight=np.ones((12, 1)))  # a column of weights is one per row
+    with pytest.raises(ValueError, match=r"sample_weight must be one-dimensional.*shape"):
+        ranker.score(X, Y, qid=QID, sample_weight=w)
