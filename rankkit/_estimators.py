@@ -122,6 +122,10 @@ class BaseRanker(BaseEstimator):
     __metadata_request__fit = {"qid": True, "position": True}
     __metadata_request__score = {"qid": True, "position": True}
 
+    #: Fitted attributes of a fit's model and its training record, removed when a refit starts.
+    _FIT_STATE = ("backend_", "booster_", "objective_", "evals_result_", "best_iteration_", "best_score_",
+                  "n_iterations_", "diffusion_temperature_", "position_bias_")
+
     # -- to implement ---------------------------------------------------------
     def _make_objective(self):
         """The :class:`~rankkit.objectives.RankingObjective` this ranker optimises."""
@@ -358,6 +362,11 @@ class BaseRanker(BaseEstimator):
         -------
         self
         """
+        # The previous fit's model and its training record go first: the callbacks see this fit's
+        # state as it grows (EvalMonitor.record), and no model until it is finished (predict would
+        # otherwise give the previous model's scores). A fit that raises restores them.
+        for name in self._FIT_STATE:
+            vars(self).pop(name, None)
         objective = self._objective_for_fit()
         train, sets, debias = self._training_data(objective, (X, y, qid, group, position), sample_weight,
                                                   (eval_set, eval_qid, eval_group, eval_position))
@@ -434,9 +443,10 @@ class BaseRanker(BaseEstimator):
         n_done = self.n_estimators if monitor.n_done is None else monitor.n_done
         if monitor.watch is not None:
             self.best_iteration_ = int(monitor.best_iteration)
-            self.best_score_ = float(monitor.best_score)
             if monitor.early_stopping_rounds is not None and self.best_iteration_ + 1 < n_done:
                 backend.truncate(self.best_iteration_ + 1)
+                monitor.keep_best(self)  # position_bias_ (and best_score) of the kept model
+            self.best_score_ = float(monitor.best_score)
         else:
             self.best_iteration_ = n_done - 1
             self.best_score_ = None

@@ -382,8 +382,15 @@ class EvalMonitor:
     "estimate"``), so one iteration's value cannot be compared with another's:
     the best iteration's model is scored again on every iteration's labels
     before the comparison (``best_rescored``), and ``best_score`` is its
-    value on the last labels, those of ``score`` with ``position_bias_``.
+    value on the last labels, those of ``score`` with ``position_bias_``
+    (after early stopping, :meth:`keep_best`: the best iteration's).
     ``history`` keeps each iteration's value on its own labels.
+
+    The ranker's training state is live: :meth:`record` sets its
+    ``evals_result_``, ``n_iterations_``, ``best_iteration_`` and
+    ``best_score_`` before the callbacks run, so a callback reads this fit's
+    (``position_bias_`` follows the estimate, ``rankkit._clicks``), and keeps
+    the ``position_bias_`` of the best iteration for :meth:`keep_best`.
     """
 
     TRAINING = "training"
@@ -426,6 +433,7 @@ class EvalMonitor:
         self.relabelled = bool(relabelled) and self.watch is not None
         self.best_rescored = []  # per iteration: the best model's value on its labels (None: not rescored)
         self._best_raw = None  # the watched set's scores of the best iteration, when relabelled
+        self.best_position_bias = None  # the ranker's position_bias_ at the best iteration
         self.n_done = None  # iterations seen; None when the monitor was not called
         self.stopped_by = None
 
@@ -491,12 +499,38 @@ class EvalMonitor:
             score = self.history[self.watch][self.metrics[0]][-1]
             if self.best_iteration is None or score > self.best_score:
                 self.best_score, self.best_iteration = score, t
+                # The estimate this iteration's tree was trained with (position_bias="estimate"
+                # rewrites it before every iteration): the kept model's, if training is cut back here.
+                theta = getattr(self.ranker, "position_bias_", None)
+                self.best_position_bias = None if theta is None else np.array(theta, dtype=np.float64)
             if self.early_stopping_rounds is not None and t - self.best_iteration >= self.early_stopping_rounds:
                 stop, self.stopped_by = True, "early stopping"
+        # This fit's state, as XGBoost's and LightGBM's callbacks see their live booster:
+        # a refit's callbacks would otherwise read the previous fit's attributes.
+        ranker = self.ranker
+        ranker.evals_result_, ranker.n_iterations_ = self.history, self.n_done
+        ranker.best_iteration_, ranker.best_score_ = \
+            (self.best_iteration, self.best_score) if self.watch is not None else (t, None)
         if self.callbacks and self.callbacks.after_iteration(self.ranker, t, self.history):
             stop = True
             self.stopped_by = self.stopped_by or "a callback"
         return stop
+
+    def keep_best(self, ranker):
+        """After the model is cut back to the best iteration (early stopping):
+        ``ranker.position_bias_`` becomes the estimate of that iteration, the
+        one its last tree was trained with, as training ``best_iteration + 1``
+        iterations leaves it (``score(..., position=)`` and a saved model
+        then debias as the kept model was trained), and with a relabelled
+        watched set ``best_score`` becomes that iteration's value, on the
+        labels of that estimate (what ``score`` gives the kept model). A
+        no-op when no estimate was recorded at the best iteration
+        (``rankkit.dask`` sets ``position_bias_`` after replaying the workers' record)."""
+        if self.best_position_bias is None:
+            return
+        ranker.position_bias_ = self.best_position_bias
+        if self.relabelled:
+            self.best_score = self.history[self.watch][self.metrics[0]][self.best_iteration]
 
     def prints(self, t, stop):
         """Whether iteration ``t`` has a progress line (``stop``: training stops there)."""

@@ -18,8 +18,15 @@ every backend, in either of two forms:
 eval sets of ``fit(eval_set=...)`` (``"training"`` for the training data
 itself, ``"validation_<i>"`` for the others) and every ``eval_metric``; it
 is empty without an eval set. During training, ``ranker`` gives the
-parameters; fitted attributes (``best_iteration_``, ``evals_result_``,
-``predict``, ...) are set when ``after_training`` is called. Callbacks run
+parameters and, from the first ``after_iteration`` on, this fit's state so
+far, never a previous fit's: ``evals_result_`` (the ``evals_log``),
+``n_iterations_``, ``best_iteration_`` and ``best_score_`` (without an eval
+set: the last iteration and None), and with ``position_bias`` set
+``position_bias_``, the propensities the iteration's tree was trained with
+(``"estimate"`` rewrites them every iteration). The model (``predict``,
+``score``, ``booster_``, ...) is there when ``after_training`` is called,
+with the final attributes (after early stopping, those of the kept best
+iteration); before, ``predict`` raises ``NotFittedError``. Callbacks run
 after each iteration's eval metrics and early-stopping check (and before its
 progress line), in list order, and each one is called even when an earlier
 one asked to stop.
@@ -80,7 +87,9 @@ class TrainingCallback:
 class CallbackEnv(NamedTuple):
     """What a function callback ``callback(env)`` receives after every iteration."""
 
-    #: The ranker being fitted (its parameters; fitted attributes come after training).
+    #: The ranker being fitted: its parameters and this fit's state so far
+    #: (``evals_result_``, ``n_iterations_``, ``best_iteration_``, ``best_score_``,
+    #: ``position_bias_``); the model (``predict``) comes after training.
     ranker: object
     #: The iteration just finished, 0-based.
     iteration: int
@@ -153,6 +162,12 @@ class CallbackList:
             _refuse_engine_callback(i, callback)
             methods = [getattr(callback, m, None) for m in ("before_training", "after_iteration", "after_training")]
             if any(m is not None for m in methods):
+                if isinstance(callback, type):
+                    # Its methods would take the ranker for self: "missing 1 required positional argument".
+                    raise TypeError(
+                        f"callbacks[{i}] is the class {callback.__name__}, not a callback: pass an instance, "
+                        f"callbacks=[{callback.__name__}(...)]."
+                    )
                 for target, method in zip((self._before, self._after_iteration, self._after), methods):
                     if method is not None:
                         target.append(method)
