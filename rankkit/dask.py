@@ -468,12 +468,19 @@ class _DaskRanker:
                 f"callbacks run with the in-memory ranker ({self._local_class.__name__})."
             )
         objective = self._objective_for_fit()
+        shrink = shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate)
+        # The engine's parameters before any row moves: XGBoost would refuse
+        # some only on the workers, after the shuffle (or after training).
+        XGBoostDaskBackend(**self._backend_settings(0)).check_params(shrink)
         self.position_bias_ = None
         clicks = None  # ClickSettings of the workers when they estimate the propensities
         if dask_click_settings(self, objective, fitting=True) is not None:
             shown = self._split_position(X, position, "X")[1]
             if shown is None:
                 raise missing_positions_error(self.position_bias, self.position_col)
+            if not is_dask(shown):  # the layout's error, before .max() is asked of it
+                raise TypeError(f"position must be a dask collection partitioned like X "
+                                f"(a dask Series or array), got {type(shown).__name__}.")
             deepest = float(shown.max().compute())
             n_positions = int(deepest) if np.isfinite(deepest) and deepest >= 1 else 1  # else the layout explains
             if self.position_bias == "known":
@@ -514,9 +521,9 @@ class _DaskRanker:
         pipeline = self._gradient_pipeline(objective, seed_base)
         pipeline.clicks = clicks
         backend.fit(train, pipeline.build,
-                    eval_X=[data for _, data in sets if data is not None],
-                    shrink=shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate),
-                    callback=worker_monitor.start if monitor.active else None)
+                    eval_X=[data for _, data in sets if data is not None], shrink=shrink,
+                    callback=worker_monitor.start if monitor.active else None,
+                    feature_names=getattr(self, "feature_names_in_", None))
         rescored = backend.report_["best_rescored"] or [None] * backend.n_iterations_  # [] without a monitor
         for t in range(backend.n_iterations_):  # the workers' record, replayed by the same rule
             monitor.record(t, {name: {m: curve[t] for m, curve in result.items()}
@@ -572,9 +579,23 @@ class _DaskRanker:
         float
         """
         check_is_fitted(self, "backend_")
+        if not is_dask(X) or isinstance(X, dd.Series):  # as predict: the fitted model scores in memory too
+            raise TypeError(f"{type(self).__name__}.score takes a dask DataFrame or array, got "
+                            f"{type(X).__name__}; for data in memory use to_local().score(X, y).")
         client = self._get_client()
         laid = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight, position=position)
         metrics, settings = self._eval_metrics(self.objective_)
+        pinned = settings.get("err_max_label")
+        if (pinned is not None and getattr(self, "err_max_label", 0) is None and not laid.debiased
+                and isinstance(metrics[0], str) and metrics[0].split("@")[0] in ("err", "pfound")
+                and laid.max_label > pinned):
+            # As in memory: the metric's own message (from a worker) would name
+            # an err_max_label the user never passed.
+            raise ValueError(
+                f"This ranker maps ERR labels by its largest training label, {pinned:g} (err_max_label=None), "
+                f"and y has the label {laid.max_label:g}: refit with err_max_label set to the top of your label "
+                f"scale (err_max_label={laid.max_label:g} or more)."
+            )
         settings = _with_err_max_label(_set_settings(settings, laid, self.objective_), laid.max_label)
         backend = dask.delayed(self.backend_, pure=True)
         sums = laid.frame.map_partitions(score_partition, backend, laid.features, metrics[0], settings,

@@ -782,3 +782,76 @@ def test_a_refused_refit_leaves_the_model_as_it_was(client):
     assert vars(model).keys() == state.keys() and all(vars(model)[k] is v for k, v in state.items())
     assert model.position_bias_ is state["position_bias_"] is not None
     np.testing.assert_array_equal(model.predict(frame).compute(), before)
+
+
+def test_positions_in_memory_are_refused_like_the_other_columns(client):
+    """position= must be a dask collection as y and qid= are: a numpy array
+    got "'numpy.int64' object has no attribute 'compute'" before."""
+    frame, clicks = _click_frame(n_sessions=50)
+    parts = dd.from_pandas(frame.drop(columns="position"), npartitions=2, sort=False)
+    dy = dd.from_pandas(pd.Series(clicks), npartitions=2, sort=False)
+    for mode in ("known", "estimate"):
+        model = DaskLambdaMARTRanker(**{**CLICK_KW, "n_estimators": 2}, position_bias=mode,
+                                     propensities=(lambda k: 1.0 / k) if mode == "known" else None, client=client)
+        with pytest.raises(TypeError, match="position must be a dask collection partitioned like X .*got ndarray"):
+            model.fit(parts, dy, position=frame["position"].to_numpy())
+
+
+@pytest.mark.parametrize("backend_params, shrink, message", [
+    # Refused in memory; on Dask it trained all the trees, then failed on folding them.
+    ({"num_parallel_tree": 2}, 0.1, r"num_parallel_tree.*cannot be combined with SGLB shrinkage"),
+    # XGBoost's internal errors from the workers before: a DaskQuantileDMatrix is for "hist" only.
+    ({"tree_method": "approx"}, 0.0, r"tree_method': 'approx'\}: rankkit.dask trains with tree_method='hist' only"),
+    ({"tree_method": "exact"}, 0.0, r"tree_method': 'exact'\}: rankkit.dask trains with tree_method='hist' only"),
+])
+def test_backend_params_dask_cannot_train_are_refused_before_the_layout(client, data, monkeypatch, backend_params,
+                                                                        shrink, message):
+    model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 3}, model_shrink_rate=shrink,
+                                 backend_params=backend_params, client=client)
+    laid_out = []
+    monkeypatch.setattr(DaskLambdaMARTRanker, "_lay_out", lambda *a, **k: laid_out.append(1))
+    with pytest.raises(ValueError, match=message):
+        model.fit(data["X"], data["dy"])
+    assert not laid_out  # refused before any row moved (the shuffle is the costly part)
+
+
+def test_score_labels_above_the_err_scale_say_how_to_refit(client):
+    """score with labels above the largest training label of an ERR ranker
+    (err_max_label=None): the in-memory message, not the metric's from a
+    worker, which named an err_max_label the user never passed."""
+    X, y, qid = make_ranking(40, n_features=4, max_docs=10, random_state=5)
+    frame = pd.DataFrame(np.round(X * 2), columns=[f"x{j}" for j in range(4)]).assign(qid=qid)
+    kw = dict(SMALL, n_estimators=3, metric="err@10", err_mapping="chapelle", eval_metric="err@10")
+    parts = dd.from_pandas(frame, npartitions=2, sort=False)
+    model = DaskLambdaMARTRanker(**kw, client=client).fit(
+        parts, dd.from_pandas(pd.Series(np.minimum(y, 2)), npartitions=2, sort=False))
+    local = rankkit.LambdaMARTRanker(**kw).fit(frame, np.minimum(y, 2))
+    assert y.max() > 2
+    with pytest.raises(ValueError, match=r"largest training label, 2 \(err_max_label=None\).*"
+                                         rf"err_max_label={y.max():g} or more") as error:
+        model.score(parts, dd.from_pandas(pd.Series(y), npartitions=2, sort=False))
+    with pytest.raises(ValueError) as expected:
+        local.score(frame, y)
+    assert str(error.value) == str(expected.value)
+
+
+def test_booster_carries_the_feature_names(client, data):
+    """booster_.feature_names are the DataFrame's columns, as in memory (they
+    were None: the booster trained on the laid-out f0, f1, ... columns had
+    its names dropped), so booster_.get_score() names them too."""
+    kw = dict(SMALL, n_estimators=3)
+    model = DaskLambdaMARTRanker(**kw, client=client).fit(data["X"], data["dy"])
+    local = rankkit.LambdaMARTRanker(**kw).fit(data["local"], data["y"])
+    assert model.booster_.feature_names == local.booster_.feature_names == [f"x{j}" for j in range(12)]
+    assert set(model.booster_.get_score()) <= set(local.booster_.feature_names)
+    np.testing.assert_array_equal(model.to_local().predict(data["test"]),
+                                  model.predict(dd.from_pandas(data["test"], npartitions=2)).compute().to_numpy())
+
+
+def test_score_on_data_in_memory_points_to_to_local(client, data):
+    """A fitted Dask ranker's score on a pandas DataFrame names to_local(), as
+    predict does (it said "use the in-memory ranker", as if to refit)."""
+    model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 2}, client=client).fit(data["X"], data["dy"])
+    with pytest.raises(TypeError, match=r"score takes a dask DataFrame or array, got DataFrame; .*to_local\(\)\.score"):
+        model.score(data["test"], data["y_test"])
+    assert model.to_local().score(data["test"], data["y_test"]) > 0

@@ -234,13 +234,33 @@ class XGBoostDaskBackend(XGBoostBackend):
         self.report = report
         self.progress = progress
 
+    def check_params(self, shrink=None):
+        """The parameters handed to XGBoost, checked: what the in-memory
+        backend refuses when it starts training (``_begin``), and what
+        ``xgboost.dask`` cannot train. :mod:`rankkit.dask` calls it before
+        laying out any rows: XGBoost's own errors come only after the
+        shuffle, from a worker, after a whole training (``num_parallel_tree``)."""
+        params = self._params()
+        if shrink is not None and int(params.get("num_parallel_tree", 1)) > 1:
+            raise ValueError(
+                "backend_params={'num_parallel_tree': ...} cannot be combined with SGLB shrinkage "
+                "(model_shrink_rate > 0): shrinkage is folded into one tree per iteration. Drop one of them."
+            )
+        if params.get("tree_method", "hist") not in ("hist", "auto"):
+            raise ValueError(
+                f"backend_params={{'tree_method': {params['tree_method']!r}}}: rankkit.dask trains with "
+                "tree_method='hist' only (the rows reach XGBoost as a DaskQuantileDMatrix, which the other "
+                "tree methods cannot read). Drop tree_method, or train in memory with the in-memory ranker."
+            )
+        return params
+
     def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
             categorical_features=()):
         """Train on the laid-out ``X`` and ``eval_X`` (see the class docstring). Returns self."""
-        self.params_ = self._params()
+        self.params_ = self.check_params(shrink)
         progress = _Progress(self.client) if self.progress else None
         try:
-            self._train(X, grad_fn, eval_X, shrink, callback, progress)
+            self._train(X, grad_fn, eval_X, shrink, callback, progress, feature_names)
             if progress is not None:
                 progress.wait_for(self.n_iterations_ - 1)  # the last iteration always has a line
         finally:
@@ -248,7 +268,7 @@ class XGBoostDaskBackend(XGBoostBackend):
                 progress.close()
         return self
 
-    def _train(self, X, grad_fn, eval_X, shrink, callback, progress):
+    def _train(self, X, grad_fn, eval_X, shrink, callback, progress, feature_names=None):
         training = _WorkerTraining(grad_fn, callback, shrink, self.local_reader, self.n_jobs,
                                    None if progress is None else progress.topic)
         report = self.report or _no_report
@@ -264,9 +284,9 @@ class XGBoostDaskBackend(XGBoostBackend):
                 callbacks=[_AfterIteration(training, report)], verbose_eval=False,
             )
         booster = result["booster"]
-        # Trained on frames with columns f0, f1, ...: drop the names, as a
-        # booster trained in memory on arrays has none.
-        booster.feature_names = None
+        # Trained on frames with columns f0, f1, ...: the caller's names, as
+        # the in-memory backend stores them (none for arrays).
+        booster.feature_names = self._engine_feature_names(feature_names)
         booster.feature_types = None
         fitted = json.loads(booster.attr(_AfterIteration.ATTRIBUTE))
         booster.set_attr(**{_AfterIteration.ATTRIBUTE: None})
