@@ -447,6 +447,9 @@ class ClickLabels:
         self.weight = train.weight
         self.t_minus = None
         self.owner = None  # the ranker whose position_bias_ follows the estimate
+        # The estimate each iteration's tree was trained with: after early stopping
+        # rankkit.dask reports the best iteration's (in memory, EvalMonitor keeps it).
+        self.trained_with = []
         n_positions = int(self.position.max()) if settings.n_positions is None else int(settings.n_positions)
         if mode == "estimate":
             check_shown_at_top(self.position, total)
@@ -477,6 +480,7 @@ class ClickLabels:
         if self.estimator is None:
             return
         self.theta, self.t_minus = self.estimator.update(raw)
+        self.trained_with.append(np.array(self.theta, dtype=np.float64))
         if self.owner is not None:
             self.owner.position_bias_ = self.theta
         ipw_labels(self.clicks, self.theta[self.position - 1], self.gain, out=self.labels)

@@ -147,13 +147,18 @@ __all__ = [
 
 def _report(loop):
     """What the driver gets back of a worker: its monitor's metric history
-    and, when the propensities were estimated, their last estimate (the same
-    on every worker: all-reduced sums)."""
+    and, when the propensities were estimated, their last estimate and the
+    one the best iteration's tree was trained with (the same on every
+    worker: all-reduced sums)."""
     clicks = getattr(loop.grad_fn, "clicks", None)
     monitor = None if loop.callback is None else loop.callback.monitor
+    best = None
+    if clicks is not None and monitor is not None and monitor.best_iteration is not None and clicks.trained_with:
+        best = [float(v) for v in clicks.trained_with[monitor.best_iteration]]
     return {"history": {} if monitor is None else monitor.history,
             "best_rescored": [] if monitor is None else monitor.best_rescored,
-            "position_bias": None if clicks is None else [float(v) for v in clicks.theta]}
+            "position_bias": None if clicks is None else [float(v) for v in clicks.theta],
+            "best_position_bias": best}
 
 
 # ---------------------------------------------------------------------------
@@ -501,7 +506,7 @@ class _DaskRanker:
         metrics, settings = self._eval_metrics(objective, train.max_label)
         monitor = EvalMonitor(self, None, sets, metrics, settings,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
-                               verbose=verbose, callbacks=None)
+                               verbose=verbose, callbacks=None, relabelled=self._relabelled(sets))
         seed_base = seed_from(self.random_state)
         # The in-memory ranker of the same parameters records the metrics on the workers.
         local = self._local_class(**self._local_params())
@@ -530,6 +535,8 @@ class _DaskRanker:
                                for name, result in backend.report_["history"].items()}, rescored[t])
         if clicks is not None:
             self.position_bias_ = np.asarray(backend.report_["position_bias"], dtype=np.float64)
+            if backend.report_.get("best_position_bias") is not None:  # kept if early stopping cuts back
+                monitor.best_position_bias = np.asarray(backend.report_["best_position_bias"], dtype=np.float64)
         self.diffusion_temperature_ = backend.diffusion_temperature_
         self._finish(backend.in_memory(), objective, monitor, None, None)
         monitor.after_training(self)

@@ -669,6 +669,28 @@ def test_estimated_propensities_on_dask_are_the_in_memory_ones(client, estimator
             pytest.approx(local.score(valid, y_valid), rel=1e-9)
 
 
+def test_early_stopping_on_dask_keeps_the_best_iterations_propensities(client):
+    """After early stopping with position_bias="estimate", position_bias_ is
+    the estimate the kept model's last tree was trained with, and best_score_
+    the curve's value there, on Dask as in memory."""
+    frame, clicks = _click_frame()
+    train, valid = frame[frame.qid < 450], frame[frame.qid >= 450]
+    y_train, y_valid = clicks[(frame.qid < 450).to_numpy()], clicks[(frame.qid >= 450).to_numpy()]
+    kw = dict(CLICK_KW, n_estimators=40, learning_rate=0.8, early_stopping_rounds=2, position_bias="estimate",
+              eval_metric="dcg@10")
+    local = rankkit.LambdaMARTRanker(**kw).fit(train, y_train, eval_set=[(valid.drop(columns="position"), y_valid)],
+                                               eval_position=[valid["position"]])
+    assert local.best_iteration_ + 1 < local.n_iterations_  # cut back
+    dvalid = dd.from_pandas(valid, npartitions=2, sort=False)
+    model = DaskLambdaMARTRanker(**kw, client=client).fit(
+        dd.from_pandas(train, npartitions=2, sort=False), dd.from_pandas(pd.Series(y_train), npartitions=2),
+        eval_set=[(dvalid.drop(columns="position"), dd.from_pandas(pd.Series(y_valid), npartitions=2))],
+        eval_position=[dvalid["position"]])
+    assert model.best_iteration_ == local.best_iteration_
+    np.testing.assert_allclose(model.position_bias_, local.position_bias_, rtol=1e-12, atol=0)
+    assert model.best_score_ == pytest.approx(local.best_score_, rel=1e-9)
+
+
 def test_estimate_on_dask_with_an_empty_worker(client):
     """One partition for two workers: the worker without rows still joins
     every all-reduction, and the estimate is the in-memory one."""
