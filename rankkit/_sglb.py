@@ -126,7 +126,7 @@ class RunningScale:
     ``F = S * sum_t u_t``: shrinking is ``S <- c S``, O(1), and a new tree
     ``f`` is stored as ``u = f / S``.
 
-    When ``S`` falls below 1e-150 (after ~300 decades of shrinkage) it must
+    When ``S`` falls below 1e-150 (after 150 decades of shrinkage) it must
     be folded into the stored trees once: :meth:`shrink` then returns that
     factor and restarts from ``S = 1``.
     """
@@ -194,8 +194,12 @@ _NOISE_SALT = np.uint64(0x5C1B_6A7E_D1F0_5E9D)
 
 
 def langevin_noise_scale(learning_rate, diffusion_temperature):
-    """Standard deviation of the per-document noise, ``sqrt(2 / (eta beta))``."""
-    return math.sqrt(2.0 / (learning_rate * diffusion_temperature))
+    """Standard deviation of the per-document noise, ``sqrt(2 / (eta beta))``;
+    ``inf`` when it overflows (the callers turn that into a clear error)."""
+    product = float(learning_rate) * float(diffusion_temperature)
+    # A product that underflows to 0 (two tiny positive values, or "auto" from
+    # huge gradients) overflows the scale: inf, not Python's ZeroDivisionError.
+    return math.sqrt(2.0 / product) if product > 0.0 else math.inf
 
 
 #: ``diffusion_temperature="auto"``: the per-document noise is this share of
@@ -226,7 +230,8 @@ def auto_diffusion_temperature(grad, learning_rate, total=None):
     the same over all the training rows when ``grad`` is a part of them
     (``rankkit.dask``: one worker's, all-reduced over the workers).
     """
-    square_sum, count = float(np.sum(np.square(grad))), grad.size
+    with np.errstate(over="ignore"):  # an overflow gives beta = 0: the callers' overflow error
+        square_sum, count = float(np.sum(np.square(grad))), grad.size
     if total is not None:
         square_sum, count = total([square_sum, count])
     rms = math.sqrt(square_sum / count) if count else 0.0
@@ -388,6 +393,13 @@ class SGLB(RankingObjective):
         grad, hess = self.objective._gradient_hessian_sorted(y, raw, group_ptr, seed, query_keys)
         if isinstance(self.diffusion_temperature, str):
             self._resolve_auto(y, group_ptr, grad)
+            # Gradients so large that beta underflows to 0 (_resolve checks a number).
+            if not math.isfinite(self.noise_scale):
+                raise ValueError(
+                    f'diffusion_temperature="auto" gave {self.diffusion_temperature_} for these gradients: '
+                    "sqrt(2 / (learning_rate * diffusion_temperature)) overflows; pass diffusion_temperature "
+                    "as a number."
+                )
         else:
             self.diffusion_temperature_ = float(self.diffusion_temperature)
             self._auto_betas = {}  # "auto" set later starts afresh

@@ -191,6 +191,25 @@ def test_bad_params(kwargs, match):
         SGLB(QueryRMSE(), **kwargs).gradient_hessian([1, 0], [0.0, 0.0], qid=[0, 0])
 
 
+def test_noise_scale_overflow_is_a_clear_error_not_zero_division():
+    """``learning_rate * diffusion_temperature`` underflowing to 0 (both tiny),
+    or "auto" on gradients so large that ``beta`` underflows, is the named
+    overflow error, on the objective and on a ranker, not ZeroDivisionError."""
+    from rankkit import QueryRMSERanker
+    from rankkit._sglb import langevin_noise_scale
+
+    assert langevin_noise_scale(1e-200, 1e-200) == math.inf
+    with pytest.raises(ValueError, match="diffusion_temperature"):
+        SGLB(QueryRMSE(), learning_rate=1e-200, diffusion_temperature=1e-200).gradient_hessian(
+            [1, 0], [0.0, 0.0], qid=[0, 0])
+    with pytest.raises(ValueError, match="pass diffusion_temperature as a number"):
+        SGLB(QueryRMSE()).gradient_hessian([1e200, 0], [0.0, 0.0], qid=[0, 0])
+    X = np.arange(8.0).reshape(-1, 1)
+    with pytest.raises(ValueError, match="diffusion_temperature"):
+        QueryRMSERanker(langevin=True, learning_rate=1e-200, diffusion_temperature=1e-200, n_estimators=2,
+                        backend="numba", n_jobs=1).fit(X, [0, 1, 2, 3] * 2, qid=[0] * 4 + [1] * 4)
+
+
 def test_auto_temperature_in_xgboost_cv_is_one_per_fold():
     """``xgboost.cv`` calls the objective for each fold in turn, every round:
     each fold's ``beta`` is the one its first round set, as in a
