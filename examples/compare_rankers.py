@@ -48,7 +48,8 @@ comparison = compare(per_query, baseline="LambdaMART", test="randomization", cor
 print(comparison.to_markdown())
 print(comparison.to_latex(digits=3))
 
-# The rankers' per-query numbers, for a paper's appendix or further tests.
+# Every ranker's mean of every metric, from per_query (one row per query, ranker and metric:
+# the per-query numbers, for a paper's appendix or further tests).
 wide = per_query.pivot_table(index="ranker", columns="metric", values="value", aggfunc="mean")
 print(wide.round(4).to_string())
 

@@ -20,7 +20,7 @@ test = qid >= np.quantile(np.unique(qid), 0.8)
 ranker = LambdaMARTRanker(metric="ndcg", n_estimators=100, random_state=0)
 ranker.fit(X[~test], y[~test], qid=qid[~test])
 scores = ranker.predict(X[test])  # one score per document; sort each query by it
-print(f"NDCG (ties worst, exp gain) on held-out queries: {ranker.score(X[test], y[test], qid=qid[test]):.4f}")
+print(f"NDCG@10 (ties worst, exp gain) on held-out queries: {ranker.score(X[test], y[test], qid=qid[test]):.4f}")
 
 # The ranking itself, for the first test query that has a relevant document:
 # its documents' labels sorted by predicted score (best first).

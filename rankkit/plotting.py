@@ -54,6 +54,15 @@ def _new_axes(ax, figsize):
 def _check_fitted(ranker, what):
     from sklearn.utils.validation import check_is_fitted
 
+    from rankkit._estimators import BaseRanker
+
+    if not isinstance(ranker, (BaseRanker, type)):  # a class: check_is_fitted says so
+        # check_is_fitted would call a fitted XGBRanker or Pipeline "not fitted yet".
+        hint = (" (pipeline[-1] for a Pipeline)" if hasattr(ranker, "steps")
+                else " (search.best_estimator_ for a search)" if hasattr(ranker, "best_estimator_") else "")
+        raise TypeError(
+            f"rankkit.plotting takes a fitted rankkit ranker{hint}, got {type(ranker).__name__}."
+        )
     check_is_fitted(
         ranker,
         "backend_",
@@ -73,6 +82,12 @@ def _check_count(value, name, none_means):
 def _evals_result(ranker):
     """``(history, ranker or None)`` from a fitted ranker or a history dict."""
     if isinstance(ranker, dict):
+        bad = [name for name, result in ranker.items() if not isinstance(result, dict)]
+        if bad:
+            raise TypeError(
+                "plot_metric takes an evals_result_-shaped dict {set: {metric: [values]}}; "
+                f"set {bad[0]!r} holds a {type(ranker[bad[0]]).__name__}, not a dict of metrics."
+            )
         return ranker, None
     if not hasattr(ranker, "fit"):
         raise TypeError(
@@ -81,6 +96,14 @@ def _evals_result(ranker):
         )
     _check_fitted(ranker, "learning curve")
     return getattr(ranker, "evals_result_", {}), ranker
+
+
+def _early_stopping_curve(history):
+    """``(set, metric)`` that ``best_iteration_`` and ``best_score_`` come
+    from: the first metric on the last eval set that is not the training
+    data (``rankkit._training``), or None."""
+    watched = [name for name in history if name != "training" and history[name]]
+    return (watched[-1], next(iter(history[watched[-1]]))) if watched else None
 
 
 def _early_stopped_at(ranker):
@@ -128,8 +151,11 @@ def plot_metric(
     best_iteration : "auto", int or None, default="auto"
         Iteration to mark with a vertical line. ``"auto"``: the ranker's
         ``best_iteration_`` when early stopping ended training or cut the
-        model back to it (never for a dict); an int marks that iteration;
-        None marks nothing.
+        model back to it (never for a dict); an int marks that iteration
+        (one of the drawn curves'); None marks nothing. The marker of
+        ``best_iteration_`` is labelled with ``best_score_`` when the curve
+        it comes from (the first metric on the last eval set that is not
+        the training data) is drawn.
     ax : matplotlib.axes.Axes or None, default=None
         Axes to draw into; None creates a figure of size ``figsize``.
     title, xlabel : str or None
@@ -150,9 +176,13 @@ def plot_metric(
     ------
     sklearn.exceptions.NotFittedError
         If the ranker is not fitted.
+    TypeError
+        If ``ranker`` is neither a rankkit ranker nor a dict of that shape
+        (a fitted ``Pipeline``: pass ``pipeline[-1]``).
     ValueError
-        If there is no eval history (fit without ``eval_set=``), or
-        ``metric`` / ``eval_sets`` name something that was not recorded.
+        If there is no eval history (fit without ``eval_set=``),
+        ``metric`` / ``eval_sets`` name something that was not recorded, or
+        ``best_iteration`` is not an iteration of the drawn curves.
 
     Examples
     --------
@@ -183,6 +213,8 @@ def plot_metric(
         if unknown or not eval_sets:
             raise ValueError(f"eval_sets={eval_sets!r}: the recorded sets are {list(history)}.")
     recorded = list(dict.fromkeys(m for name in eval_sets for m in history[name]))
+    if metric is not None and not isinstance(metric, str):
+        raise TypeError(f"metric must be one metric name (a str) or None (every one), got {metric!r}.")
     if metric is None:
         metrics = recorded
     elif metric in recorded:
@@ -196,6 +228,13 @@ def plot_metric(
         isinstance(best_iteration, bool) or not isinstance(best_iteration, numbers.Integral)
     ):
         raise TypeError(f"best_iteration must be 'auto', an int or None, got {best_iteration!r}.")
+    if best_iteration is not None:
+        n_drawn = max(len(history[name][m]) for name in eval_sets for m in metrics if m in history[name])
+        if not 0 <= best_iteration < n_drawn:
+            raise ValueError(
+                f"best_iteration={best_iteration} is not an iteration of the curves, which run from 0 "
+                f"to {n_drawn - 1}."
+            )
 
     ax = _new_axes(ax, figsize)
     # Colour per set ("C0", "C1", ...: the current style's colour cycle), line style per metric.
@@ -211,7 +250,10 @@ def plot_metric(
     if best_iteration is not None:
         label = f"best iteration {best_iteration}"
         best_score = getattr(fitted, "best_score_", None)
-        if best_score is not None and best_iteration == fitted.best_iteration_:
+        # best_score_ is one curve's value: only worth a label when that curve is drawn.
+        watched = _early_stopping_curve(history)
+        drawn = watched is not None and watched[0] in eval_sets and watched[1] in metrics
+        if best_score is not None and drawn and best_iteration == fitted.best_iteration_:
             label += f" ({best_score:.4f})"
         ax.axvline(best_iteration, color="0.35", linestyle="--", linewidth=1.0, label=label)
     ax.legend(loc="best")
@@ -544,7 +586,8 @@ def plot_comparison(comparison, metric=None, *, ax=None, title=None, figsize=Non
     """
     table = getattr(comparison, "table", None)
     if table is None:
-        raise TypeError(f"comparison must be the result of rankkit.evaluation.compare, got {comparison!r}.")
+        raise TypeError("comparison must be the result of rankkit.evaluation.compare, got "
+                        f"{type(comparison).__name__}.")
     metrics = list(dict.fromkeys(table["metric"]))
     metric = metrics[0] if metric is None else metric
     if metric not in metrics:
@@ -555,7 +598,9 @@ def plot_comparison(comparison, metric=None, *, ax=None, title=None, figsize=Non
     for yi, row in zip(y, rows.itertuples(index=False)):
         filled = bool(row.significant)
         color = "black" if row.ranker == comparison.baseline else ("tab:blue" if filled else "0.45")
-        ax.errorbar(row.mean, yi, xerr=[[row.mean - row.ci_low], [row.ci_high - row.mean]], fmt="o",
+        # Clipped at 0: a bootstrap interval of equal values can miss their mean by a rounding error.
+        xerr = [[max(row.mean - row.ci_low, 0.0)], [max(row.ci_high - row.mean, 0.0)]]
+        ax.errorbar(row.mean, yi, xerr=xerr, fmt="o",
                     color=color, markerfacecolor=color if filled or row.ranker == comparison.baseline else "white",
                     capsize=3)
     base = rows.loc[rows["ranker"] == comparison.baseline, "mean"]

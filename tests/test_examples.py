@@ -39,6 +39,12 @@ EXPECTED_OUTPUT = {
         r"\\begin\{table\}",
         r"wrote a run of \d+ lines; its first line: \S+ Q0 D\d+ 1 \S+ LambdaMART",
     ],
+    # ranker.score is NDCG@10 (the first eval_metric's default), and the line says so.
+    "quickstart.py": [r"NDCG@10 \(ties worst, exp gain\) on held-out queries: 0\.\d{4}"],
+    "plotting.py": [
+        r"panel 3: LambdaMART better: \d+, tie: \d+, QueryRMSE better: \d+, mean difference [+-]0\.\d{4}",
+        r"figure written to \S+\.png",
+    ],
     "early_stopping.py": [
         r"stopped at iteration \d+ by early stopping, best iteration \d+, best validation_1-ndcg@10 0\.\d{5}",
         r"iteration_range=\(0, best_iteration_ \+ 1\)\): True",
@@ -64,9 +70,15 @@ def test_example_runs(script, tmp_path):
     env = dict(os.environ)
     # Examples must not depend on where they are started from.
     env.pop("PYTHONPATH", None)
+    # A file an example leaves in the temporary directory on purpose (plotting.py's figure
+    # without a path argument) goes to this test's, not to the machine's /tmp.
+    cwd, tmp = tmp_path / "cwd", tmp_path / "tmp"
+    cwd.mkdir()
+    tmp.mkdir()
+    env["TMPDIR"] = str(tmp)
     proc = subprocess.run(
         [sys.executable, str(script)],
-        cwd=tmp_path,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -79,7 +91,7 @@ def test_example_runs(script, tmp_path):
     assert proc.stdout.strip(), f"{script.name} printed nothing"
     for pattern in EXPECTED_OUTPUT.get(script.name, []):
         assert re.search(pattern, proc.stdout), f"{script.name} did not print {pattern!r}:\n{proc.stdout}"
-    assert list(tmp_path.iterdir()) == [], f"{script.name} left files in its working directory"
+    assert list(cwd.iterdir()) == [], f"{script.name} left files in its working directory"
 
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rankkit"

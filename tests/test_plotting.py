@@ -143,6 +143,31 @@ def test_best_iteration_options(data):
         plot_metric(ranker, best_iteration=True)
 
 
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_best_score_labels_only_the_curve_it_comes_from(data, backend):
+    # best_score_ is the first metric on the last eval set; on a plot of another metric or
+    # of the training curve alone, the marker labelled it as if it were a value drawn there.
+    (X, y, qid), (Xv, yv, qv), _ = data
+    ranker = LambdaMARTRanker(
+        n_estimators=60, learning_rate=0.8, max_depth=4, eval_metric=["ndcg@10", "map"], early_stopping_rounds=5,
+        backend=backend, random_state=0, n_jobs=1,
+    ).fit(X, y, qid=qid, eval_set=[(X, y), (Xv, yv)], eval_qid=[qid, qv])
+    history, best = ranker.evals_result_, ranker.best_iteration_
+    assert list(history) == ["training", "validation_1"] and ranker.n_iterations_ < 60  # precondition
+    assert ranker.best_score_ == history["validation_1"]["ndcg@10"][best]
+    with_score = f"best iteration {best} ({ranker.best_score_:.4f})"
+    for kwargs, label in (
+        ({}, with_score),
+        ({"metric": "ndcg@10"}, with_score),
+        ({"eval_sets": ["training", "validation_1"]}, with_score),
+        ({"metric": "map"}, f"best iteration {best}"),
+        ({"eval_sets": ["training"]}, f"best iteration {best}"),
+        ({"metric": "ndcg@10", "eval_sets": "training"}, f"best iteration {best}"),
+    ):
+        (marker,) = _marker(plot_metric(ranker, **kwargs))
+        assert marker.get_xdata()[0] == best and marker.get_label() == label, kwargs
+
+
 def test_plot_metric_every_set_and_metric(tmp_path):
     # The shape evals_result_ takes with a training history and several metrics.
     rng = np.random.default_rng(0)
@@ -189,6 +214,42 @@ def test_plot_metric_errors(data):
         plot_metric({})
     with pytest.raises(TypeError, match="fitted rankkit ranker or its evals_result_"):
         plot_metric([0.1, 0.2])
+
+
+def test_plot_metric_refuses_a_malformed_history_or_metric():
+    # A dict of lists failed with "list indices must be integers or slices, not float", and
+    # metric=["ndcg"] with "metric=['ndcg'] was not recorded; evals_result_ has ['ndcg']".
+    with pytest.raises(TypeError, match=r"set 'validation_0' holds a list, not a dict of metrics"):
+        plot_metric({"validation_0": [0.5, 0.6]})
+    with pytest.raises(TypeError, match=r"metric must be one metric name \(a str\) or None"):
+        plot_metric({"validation_0": {"ndcg": [0.5, 0.6]}}, ["ndcg"])
+    # A marker off the curves was drawn there (at x = -1 for -1, which does not mean "the last").
+    for outside in (-1, 2, 50):
+        with pytest.raises(ValueError, match=f"best_iteration={outside} is not an iteration.*from 0 to 1"):
+            plot_metric({"validation_0": {"ndcg": [0.5, 0.6]}}, best_iteration=outside)
+    (marker,) = _marker(plot_metric({"validation_0": {"ndcg": [0.5, 0.6]}}, best_iteration=1))
+    assert marker.get_xdata()[0] == 1
+
+
+def test_fitted_estimators_that_are_not_rankkit_rankers_are_named(data):
+    # A fitted XGBRanker or Pipeline was called "not fitted yet".
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from xgboost import XGBRanker
+
+    from rankkit.plotting import plot_position_bias
+
+    (X, y, qid), _, _ = data
+    xgb = XGBRanker(n_estimators=2, n_jobs=1).fit(X, y, qid=qid, eval_set=[(X, y)], eval_qid=[qid], verbose=False)
+    pipeline = make_pipeline(StandardScaler(), QueryRMSERanker(**FAST)).fit(X, y, queryrmseranker__qid=qid)
+    for plot in (plot_metric, plot_importance, plot_position_bias):
+        with pytest.raises(TypeError, match="takes a fitted rankkit ranker, got XGBRanker"):
+            plot(xgb)
+        with pytest.raises(TypeError, match=r"rankkit ranker \(pipeline\[-1\] for a Pipeline\), got Pipeline"):
+            plot(pipeline)
+    assert plot_importance(pipeline[-1]).patches
+    with pytest.raises(NotFittedError, match="not fitted yet"):  # a rankkit ranker still hears that
+        plot_importance(QueryRMSERanker())
 
 
 def test_plot_metric_draws_into_given_axes(data):
@@ -421,6 +482,31 @@ def test_plot_comparison_draws_every_ranker_with_its_interval():
     assert spans == want
     with pytest.raises(ValueError, match="metric 'err' is not in the comparison"):
         plot_comparison(comp, "err", ax=ax)
+
+
+def test_plot_comparison_of_a_ranker_with_equal_values_on_every_query():
+    # Its bootstrap interval can miss the mean by a rounding error (mean 0.09999999999999998,
+    # interval up to 0.09999999999999992): errorbar refused the negative error bar and
+    # plot_comparison raised ValueError instead of drawing.
+    from matplotlib.figure import Figure
+
+    from rankkit.evaluation import compare
+    from rankkit.plotting import plot_comparison
+
+    rng = np.random.default_rng(0)
+    n = 150
+    per_query = pd.DataFrame({
+        "query": np.tile(np.arange(n), 2), "ranker": np.repeat(["base", "flat"], n), "metric": "precision@10",
+        "value": np.r_[rng.random(n), np.full(n, 0.1)],
+    })
+    comp = compare(per_query, baseline="base", n_resamples=300)
+    flat = comp.table[comp.table.ranker == "flat"].iloc[0]
+    assert not flat.ci_low <= flat["mean"] <= flat.ci_high  # the rounding this test is about
+    ax = plot_comparison(comp, ax=Figure().subplots())
+    spans = sorted(tuple(col.get_segments()[0][:, 0]) for col in ax.collections)
+    assert spans[0] == pytest.approx((0.1, 0.1), abs=1e-12)  # the flat ranker: a point at 0.1
+    with pytest.raises(TypeError, match="result of rankkit.evaluation.compare, got DataFrame."):
+        plot_comparison(comp.table)
 
 
 # -- plot_position_bias -------------------------------------------------------------------------------
