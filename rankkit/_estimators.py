@@ -620,10 +620,11 @@ class Ranker(BaseRanker):
     >>> from sklearn.model_selection import GridSearchCV
     >>> from rankkit import Ranker
     >>> from rankkit.datasets import make_ranking
+    >>> from rankkit.model_selection import QueryKFold
     >>> from rankkit.objectives import LambdaMART, YetiRank
     >>> df, y, _ = make_ranking(60, as_frame=True, random_state=0)
     >>> search = GridSearchCV(Ranker(n_estimators=10, random_state=0),
-    ...                       {{"objective": [LambdaMART(), YetiRank(n_permutations=2)]}}, cv=2)
+    ...                       {{"objective": [LambdaMART(), YetiRank(n_permutations=2)]}}, cv=QueryKFold(n_splits=2))
     >>> search.fit(df, y).best_params_["objective"] in search.param_grid["objective"]
     True
     """

@@ -18,7 +18,7 @@ from sklearn.utils.validation import _num_samples
 
 from ._random import index_query_keys, query_keys
 
-__all__ = ["QueryGroups", "make_groups", "check_qid", "factorize_qid", "split_qid", "missing_qid_error", "qid_from_group_sizes",
+__all__ = ["QueryGroups", "make_groups", "check_qid", "factorize_qid", "split_qid", "missing_qid_error", "qid_column_advice", "qid_from_group_sizes",
            "group_ptr_from_sizes", "qid_from_sizes", "split_column"]
 
 
@@ -241,6 +241,14 @@ def split_column(X, values, col, *, what, name, col_param):
     return X, values
 
 
+def qid_column_advice(qid_col, what="X"):
+    """How to pass query ids as a column of ``what``; with ``qid_col=None`` no
+    column is read, so the advice names the parameter, not a column ``'None'``."""
+    if qid_col is None:
+        return f"set qid_col to the query column of a DataFrame {what} (it is None: no column is read)"
+    return f"a DataFrame {what} with a '{qid_col}' column"
+
+
 def missing_qid_error(X, qid_col="qid", *, where="X", qid_name="qid"):
     """The error for rows without query ids, saying every way to pass them."""
     column = (
@@ -259,8 +267,9 @@ def missing_qid_error(X, qid_col="qid", *, where="X", qid_name="qid"):
         f"Missing query ids: {column} and no {qid_name}= was given. A ranker needs one "
         f"query id per row: pass {qid_name}=..., or {frame}. Inside GridSearchCV / "
         "cross_validate, either use such a DataFrame or enable metadata routing "
-        "(sklearn.set_config(enable_metadata_routing=True)) and pass qid= to the "
-        "search's fit."
+        "(sklearn.set_config(enable_metadata_routing=True)) and pass qid= to "
+        "GridSearchCV(...).fit(X, y, qid=qid), or params={'qid': qid} to cross_validate / "
+        "cross_val_score."
     )
 
 

@@ -23,7 +23,7 @@ from sklearn.model_selection import BaseCrossValidator, ShuffleSplit
 from sklearn.utils import check_random_state
 from sklearn.utils import _safe_indexing
 
-from ._groups import is_dataframe, make_groups, qid_from_sizes
+from ._groups import is_dataframe, make_groups, qid_column_advice, qid_from_sizes
 
 __all__ = ["QueryKFold", "QueryShuffleSplit", "query_train_test_split", "qid_from_group"]
 
@@ -40,10 +40,12 @@ def _resolve_groups(X, groups, qid, qid_col, n_samples):
             "groups=, qid= or a DataFrame query column."
         )
     if not given:
+        # cross_validate has no fit: it takes params={'qid': qid}, and refuses qid=.
         raise ValueError(
             "Missing query ids: a query-aware splitter needs one query id per row. Pass "
-            "groups=qid or qid=qid to split() (with metadata routing, fit(X, y, qid=qid) of "
-            f"GridSearchCV/cross_validate routes it), or a DataFrame X with a '{qid_col}' column."
+            "groups=qid or qid=qid to split() (with metadata routing, GridSearchCV(...).fit(X, y, qid=qid) "
+            "or cross_validate(..., params={'qid': qid}) routes it), or "
+            f"{qid_column_advice(qid_col, 'X')}."
         )
     if has_column:
         values, name = X[qid_col], qid_col
@@ -295,10 +297,10 @@ def query_train_test_split(
             )
     if qid is None:
         first = arrays[0]
-        if not (is_dataframe(first) and qid_col in first.columns):
+        if not (is_dataframe(first) and qid_col is not None and qid_col in first.columns):
             raise ValueError(
-                "Missing query ids: pass qid= (one id per row), or make the first array a "
-                f"DataFrame with a '{qid_col}' column."
+                "Missing query ids: pass qid= (one id per row), or "
+                f"{qid_column_advice(qid_col, 'as the first array')}."
             )
         qid = first[qid_col]
     qg = make_groups(qid, n_samples)

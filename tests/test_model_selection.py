@@ -273,3 +273,21 @@ def test_routing_with_unsorted_rows(data, routing):
                          params={"qid": qs}, return_indices=True)
     for tr, te in zip(res["indices"]["train"], res["indices"]["test"]):
         assert not set(qs[tr]) & set(qs[te])
+
+
+def test_missing_query_ids_messages(data):
+    X, y, qid = data
+    frame = pd.DataFrame(X).assign(qid=qid)
+    frame.columns = frame.columns.astype(str)
+    # cross_validate has no fit (it takes params=, and refuses qid=): the message says so.
+    with pytest.raises(ValueError, match="Missing query ids") as error:
+        next(QueryKFold(3).split(X))
+    assert "cross_validate(..., params={'qid': qid})" in str(error.value)
+    assert "fit(X, y, qid=qid) of GridSearchCV/cross_validate" not in str(error.value)
+    # qid_col=None reads no column: the messages name the parameter, not a column 'None'.
+    for call in (lambda: next(QueryKFold(3, qid_col=None).split(frame)),
+                 lambda: next(QueryShuffleSplit(2, qid_col=None).split(frame)),
+                 lambda: query_train_test_split(frame, y, qid_col=None)):
+        with pytest.raises(ValueError, match="Missing query ids") as error:
+            call()
+        assert "'None'" not in str(error.value) and "set qid_col to the query column" in str(error.value)

@@ -434,3 +434,38 @@ def test_unknown_metric_lists_what_the_caller_accepts():
         parse_metric("auc")
     # A known metric parses; the caller refuses it with its own reason if it does not take it.
     assert parse_metric("precision@5", accepted=SWAP_METRICS) == ("precision", 5)
+
+
+def test_a_later_score_request_keeps_sample_weight(ranker_data, routing):
+    # scikit-learn's set_score_request replaces every request: a later call for
+    # qid alone dropped sample_weight=True, and cross_validate, whose ranker
+    # still consumed the weights in fit, silently scored without them.
+    from rankkit import LambdaMARTRanker
+
+    _, X, y, qid = ranker_data
+    w = np.random.default_rng(1).uniform(0.1, 3, len(y))
+    weighted = get_ranking_scorer("ndcg@10").set_score_request(sample_weight=True)
+    again = get_ranking_scorer("ndcg@10").set_score_request(sample_weight=True).set_score_request(qid=True)
+    assert again.get_metadata_routing().score.requests == {"qid": True, "sample_weight": True}
+    aliased = get_ranking_scorer("ndcg@10").set_score_request(sample_weight=True).set_score_request(qid="q")
+    assert aliased.get_metadata_routing().score.requests == {"qid": "q", "sample_weight": True}
+    # An unrequested sample_weight stays known, so routing it is scikit-learn's error.
+    assert get_ranking_scorer("mrr").set_score_request(qid="q").get_metadata_routing().score.requests == {
+        "qid": "q", "sample_weight": None}
+    est = LambdaMARTRanker(n_estimators=3, max_depth=2, n_jobs=1, random_state=0).set_fit_request(sample_weight=True)
+    params = {"qid": qid, "sample_weight": w}
+    expected = cross_validate(est, X, y, cv=QueryKFold(3), scoring=weighted, params=params)["test_score"]
+    got = cross_validate(est, X, y, cv=QueryKFold(3), scoring=again, params=params)["test_score"]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_missing_qid_message_with_qid_col_none(data):
+    X, y, qid = data
+    frame = pd.DataFrame(X).assign(qid=qid)
+    frame.columns = frame.columns.astype(str)
+    scorer = make_ranking_scorer("ndcg", qid_col=None)
+    with pytest.raises(ValueError, match="needs query ids") as error:
+        scorer(_DropQid().fit(frame, y), frame, y)
+    # No column is read: the message names qid_col, not a column 'None'.
+    assert "'None' column" not in str(error.value)
+    assert "set qid_col to the query column" in str(error.value)

@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 from sklearn.metrics._scorer import _BaseScorer
 
-from rankkit._groups import make_groups, split_qid
+from rankkit._groups import make_groups, qid_column_advice, split_qid
 from rankkit._metrics._common import METRIC_IDS, parse_metric
 from rankkit._validation import check_sample_weight
 
@@ -117,12 +117,16 @@ class _RankingScorer(_BaseScorer):
 
     def set_score_request(self, **kwargs):
         """Request metadata for scoring (scikit-learn metadata routing), e.g.
-        ``set_score_request(sample_weight=True)``; ``qid`` stays requested
-        unless given here."""
+        ``set_score_request(sample_weight=True)``; a request not given here
+        stays as it was (``qid`` requested by default), as the rankers'
+        ``set_score_request``."""
         # scikit-learn's replaces every request of the scorer, so asking for
-        # sample_weight alone would drop the default request of qid, and every
-        # routed fold would then lack its query ids.
-        kwargs.setdefault("qid", self.get_metadata_routing().score.requests.get("qid", True))
+        # sample_weight alone would drop the default request of qid (every
+        # routed fold would then lack its query ids), and a later call for qid
+        # alone (an alias) would drop sample_weight=True: the weights, still
+        # consumed by the estimator's fit, would silently stop weighing the score.
+        for param, alias in self.get_metadata_routing().score.requests.items():
+            kwargs.setdefault(param, alias)
         return super().set_score_request(**kwargs)
 
     def _score(self, method_caller, estimator, X, y_true, **kwargs):
@@ -139,8 +143,8 @@ class _RankingScorer(_BaseScorer):
                 f"{self!r} needs query ids, and got none: enable metadata routing "
                 "(sklearn.set_config(enable_metadata_routing=True)) and pass them: "
                 "GridSearchCV(...).fit(X, y, qid=qid), or cross_validate(..., params={'qid': qid}) "
-                "(cross_val_score alike); or score a DataFrame X with a "
-                f"'{self._qid_col}' column. Rows are never pooled into one query."
+                f"(cross_val_score alike); or score {qid_column_advice(self._qid_col)}. "
+                "Rows are never pooled into one query."
             )
         y_pred = method_caller(estimator, "predict", X, pos_label=None)
         func = _metric_functions()[self._metric]
