@@ -259,6 +259,21 @@ def test_tiny_subsample_keeps_one_row():
     assert np.all(np.isfinite(b.predict(X)))
 
 
+@pytest.mark.parametrize("key", ["bagging_freq", "subsample_freq"])
+def test_bagging_turned_off_while_subsample_is_set_is_refused(data, key):
+    """bagging_freq=0 (or its alias) turns LightGBM's bagging off: with the
+    ranker's subsample below 1 it trained on every row, silently the model of
+    subsample=1.0. Another frequency is kept."""
+    X, y, qid = data
+    kw = dict(n_estimators=3, backend="lightgbm", random_state=0, n_jobs=1)
+    with pytest.raises(ValueError, match="bagging_freq.*subsample=0.5 would be ignored"):
+        est.QueryRMSERanker(subsample=0.5, backend_params={key: 0}, **kw).fit(X, y, qid=qid)
+    every_rows = est.QueryRMSERanker(backend_params={key: 0}, **kw).fit(X, y, qid=qid)
+    assert every_rows.backend_.params_["bagging_freq"] == 0
+    other = est.QueryRMSERanker(subsample=0.5, backend_params={key: 2}, **kw).fit(X, y, qid=qid)
+    assert other.backend_.params_["bagging_freq"] == 2
+
+
 def test_alias_given_twice():
     with pytest.raises(ValueError, match="'min_data_in_leaf' twice"):
         _backend(backend_params={"min_data_in_leaf": 1, "min_child_samples": 2})._params()

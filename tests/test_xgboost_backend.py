@@ -6,6 +6,11 @@ into the leaves at the end. The reference below recomputes the shrunk model
 naively from the unscaled trees, ``F_T = sum_t (prod_{s>t} c_s) f_t``.
 """
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numba
 import numpy as np
 import pytest
@@ -150,3 +155,46 @@ def test_values_beyond_float32_are_refused_naming_the_features(data):
         ranker.fit(X, y, qid=qid, eval_set=[(big, y)], eval_qid=[qid])
     fitted = ranker.fit(X, y, qid=qid)
     assert np.isfinite(fitted.predict(big)).all()  # serving reads it as float32's infinity, as XGBoost does
+
+
+_THREADS_STARTED = """
+    import os, sys, time
+    import rankkit
+    from rankkit.datasets import make_ranking
+
+    def threads():
+        time.sleep(0.1)  # a thread that has just ended leaves /proc a moment later
+        return len(os.listdir("/proc/self/task"))
+
+    X, y, qid = make_ranking(30, random_state=0)
+    path = sys.argv[2]
+    if sys.argv[1] == "fit":
+        before = threads()
+        ranker = rankkit.LambdaMARTRanker(n_estimators=5, backend="xgboost", n_jobs=1, model_shrink_rate=0.05,
+                                          random_state=0)
+        ranker.fit(X, y, qid=qid).predict(X, iteration_range=(1, 3))
+        ranker.save_model(path)
+    else:
+        before = threads()
+        rankkit.load_model(path).predict(X)
+    print(before, threads())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc/self/task")
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenMP's default is one thread")
+def test_n_jobs_1_starts_no_engine_thread(tmp_path):
+    """In a fresh process, a fit with ``n_jobs=1`` (SGLB shrinkage folded at
+    the end, a staged prediction) and loading and serving the saved model
+    start no thread: XGBoost ran the first iteration's gradients of an
+    unconfigured booster, the list of valid parameters' probe and every model
+    load on every core, whatever ``nthread`` said."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")}
+    path = str(tmp_path / "m.rkm")
+    for step in ("fit", "load"):
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_THREADS_STARTED), step, path], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        before, after = map(int, proc.stdout.split()[-2:])
+        assert after == before, f"{step} with n_jobs=1 started {after - before} thread(s)"

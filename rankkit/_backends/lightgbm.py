@@ -117,7 +117,7 @@ class LightGBMBackend(Backend):
     resolved to LightGBM's main names), except those the ranker sets itself:
     the mapped parameters above (an error names the ranker parameter to set
     instead; ``num_leaves``, ``min_data_in_leaf`` and ``bagging_freq`` may be
-    set), the objective and its ranking
+    set, ``bagging_freq`` not to 0 with ``subsample`` below 1), the objective and its ranking
     parameters (``lambdarank_*``, ``label_gain``), the number of iterations,
     eval metrics (``metric``, ``eval_at``), boosting types other than
     ``"gbdt"``, ``bagging_by_query`` (the backend does not see queries) and
@@ -241,6 +241,12 @@ class LightGBMBackend(Backend):
         if user.get("force_row_wise"):
             params.pop("force_col_wise")
         params.update(user)
+        if self.subsample < 1 and float(params["bagging_freq"]) <= 0:
+            raise ValueError(
+                f"backend_params sets LightGBM's bagging_freq to {params['bagging_freq']!r}, which turns bagging "
+                f"off, so the ranker's subsample={self.subsample!r} would be ignored: drop bagging_freq (the "
+                "backend bags every iteration) or set subsample=1.0 on the ranker."
+            )
         return params
 
     _threads_param = "num_threads"

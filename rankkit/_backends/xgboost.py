@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import xgboost
@@ -57,7 +58,8 @@ def _xgboost_parameter_names():
     (``verbosity``, ``nthread``, ...). Reading the engine's own list keeps it
     in step with the installed XGBoost.
     """
-    tiny = xgboost.DMatrix(np.zeros((2, 1)), label=np.zeros(2))
+    # One thread: listing the names must not start a pool beyond the fit's n_jobs.
+    tiny = xgboost.DMatrix(np.zeros((2, 1)), label=np.zeros(2), nthread=1)
     booster = xgboost.Booster({"tree_method": "hist", "nthread": 1}, [tiny])
     booster.update(tiny, 0)  # configures the updater, whose parameters join the config
     config = json.loads(booster.save_config())
@@ -147,6 +149,27 @@ def _data_matrix(X, params, nthread, *, feature_names=None, feature_types=None, 
     check_float32_range(dense)
     return xgboost.DMatrix(dense, feature_names=feature_names, feature_types=feature_types, nthread=nthread,
                            enable_categorical=categorical)
+
+
+def _load_booster(model, nthread):
+    """``xgboost.Booster`` of the saved ``model`` (bytes), predicting on ``nthread`` threads.
+
+    XGBoost loads a model on its global thread count (every core by
+    default), before any ``nthread`` of the booster applies. A global count
+    of ``nthread`` cannot be undone (``set_config(nthread=0)`` is ignored and
+    setting it calls ``omp_set_num_threads``), so the load runs in a
+    short-lived thread of its own, whose settings end with it.
+    """
+    params = {"nthread": nthread}
+    if not nthread:
+        return xgboost.Booster(params, model_file=bytearray(model))
+
+    def load():
+        with xgboost.config_context(nthread=nthread):
+            return xgboost.Booster(params, model_file=bytearray(model))
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(load).result()
 
 
 #: XGBoost's names (and aliases) of what the ranker's own parameters set.
@@ -281,6 +304,9 @@ class XGBoostBackend(Backend):
         self._dtrain = _data_matrix(X, self.params_, self._nthread, **meta)
         self._devals = [_data_matrix(Xe, self.params_, self._nthread, ref=self._dtrain, **meta) for Xe in eval_X]
         self._booster = xgboost.Booster(self.params_, cache=[self._dtrain, *self._devals])
+        # Configured now, so that nthread holds from the first boost on: an
+        # unconfigured booster takes the first gradients on every core.
+        self._booster.save_config()
         return [self._dtrain.num_row(), *(d.num_row() for d in self._devals)]
 
     def _running_scores(self, n_done, train_only=False):
@@ -353,9 +379,7 @@ class XGBoostBackend(Backend):
                 if child == -1:
                     cond[nid] = cond[nid] * s
             tree["base_weights"] = [w * s for w in tree["base_weights"]]
-        folded = xgboost.Booster(model_file=bytearray(json.dumps(model).encode()))
-        folded.set_param({"nthread": self.params_.get("nthread", 0)})
-        return folded
+        return _load_booster(json.dumps(model).encode(), self.params_.get("nthread", 0))
 
     def predict(self, X, n_iterations=None, *, start_iteration=0):
         """Raw scores (float64) of the model after ``n_iterations`` iterations
@@ -418,9 +442,8 @@ class XGBoostBackend(Backend):
     def load(cls, state, files):
         """The backend :meth:`save` described."""
         backend = cls._from_folding_state(state)
-        threads = {"nthread": backend.params_.get("nthread", 0)}
-        backend.booster_ = xgboost.Booster(threads, model_file=bytearray(files["booster.ubj"]))
+        nthread = backend.params_.get("nthread", 0)
+        backend.booster_ = _load_booster(files["booster.ubj"], nthread)
         unfolded = files.get("booster_unfolded.ubj")
-        backend._unfolded = (backend.booster_ if unfolded is None
-                             else xgboost.Booster(threads, model_file=bytearray(unfolded)))
+        backend._unfolded = backend.booster_ if unfolded is None else _load_booster(unfolded, nthread)
         return backend
