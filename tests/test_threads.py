@@ -219,8 +219,8 @@ def test_n_jobs_1_runs_fit_predict_and_score_on_one_thread(backend):
     pool has its workers, BLAS's included): about 0 with ``n_jobs=1``, large
     in fit with ``n_jobs=2``, and about 0 again in predict and score once
     ``set_params(n_jobs=1)`` follows a fit with two. CPU time per thread, unlike CPU seconds per
-    wall second, does not depend on how busy the machine is. (1%, not 0: the
-    interpreter and numba may run a little housekeeping elsewhere.)"""
+    wall second, does not depend on how busy the machine is. (The bound is 1%,
+    not 0, a margin for stray CPU time outside the calling thread.)"""
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_THREADS_THAT_RAN), backend],
                           env=_clean_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
