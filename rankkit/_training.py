@@ -524,8 +524,8 @@ class EvalMonitor:
         then debias as the kept model was trained), and with a relabelled
         watched set ``best_score`` becomes that iteration's value, on the
         labels of that estimate (what ``score`` gives the kept model). A
-        no-op when no estimate was recorded at the best iteration
-        (``rankkit.dask`` sets ``position_bias_`` after replaying the workers' record)."""
+        no-op when no estimate was recorded at the best iteration (on Dask
+        the workers report it: ``rankkit.dask`` sets ``best_position_bias``)."""
         if self.best_position_bias is None:
             return
         ranker.position_bias_ = self.best_position_bias
