@@ -379,7 +379,8 @@ class BaseRanker(BaseEstimator):
                                verbose=verbose, callbacks=CallbackList(self.callbacks),
                                relabelled=self._relabelled(sets))
         seed_base = seed_from(self.random_state)
-        grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(train)
+        with limit_threads(self.n_jobs):  # "auto" diffusion_temperature runs the first gradients here
+            grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(train)
         unit = curvature_unit(objective, *weighted_counts(train.group_ptr, train.weight))
         backend = get_backend(self._engine_name())(**self._backend_settings(seed_base, unit))
         grad_fn = debias(grad_fn)

@@ -234,6 +234,42 @@ def test_n_jobs_1_runs_fit_predict_and_score_on_one_thread(backend):
     assert two[0] > 0.1
 
 
+_LANGEVIN_THREADS = """
+    import os, sys
+    import rankkit
+    from rankkit.datasets import make_ranking
+
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+
+    # Large enough that a parallel kernel wakes numba's second thread.
+    X, y, qid = make_ranking(300, random_state=0)
+    kw = dict(langevin=True, n_estimators=5, random_state=0, backend=sys.argv[1])  # diffusion_temperature="auto"
+    before = threads()
+    rankkit.LambdaMARTRanker(**kw, n_jobs=1).fit(X, y, qid=qid)
+    one = threads()
+    rankkit.LambdaMARTRanker(**kw, n_jobs=2).fit(X, y, qid=qid)
+    print(before, one, threads())
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc/self/task")
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_n_jobs_1_langevin_auto_temperature_wakes_no_thread(backend):
+    """``langevin=True`` with ``diffusion_temperature="auto"`` computes the
+    first iteration's gradients before boosting, to set ``beta``: with
+    ``n_jobs=1`` that pass runs on the calling thread too, so a first fit in a
+    fresh process starts no thread (it started numba's second one). The
+    control, ``n_jobs=2``, starts one: the data are large enough to wake it."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_LANGEVIN_THREADS), backend],
+                          env=_clean_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    before, one, two = (int(v) for v in proc.stdout.split()[-3:])
+    assert one == before, f"n_jobs=1, langevin=True: {one - before} new thread(s) in the fit"
+    assert two > one
+
+
 # --------------------------------------------------------------------------- wait policy
 def test_openmp_wait_policy_is_set_only_inside_and_nests(monkeypatch):
     for k in USER_WAIT_VARIABLES:
