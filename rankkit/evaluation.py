@@ -429,11 +429,15 @@ def _compare_metric(results, metric, baseline, test, confidence, n_resamples, ra
     boot = _stats.bootstrap_means(np.hstack([values, diffs]), n_resamples=n_resamples,
                                   random_state=random_state)
     low, high = _stats.percentile_interval(boot, confidence)
+    # The interval holds the sample mean: resampled means of equal values differ
+    # from it only by rounding, which left it outside its own interval.
+    centre = np.hstack([values, diffs]).mean(axis=0)
+    low, high = np.minimum(low, centre), np.maximum(high, centre)
     n_rankers = len(rankers)
     rows = []
     for j, ranker in enumerate(rankers):
-        row = {"metric": metric, "ranker": ranker, "n_queries": values.shape[0], "mean": values[:, j].mean(),
-               "ci_low": low[j], "ci_high": high[j], "delta": diffs[:, j].mean(),
+        row = {"metric": metric, "ranker": ranker, "n_queries": values.shape[0], "mean": centre[j],
+               "ci_low": low[j], "ci_high": high[j], "delta": centre[n_rankers + j],
                "delta_ci_low": low[n_rankers + j], "delta_ci_high": high[n_rankers + j],
                "statistic": np.nan, "p_value": np.nan,
                "wins": int(np.sum(diffs[:, j] > tolerance)), "ties": int(np.sum(np.abs(diffs[:, j]) <= tolerance)),

@@ -385,3 +385,15 @@ def test_cross_evaluate_names_a_ranker_that_is_not_an_estimator_and_a_bad_cv(dat
     for cv in (splits, True):  # an AttributeError: 'list' object has no attribute 'split'
         with pytest.raises(TypeError, match="cv must be an int or a query splitter"):
             cross_evaluate({"lm": LambdaMARTRanker(n_estimators=1)}, X, y, qid=qid, cv=cv)
+
+
+def test_intervals_hold_their_mean_when_every_value_is_equal():
+    """Resampled means of 150 equal values differ from their mean by rounding
+    only; the interval used to miss the mean (plot_comparison then crashed)."""
+    rows = []
+    for q in range(150):
+        rows.append({"query": q, "ranker": "a", "metric": "ndcg@10", "value": 0.1})
+        rows.append({"query": q, "ranker": "b", "metric": "ndcg@10", "value": 0.1 + 0.01 * (q % 3)})
+    table = compare(pd.DataFrame(rows), baseline="b").table
+    assert (table["ci_low"] <= table["mean"]).all() and (table["mean"] <= table["ci_high"]).all()
+    assert (table["delta_ci_low"] <= table["delta"]).all() and (table["delta"] <= table["delta_ci_high"]).all()
