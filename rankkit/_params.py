@@ -57,7 +57,7 @@ BOOSTING_PARAMS = {
         "Share of features sampled for each tree: ``colsample_bytree * n_features`` rounded down (at least "
         "1) on the numba engine and XGBoost, rounded to the nearest by LightGBM.", True),
     "max_bin": Param(256, [Interval(Integral, 2, None, closed="left")], "int",
-                     "Histogram bins per feature (at most 255 on the numba engine, whose bins are bytes).", True),
+                     "Histogram bins per feature (on the numba engine, whose bins are bytes, a larger value is capped at 255).", True),
     "n_jobs": Param(
         None, [Interval(Integral, None, -1, closed="right"), Interval(Integral, 1, None, closed="left"), None],
         "int or None",

@@ -354,6 +354,11 @@ class SGLB(RankingObjective):
         return langevin_noise_scale(self.learning_rate, beta)
 
     def _resolve(self):
+        if isinstance(self.objective, SGLB):  # the noise would be added twice, at two temperatures
+            raise ValueError(
+                "SGLB(SGLB(...)): the objective is already an SGLB wrapper; wrap the base objective once, "
+                "SGLB(objective, diffusion_temperature=...)."
+            )
         if not isinstance(self.diffusion_temperature, str) and not math.isfinite(self.noise_scale):
             raise ValueError(
                 "sqrt(2 / (learning_rate * diffusion_temperature)) overflows; "

@@ -348,3 +348,10 @@ def test_toy_global_optimum(backend):
     assert sglb.count(0.917) >= 8, sglb
     lambdamart = [final_ndcg(LambdaMARTRanker, s, min_child_weight=0.0) for s in range(10)]
     assert lambdamart == [0.903] * 10, lambdamart
+
+
+def test_sglb_of_an_sglb_objective_is_refused():
+    from rankkit.objectives import QueryRMSE
+
+    with pytest.raises(ValueError, match="already an SGLB wrapper"):
+        SGLB(SGLB(QueryRMSE())).gradient_hessian([1.0, 0.0], [0.0, 0.0], qid=[0, 0])
