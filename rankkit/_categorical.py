@@ -106,6 +106,8 @@ def _check_no_strings(X, where, skip=()):
     durations: they cannot be features as they are, and saying how to make
     them features beats scikit-learn's ``could not convert string to float``
     or NumPy's dtype promotion error."""
+    import pandas as pd
+
     times = [X.columns[i] for i in range(X.shape[1]) if i not in skip and _is_time(X.iloc[:, i])]
     if times:
         first = times[0]
@@ -123,6 +125,23 @@ def _check_no_strings(X, where, skip=()):
             "(backend='xgboost' and backend='lightgbm' split on categories natively), or encode them "
             "as numbers first (sklearn.preprocessing.OrdinalEncoder, TargetEncoder)."
         )
+    for i in range(X.shape[1]):
+        column = X.iloc[:, i]
+        if i in skip or _is_categorical(column) or pd.api.types.is_numeric_dtype(column.dtype) \
+                or pd.api.types.is_bool_dtype(column.dtype):
+            continue
+        # Intervals, lists, or a pyarrow dictionary column with missing values:
+        # NumPy's error ("float() argument must be ...") names no column.
+        try:
+            np.asarray(column, dtype=np.float64)
+            if _is_arrow_dictionary(column.dtype) and column.isna().any():
+                raise TypeError  # converts here, yet not in scikit-learn's check of the frame
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{where} column {X.columns[i]!r} (dtype {column.dtype}) cannot be read as numbers, and a ranker "
+                f"takes numbers. Mark it categorical, X[{X.columns[i]!r}] = X[{X.columns[i]!r}].astype('category'), "
+                "or turn it into a number column first (e.g. .astype('float64'))."
+            ) from None
 
 
 def columns_differ(X, fitted_names):

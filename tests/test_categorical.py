@@ -297,3 +297,22 @@ def test_columns_in_another_order_are_named_as_such(data):
     positional = test.drop(columns="qid").set_axis([0, 1, 2], axis=1)
     with pytest.warns(UserWarning, match="feature names"):
         assert np.array_equal(ranker.predict(positional), ranker.predict(test))
+
+
+def test_columns_that_cannot_be_read_as_numbers_are_named():
+    """Intervals, pyarrow lists and a pyarrow dictionary column with missing values got
+    NumPy's "float() argument must be ..." or "setting an array element with a sequence",
+    naming no column."""
+    pa = pytest.importorskip("pyarrow")
+    from rankkit.datasets import make_ranking
+
+    df, y, _ = make_ranking(30, as_frame=True, random_state=0)
+    n = len(df)
+    for values in (pd.arrays.IntervalArray.from_breaks(np.arange(n + 1)),
+                   pd.array(([[1], [2]] * n)[:n], dtype=pd.ArrowDtype(pa.list_(pa.int64()))),
+                   pd.array(([1, 2, None] * n)[:n], dtype=pd.ArrowDtype(pa.dictionary(pa.int32(), pa.int64())))):
+        with pytest.raises(ValueError, match="X column 'c' .* cannot be read as numbers"):
+            QueryRMSERanker(n_estimators=2).fit(df.assign(c=values), y)
+    # a pyarrow dictionary column without missing values still trains
+    QueryRMSERanker(n_estimators=2).fit(
+        df.assign(c=pd.array(([1, 2, 3] * n)[:n], dtype=pd.ArrowDtype(pa.dictionary(pa.int32(), pa.int64())))), y)
