@@ -497,6 +497,14 @@ class EvalMonitor:
         stop = False
         if self.watch is not None:
             score = self.history[self.watch][self.metrics[0]][-1]
+            if self.early_stopping_rounds is not None and np.isnan(score):
+                # No iteration would ever beat the first: the model would be cut back to one tree.
+                raise ValueError(
+                    f"early stopping watches {metric_name(self.metrics[0])} on {self.watch}, and it is NaN: every "
+                    "query of that eval set is excluded (a scorer with empty='exclude' and no relevant document "
+                    "in any query). Give an eval set with relevant documents, a metric that scores such queries "
+                    "(empty=1.0 or 0.0), or early_stopping_rounds=None."
+                )
             if self.best_iteration is None or score > self.best_score:
                 self.best_score, self.best_iteration = score, t
                 # The estimate this iteration's tree was trained with (position_bias="estimate"

@@ -533,3 +533,21 @@ def test_curvature_unit():
         assert training.curvature_unit(objective, 10, 40 * n) == 0.25
     for objective in (QueryRMSE(), StochasticRank()):
         assert training.curvature_unit(objective, 10, 40 * n) == 1.0
+
+
+def test_early_stopping_on_a_metric_that_is_nan_is_an_error(data):
+    """A scorer with empty="exclude" on an eval set without relevant documents is
+    NaN at every iteration: no iteration beat the first, and early stopping cut
+    the model back to one tree without a word."""
+    from rankkit.metrics import make_ranking_scorer
+
+    X, y, qid, Xv, _, qv = data
+    ranker = _lambdamart(n_estimators=20, early_stopping_rounds=3,
+                         eval_metric=make_ranking_scorer("mrr", empty="exclude"))
+    with pytest.raises(ValueError, match="early stopping watches .* on validation_0, and it is NaN"):
+        ranker.fit(X, y, qid=qid, eval_set=[(Xv, np.zeros_like(Xv[:, 0]))], eval_qid=[qv])
+    # without early stopping the NaN curve is only recorded
+    model = _lambdamart(n_estimators=4, eval_metric=make_ranking_scorer("mrr", empty="exclude")).fit(
+        X, y, qid=qid, eval_set=[(Xv, np.zeros_like(Xv[:, 0]))], eval_qid=[qv])
+    assert model.n_iterations_ == 4 and np.isnan(model.evals_result_["validation_0"][next(
+        iter(model.evals_result_["validation_0"]))]).all()
