@@ -200,8 +200,10 @@ class QueryShuffleSplit(BaseCrossValidator):
     ----------
     n_splits : int, default=5
         Number of random splits, at least 1.
-    test_size : float or int, default=0.2
-        Fraction (float in (0, 1)) or number (int) of queries in the test set.
+    test_size : float, int or None, default=None
+        Fraction (float in (0, 1)) or number (int) of queries in the test set;
+        ``None``: the complement of ``train_size``, or 0.2 if ``train_size``
+        is None too (as ``GroupShuffleSplit``).
     train_size : float, int or None, default=None
         Same for the training set; ``None``: the complement of the test set.
     random_state : int, RandomState instance or None, default=None
@@ -219,7 +221,7 @@ class QueryShuffleSplit(BaseCrossValidator):
 
     __metadata_request__split = {"groups": True, "qid": True}
 
-    def __init__(self, n_splits=5, *, test_size=0.2, train_size=None, random_state=None, qid_col="qid"):
+    def __init__(self, n_splits=5, *, test_size=None, train_size=None, random_state=None, qid_col="qid"):
         self.n_splits = n_splits
         self.test_size = test_size
         self.train_size = train_size
@@ -230,8 +232,9 @@ class QueryShuffleSplit(BaseCrossValidator):
         """Generate ``(train, test)`` row indices, each sorted ascending."""
         n_splits = _check_n_splits(self.n_splits, minimum=1)
         qg = _resolve_groups(X, groups, qid, self.qid_col, _n_samples(X))
-        # test_size=train_size=None means ShuffleSplit's default 0.1, which drew these splits all along.
-        n_train, n_test = _query_split_sizes(qg.n_queries, self.test_size, self.train_size, 0.1)
+        # A test_size default of 0.2 instead of None made train_size=0.9 alone an error (0.9 + 0.2 > 1) and
+        # train_size=0.5 alone leave 30% of the queries unused: None is the complement, as in scikit-learn.
+        n_train, n_test = _query_split_sizes(qg.n_queries, self.test_size, self.train_size, 0.2)
         # ShuffleSplit draws the queries, so a seed gives the splits it always gave.
         inner = ShuffleSplit(n_splits, test_size=n_test, train_size=n_train, random_state=self.random_state)
         for q_train, q_test in inner.split(np.empty((qg.n_queries, 1))):
@@ -246,7 +249,7 @@ class QueryShuffleSplit(BaseCrossValidator):
 
 
 def query_train_test_split(
-    *arrays, qid=None, test_size=0.25, train_size=None, random_state=None, shuffle=True, qid_col="qid"
+    *arrays, qid=None, test_size=None, train_size=None, random_state=None, shuffle=True, qid_col="qid"
 ):
     """Split arrays into train and test subsets of whole queries.
 
@@ -261,8 +264,10 @@ def query_train_test_split(
     qid : array-like of shape (n_samples,), default=None
         Query id of every row; if None, taken from the ``qid_col`` column of
         the first array, which must then be a DataFrame.
-    test_size : float or int, default=0.25
-        Fraction or number of queries in the test set.
+    test_size : float, int or None, default=None
+        Fraction or number of queries in the test set; ``None``: the
+        complement of ``train_size``, or 0.25 if ``train_size`` is None too
+        (as ``train_test_split``).
     train_size : float, int or None, default=None
         Fraction or number of queries in the training set (default: the rest).
     random_state : int, RandomState instance or None, default=None
@@ -295,14 +300,21 @@ def query_train_test_split(
             raise ValueError(
                 f"All arrays must have the same number of rows; got {n_samples} and {_n_samples(a)}."
             )
+    first = arrays[0]
+    has_column = is_dataframe(first) and qid_col is not None and qid_col in first.columns
     if qid is None:
-        first = arrays[0]
-        if not (is_dataframe(first) and qid_col is not None and qid_col in first.columns):
+        if not has_column:
             raise ValueError(
                 "Missing query ids: pass qid= (one id per row), or "
                 f"{qid_column_advice(qid_col, 'as the first array')}."
             )
         qid = first[qid_col]
+    elif has_column:
+        # qid= used to win silently: the column's queries, which the arrays keep, could be cut in two.
+        raise ValueError(
+            f"Query ids given more than once (qid= and the '{qid_col}' column of the first array); pass "
+            "exactly one of them (qid_col=None ignores the column)."
+        )
     qg = make_groups(qid, n_samples)
     n_queries = qg.n_queries
     n_train, n_test = _query_split_sizes(n_queries, test_size, train_size, default_test_size=0.25)

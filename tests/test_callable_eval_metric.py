@@ -47,6 +47,19 @@ def test_a_callable_drives_early_stopping_and_score(data):
     assert by_callable.score(X_val, y_val, qid=q_val) == by_name.score(X_val, y_val, qid=q_val)
 
 
+def test_a_rankkit_metric_function_is_an_eval_metric(data):
+    # rankkit's metric functions take qid by keyword only: called f(y_true, y_score, qid) they failed
+    # with "ndcg_score() takes 2 positional arguments but 3 were given".
+    X, y, qid, X_val, y_val, q_val = data
+    model = QueryRMSERanker(n_estimators=4, max_depth=3, eval_metric=["ndcg", ndcg_score, precision_score])
+    model.fit(X, y, qid=qid, eval_set=[(X_val, y_val)], eval_qid=[q_val])
+    history = model.evals_result_["validation_0"]
+    assert list(history) == ["ndcg", "ndcg_score", "precision_score"]
+    assert history["ndcg_score"] == history["ndcg"]
+    pred = model.predict(X_val)
+    assert history["precision_score"][-1] == pytest.approx(precision_score(y_val, pred, qid=q_val), abs=1e-12)
+
+
 def test_bad_callables_are_clear_errors(data):
     X, y, qid, X_val, y_val, q_val = data
     fit = dict(eval_set=[(X_val, y_val)], eval_qid=[q_val])

@@ -204,6 +204,25 @@ def test_average_huge_tied_block_is_finite_and_bounded():
     assert math.isclose(dcg_score(y, s, qid=qid, k=10, ties="average"), want, rel_tol=1e-12)
 
 
+@pytest.mark.parametrize("k", [None, 2, 40])
+@pytest.mark.parametrize("gain", ["exp", "linear"])
+def test_average_ties_among_equal_labels_of_an_ideal_ranking_score_exactly_one(gain, k):
+    """Scores that order the labels perfectly, ties only among equal labels:
+    every tie order is ideal, so NDCG is exactly 1 (it was 1 +- 2e-16)."""
+    assert ndcg_score([2, 2, 2], [1, 1, 1], qid=[0, 0, 0], ties="average", gain=gain, k=k) == 1.0
+    rng = np.random.default_rng(5)
+    ys, qs = [], []
+    for q in range(200):
+        n = int(rng.integers(2, 60))
+        y = rng.integers(0, 5, size=n) * (0.37 if q % 3 == 0 else 1.0)
+        y[0] = 1.0  # a relevant document: no empty queries
+        ys.append(y)
+        qs.append(np.full(n, q))
+    y, qid = np.concatenate(ys), np.concatenate(qs)
+    values = ndcg_score(y, 3.0 * y + 1.0, qid=qid, ties="average", gain=gain, k=k, per_query=True)
+    np.testing.assert_array_equal(values, 1.0)
+
+
 @pytest.mark.parametrize("k", [None, 1, 5])
 def test_sklearn_ndcg_and_dcg_per_query(k):
     from sklearn.metrics import dcg_score as sk_dcg

@@ -291,3 +291,37 @@ def test_missing_query_ids_messages(data):
         with pytest.raises(ValueError, match="Missing query ids") as error:
             call()
         assert "'None'" not in str(error.value) and "set qid_col to the query column" in str(error.value)
+
+
+def test_train_size_alone_leaves_the_rest_for_testing():
+    # Defaults test_size=0.2 / 0.25 made train_size=0.9 alone an error (0.9 + 0.2 > 1) and
+    # train_size=0.5 alone drop a fifth of the queries: scikit-learn's test_size=None is the complement.
+    qid = np.repeat(np.arange(10), 3)
+    X = np.zeros((30, 2))
+    for train_size, n_train in ((0.9, 9), (0.5, 5), (7, 7)):
+        train, test = next(QueryShuffleSplit(1, train_size=train_size, random_state=0).split(X, qid=qid))
+        assert (len(np.unique(qid[train])), len(np.unique(qid[test]))) == (n_train, 10 - n_train)
+        *_, q_train, q_test = query_train_test_split(X, qid=qid, train_size=train_size, random_state=0)
+        assert (len(np.unique(q_train)), len(np.unique(q_test))) == (n_train, 10 - n_train)
+    # Without either size, the documented defaults: 20% and 25% of the queries (rounded up).
+    train, test = next(QueryShuffleSplit(1, random_state=0).split(X, qid=qid))
+    assert len(np.unique(qid[test])) == 2 and len(np.unique(qid[train])) == 8
+    *_, q_train, q_test = query_train_test_split(X, qid=qid, random_state=0)
+    assert len(np.unique(q_test)) == 3 and len(np.unique(q_train)) == 7
+
+
+def test_query_train_test_split_refuses_qid_given_twice():
+    # qid= used to win over the DataFrame's query column silently, so the column's queries
+    # (which the split frames keep) were cut across train and test. The splitters refuse it too.
+    frame = pd.DataFrame({"qid": np.repeat(np.arange(4), 2), "x": np.arange(8.0)})
+    other = np.array([0, 1, 0, 1, 2, 3, 2, 3])
+    with pytest.raises(ValueError, match="Query ids given more than once"):
+        query_train_test_split(frame, qid=other, test_size=2, random_state=0)
+    with pytest.raises(ValueError, match="Query ids given more than once"):
+        next(QueryKFold(2).split(frame, qid=other))
+    # Either source alone works, and qid_col=None ignores the column.
+    train, test, q_train, q_test = query_train_test_split(frame, qid=other, qid_col=None, test_size=2,
+                                                          random_state=0)
+    assert not set(q_train) & set(q_test)
+    train, test = query_train_test_split(frame, test_size=2, random_state=0)[:2]
+    assert not set(train["qid"]) & set(test["qid"])

@@ -212,6 +212,14 @@ def test_bad_names_and_parameters():
     assert set(SCORER_METRICS) == set(METRICS)
 
 
+@pytest.mark.parametrize("name", list(METRICS))
+def test_a_metric_function_is_not_taken_for_a_scorer(name):
+    # It is callable, so it passed through and failed at scoring time with
+    # "takes 2 positional arguments but 3 ... were given".
+    with pytest.raises(TypeError, match=rf"scoring={name}_score is a metric function .*make_ranking_scorer\('{name}'"):
+        get_ranking_scorer(METRICS[name])
+
+
 def test_repr_and_pickle(data):
     X, y, qid = data
     scorer = make_ranking_scorer("ndcg@10", gain="linear")

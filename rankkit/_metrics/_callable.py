@@ -70,11 +70,27 @@ class _PerQuery:
         return METRICS[scorer._metric](y_true, y_score, qid=qid, k=scorer._k, per_query=True, **scorer._kwargs)
 
 
+class _QidKeyword:
+    """A rankkit metric function (``ndcg_score``, ...) as an eval metric: it
+    takes ``qid`` by keyword only, while eval metrics are called ``f(y_true, y_score, qid)``."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, y_true, y_score, qid):
+        return self.function(y_true, y_score, qid=qid)
+
+
 def metric_function(metric):
     """``f(y_true, y_score, qid)`` of a callable ``eval_metric`` entry: one
     number, or per-query values for a rankkit ranking scorer (:class:`_PerQuery`)."""
+    from rankkit._metrics._api import METRICS
+
     if isinstance(metric, _RankingScorer):
         return _PerQuery(metric)
+    if any(metric is function for function in METRICS.values()):
+        # Called positionally, it failed with "ndcg_score() takes 2 positional arguments but 3 were given".
+        return _QidKeyword(metric)
     if isinstance(metric, _BaseScorer):
         # Any other scorer scores an estimator on X: one that predicts the scores.
         def scorer(y_true, y_score, qid):

@@ -162,6 +162,16 @@ def _err_block(metric, y, idx, lo, a, t, kk, err_scale, decay, m):
     return total
 
 
+@njit(cache=True, inline="always")
+def _equal_labels(y, idx, lo, a, b):
+    """Whether the documents at positions ``a .. b - 1`` of ``idx[lo:]`` all have the same label."""
+    r = y[idx[lo + a]]
+    for p in range(a + 1, b):
+        if y[idx[lo + p]] != r:
+            return False
+    return True
+
+
 @njit(cache=True)
 def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay, m):
     """Expected metric over uniformly random orders of every tied block.
@@ -200,7 +210,15 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
         t = b - a
         if a >= kk:
             break
-        if metric == DCG or metric == NDCG or metric == EXPDCG:
+        if (metric == DCG or metric == NDCG) and _equal_labels(y, idx, lo, a, b):
+            # Every order of the block is the same list of gains: add them
+            # position by position, as the ideal DCG does, so that a ranking
+            # that is ideal up to ties among equal labels scores exactly 1
+            # (the block mean below rounds differently: 1 +- 2e-16).
+            g = gain(y[idx[lo + a]], exp_gain)
+            for p in range(a, min(b, kk)):
+                acc += g * discount(p)
+        elif metric == DCG or metric == NDCG or metric == EXPDCG:
             wsum = 0.0
             for p in range(a, min(b, kk)):
                 if metric == EXPDCG:

@@ -247,6 +247,15 @@ def get_ranking_scorer(scoring):
     >>> get_ranking_scorer("ndcg@10")
     make_ranking_scorer('ndcg@10', ties='worst')
     """
+    for name, function in _metric_functions().items():
+        if scoring is function:
+            # A metric function is callable, but not with a scorer's (estimator, X, y): passed
+            # through, it failed at scoring time with a TypeError about positional arguments.
+            raise TypeError(
+                f"scoring={function.__name__} is a metric function f(y_true, y_score, qid=...), not a scorer "
+                f"f(estimator, X, y); pass the name {name!r} (e.g. '{name}@10') or "
+                f"make_ranking_scorer({name!r}, ...)."
+            )
     if callable(scoring):
         return scoring
     if not isinstance(scoring, str):
