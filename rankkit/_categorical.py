@@ -14,7 +14,9 @@ a categorical column is coded against the *training* categories by value,
 whatever its own categories and their order (a column of plain strings works
 too). A value that is not one of the training categories is coded as NaN: a
 missing value, which follows every split's learned missing direction, like
-scikit-learn's ``HistGradientBoosting*`` does with unknown categories. A
+scikit-learn's ``HistGradientBoosting*`` does with unknown categories; a
+column of strings where the training categories are numbers (or the other
+way round) is an error, since none of its values could match. A
 NumPy array (or sparse matrix) has no categories: its categorical columns
 must hold the codes themselves (``categories_[j]`` numbers them), as a
 booster served without rankkit expects; other values are an error.
@@ -204,6 +206,7 @@ def apply_categories(X, categories, *, where="X"):
     for i, cats in categories.items():
         column = X.iloc[:, i]
         training = pd.Index(cats)
+        _check_kind(column, training, X.columns[i], where)
         if _is_categorical(column):
             # Each of the column's categories looked up once among the training
             # ones (-1: unseen), then every row through its code (-1: missing).
@@ -213,6 +216,36 @@ def apply_categories(X, categories, *, where="X"):
             codes = training.get_indexer(column)  # by value; unseen and missing -> -1
         X.isetitem(i, _float_codes(codes))
     return X
+
+
+#: Kinds of values (pandas' ``infer_dtype``) that never equal one another.
+_KIND_GROUPS = {
+    **dict.fromkeys(("integer", "floating", "mixed-integer-float", "decimal"), "numbers"),
+    **dict.fromkeys(("string", "bytes"), "strings"),
+}
+
+
+def _check_kind(column, training, name, where):
+    """An error for a categorical column whose values are of another kind than
+    its training categories (strings where fit saw numbers, ...): matched by
+    value, none could match, and the whole column would silently become
+    missing values."""
+    import pandas as pd
+
+    values = column.cat.categories if _is_categorical(column) else column[column.notna()]
+    if len(values) == 0:  # all missing: nothing to match
+        return
+    given = _KIND_GROUPS.get(pd.api.types.infer_dtype(values, skipna=True))
+    fitted = _KIND_GROUPS.get(pd.api.types.infer_dtype(training, skipna=True))
+    if given is None or fitted is None or given == fitted:
+        return
+    fix = f".astype({training.dtype.name!r})" if fitted == "numbers" else ".astype(str)"
+    raise ValueError(
+        f"{where} column {name!r} is a categorical feature whose categories at fit were {fitted} "
+        f"({list(training[:5])}{', ...' if len(training) > 5 else ''}), but it holds {given}: categories are "
+        f"matched by value, none of them can match, and every row would be a missing value. Convert the "
+        f"column first, e.g. X[{name!r}]{fix}."
+    )
 
 
 def _check_codes(X, categories, where):

@@ -337,7 +337,11 @@ def load_model(path, *, classes=()):
                 f"{header.get('rankkit_version', '?')}; this rankkit ({_rankkit_version()}) reads format "
                 f"versions up to {FORMAT_VERSION}. Upgrade rankkit (pip install --upgrade rankkit) to load it."
             )
-        missing = [name for name in header.get("files", []) if name not in archive.namelist()]
+        lacking = [key for key in ("estimator", "backend", "params", "fitted", "backend_state", "files")
+                   if key not in header]
+        if lacking:
+            raise ValueError(f"{path!r} is damaged: its header {HEADER!r} lacks {lacking}.")
+        missing = [name for name in header["files"] if name not in archive.namelist()]
         if missing:
             raise ValueError(f"{path!r} is damaged: the header lists {missing}, which the archive lacks.")
         files = {name: archive.read(name) for name in header["files"]}

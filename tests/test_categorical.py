@@ -316,3 +316,30 @@ def test_columns_that_cannot_be_read_as_numbers_are_named():
     # a pyarrow dictionary column without missing values still trains
     QueryRMSERanker(n_estimators=2).fit(
         df.assign(c=pd.array(([1, 2, 3] * n)[:n], dtype=pd.ArrowDtype(pa.dictionary(pa.int32(), pa.int64())))), y)
+
+
+@pytest.mark.skipif(not installed("xgboost"), reason="xgboost not installed")
+def test_a_categorical_column_of_another_kind_than_its_categories_is_named():
+    """Categories are matched by value: number categories given as strings
+    (a CSV read without dtypes) or string categories given as numbers match
+    nothing, and the column silently became missing values. Now an error
+    names the column and the conversion; numbers as floats or as another
+    integer dtype, and all-missing columns, are still coded."""
+    rng = np.random.default_rng(0)
+    qid = np.repeat(np.arange(40), 10)
+    df = pd.DataFrame({"x": rng.normal(size=qid.size), "shop": pd.Categorical(rng.integers(1, 4, qid.size))})
+    y = (np.asarray(df["shop"]) == 2) * 2.0 + (df["x"] > 0)
+    ranker = QueryRMSERanker(backend="xgboost", **BOOST).fit(df, y, qid=qid)
+    expected = ranker.predict(df)
+    for column in (df["shop"].astype(str), df["shop"].astype(str).astype("category")):
+        with pytest.raises(ValueError, match=r"column 'shop' .* categories at fit were numbers \(\[1, 2, 3\]\), "
+                                             r"but it holds strings.*X\['shop'\]\.astype\('int64'\)"):
+            ranker.predict(df.assign(shop=column))
+    for column in (df["shop"].astype(float), df["shop"].astype("Int64"), df["shop"].astype(np.int8)):
+        np.testing.assert_array_equal(ranker.predict(df.assign(shop=column)), expected)
+    missing = ranker.predict(df.assign(shop=pd.Categorical([None] * len(df), categories=[1, 2, 3])))
+    np.testing.assert_array_equal(ranker.predict(df.assign(shop=np.nan)), missing)
+    letters = df.assign(shop=df["shop"].map({1: "a", 2: "b", 3: "c"}).astype("category"))
+    by_letter = QueryRMSERanker(backend="xgboost", **BOOST).fit(letters, y, qid=qid)
+    with pytest.raises(ValueError, match=r"categories at fit were strings.*holds numbers.*astype\(str\)"):
+        by_letter.predict(df.assign(shop=df["shop"].astype(int)))

@@ -193,6 +193,35 @@ def test_extreme_shrinkage_renormalises_without_losing_exactness():
         np.testing.assert_allclose(b.predict(X, n_iterations=k), seen[k - 1], rtol=1e-12, atol=1e-300)
 
 
+def test_staged_predictions_survive_many_folds_of_the_running_scale():
+    """Over 300 decades of shrinkage the running scale is folded several
+    times: the early models stay finite and exact (they predicted NaN when
+    the folds were multiplied into the stored trees: early trees underflowed
+    to 0, their scales overflowed to inf), also after truncation, pickling
+    and a save/load round trip."""
+    X, y = regression_data(n=500)
+    seen = []
+    b = backend(n_estimators=40).fit(X, squared_error(y), shrink=lambda t: 1e-30,
+                                     callback=lambda t, raw, ev: seen.append(raw.copy()))
+    for k in (1, 2, 6, 20, 40):
+        np.testing.assert_allclose(b.predict(X, n_iterations=k), seen[k - 1], rtol=1e-12, atol=1e-300)
+    assert len(b.booster_.folds) == 6  # 1170 decades, a fold every 180
+    # A later iteration's contribution to a model with earlier trees in it: (start, n).
+    np.testing.assert_allclose(b.predict(X, 3, start_iteration=2), seen[2] - 1e-30 * seen[1],
+                               rtol=1e-12, atol=1e-300)
+    loaded = NumbaBackend.load(*b.save())
+    unpickled = pickle.loads(pickle.dumps(b))
+    for k in (1, 6, 40):
+        np.testing.assert_array_equal(loaded.predict(X, n_iterations=k), b.predict(X, n_iterations=k))
+        np.testing.assert_array_equal(unpickled.predict(X, n_iterations=k), b.predict(X, n_iterations=k))
+    full = b.predict(X)
+    b.truncate(5)  # early stopping's cut back to an early model
+    np.testing.assert_allclose(b.predict(X), seen[4], rtol=1e-12, atol=1e-300)
+    np.testing.assert_array_equal(NumbaBackend.load(*b.save()).predict(X), b.predict(X))
+    # The whole model is the one the stored trees folded together predict (served without rankkit).
+    np.testing.assert_array_equal(loaded.predict(X), full)
+
+
 def test_callback_stops_and_eval_scores_match_predict():
     X, y = regression_data(n=1000)
     E = regression_data(n=300, seed=1)[0]

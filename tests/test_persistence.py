@@ -196,6 +196,45 @@ def test_numba_model_is_numpy_arrays_without_pickle(frames, tmp_path):
     np.testing.assert_allclose(scales[-1] * total, ranker.predict(test), rtol=1e-12, atol=1e-12)
 
 
+def test_numba_model_with_folded_sglb_scale_keeps_its_staged_predictions(frames, tmp_path):
+    """Beyond 300 decades of SGLB shrinkage (10 a tree here) the running scale
+    is folded into the trees several times: the file's ``nodes`` and
+    ``scales`` still give the whole model by the documented formula, and the
+    early models (NaN before: early trees underflowed to 0 and their scales
+    to inf) survive the round trip bit for bit. A model without folds keeps
+    the three documented arrays only."""
+    train, y, test, _ = frames
+    ranker = QueryRMSERanker(model_shrink_rate=1 - 1e-10, learning_rate=1.0, n_estimators=60, max_depth=3,
+                             backend="numba", qid_col="query", random_state=0, n_jobs=1).fit(train, y)
+    assert len(ranker.booster_.folds) >= 3
+    ranker.save_model(tmp_path / "m.rkm")
+    loaded = load_model(tmp_path / "m.rkm")
+    for end in (1, 2, 20, 60):
+        staged = ranker.predict(test, iteration_range=(0, end))
+        assert np.all(np.isfinite(staged)), end
+        np.testing.assert_array_equal(loaded.predict(test, iteration_range=(0, end)), staged)
+    np.testing.assert_array_equal(loaded.predict(test, iteration_range=(1, 2)),
+                                  ranker.predict(test, iteration_range=(1, 2)))
+    with np.load(io.BytesIO(_members(tmp_path / "m.rkm")["trees.npz"]), allow_pickle=False) as npz:
+        nodes, ptr, scales = npz["nodes"], npz["tree_ptr"], npz["scales"]
+    X = test.drop(columns="query").to_numpy()
+    total = np.zeros(len(X))
+    for t in range(len(scales)):
+        tree = nodes[ptr[t]:ptr[t + 1]]
+        for i, x in enumerate(X):
+            node = 0
+            while tree[node]["left"] >= 0:
+                v = x[tree[node]["feature"]]
+                left = tree[node]["missing_left"] if np.isnan(v) else v <= tree[node]["threshold"]
+                node = tree[node]["left"] if left else tree[node]["right"]
+            total[i] += tree[node]["value"]
+    np.testing.assert_allclose(scales[-1] * total, ranker.predict(test), rtol=1e-12, atol=1e-12)
+    plain = QueryRMSERanker(backend="numba", qid_col="query", random_state=0, **BOOST).fit(train, y)
+    plain.save_model(tmp_path / "plain.rkm")
+    with np.load(io.BytesIO(_members(tmp_path / "plain.rkm")["trees.npz"]), allow_pickle=False) as npz:
+        assert sorted(npz.files) == ["nodes", "scales", "tree_ptr"]
+
+
 def test_loading_a_numba_model_never_imports_the_engines(frames, tmp_path):
     train, y, _, _ = frames
     _rankers("numba")["lambdamart_sglb"].fit(train, y).save_model(tmp_path / "m.rkm")
@@ -362,6 +401,29 @@ def test_a_damaged_file_says_so(saved, tmp_path):
     with zipfile.ZipFile(tmp_path / "d.rkm", "w") as archive:
         archive.writestr("rankkit.json", members["rankkit.json"])
     with pytest.raises(ValueError, match=r"damaged.*\['trees\.npz'\]"):
+        load_model(tmp_path / "d.rkm")
+
+
+@pytest.mark.parametrize("key", ["estimator", "backend", "params", "fitted", "backend_state", "files"])
+def test_a_header_without_a_needed_key_is_a_damaged_file(saved, tmp_path, key):
+    path = _rewrite_header(saved, tmp_path / "h.rkm", lambda h: h.pop(key))
+    with pytest.raises(ValueError, match=rf"damaged: its header 'rankkit\.json' lacks \['{key}'\]"):
+        load_model(path)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "array missing"])
+def test_an_unreadable_numba_model_member_is_a_damaged_file(saved, tmp_path, damage):
+    members = _members(saved)
+    if damage == "truncated":
+        members["trees.npz"] = members["trees.npz"][:50]
+    else:
+        buffer = io.BytesIO()
+        np.savez(buffer, nodes=np.load(io.BytesIO(members["trees.npz"]))["nodes"])
+        members["trees.npz"] = buffer.getvalue()
+    with zipfile.ZipFile(tmp_path / "d.rkm", "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(ValueError, match=r"damaged: its trees\.npz cannot be read"):
         load_model(tmp_path / "d.rkm")
 
 

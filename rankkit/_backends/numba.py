@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+import zipfile
 from numbers import Integral, Real
 
 import numpy as np
@@ -350,14 +351,30 @@ class NumbaBackend(Backend):
         :data:`~rankkit._backends._gbm.tree.NODE_DTYPE` concatenated;
         ``tree_ptr``, where each tree starts (``len + 1`` offsets);
         ``scales``, the SGLB scale ``S`` after each iteration. The model after
-        ``n`` iterations predicts ``scales[n - 1] * sum_{t < n} tree_t(x)``."""
+        ``n`` iterations predicts ``scales[n - 1] * sum_{t < n} tree_t(x)``.
+
+        After SGLB shrinkage below ``1e-150`` (:class:`rankkit._sglb.RunningScale`)
+        ``nodes`` and ``scales`` have every fold in them, so that formula holds
+        for the whole model, and four more arrays keep the earlier models
+        (which the folded early trees, underflowed to 0, no longer hold):
+        ``fold_iterations`` and ``fold_factors``, the folds, and
+        ``unfolded_values`` and ``unfolded_scales``, the leaf values and
+        scales as grown (:class:`~rankkit._backends._gbm.booster.TreeEnsemble`)."""
         self._check_fitted()
-        trees = self.booster_.trees
+        booster = self.booster_
+        trees, scales = booster.folded()
         ptr = np.zeros(len(trees) + 1, dtype=np.int64)
         ptr[1:] = np.cumsum([t.shape[0] for t in trees])
         nodes = np.concatenate(trees) if trees else np.zeros(0, dtype=NODE_DTYPE)
+        arrays = {"nodes": nodes, "tree_ptr": ptr, "scales": np.asarray(scales, dtype=np.float64)}
+        if booster.folds:
+            arrays.update(
+                fold_iterations=np.array([i for i, _ in booster.folds], dtype=np.int64),
+                fold_factors=np.array([f for _, f in booster.folds], dtype=np.float64),
+                unfolded_values=np.concatenate([t["value"] for t in booster.trees]).astype(np.float64),
+                unfolded_scales=np.asarray(booster.scales, dtype=np.float64))
         buffer = io.BytesIO()
-        np.savez(buffer, nodes=nodes, tree_ptr=ptr, scales=np.asarray(self.booster_.scales, dtype=np.float64))
+        np.savez(buffer, **arrays)
         state = {"settings": self._settings(), "n_features": int(self.n_features_in_),
                  "feature_names": self.feature_names_in_}
         return state, {"trees.npz": buffer.getvalue()}
@@ -366,13 +383,23 @@ class NumbaBackend(Backend):
     def load(cls, state, files):
         """The backend :meth:`save` described."""
         backend = cls(**state["settings"])
-        with np.load(io.BytesIO(files["trees.npz"]), allow_pickle=False) as npz:
-            nodes, ptr, scales = npz["nodes"], npz["tree_ptr"], npz["scales"]
-        if nodes.dtype != NODE_DTYPE:
-            raise ValueError(f"trees.npz holds nodes of dtype {nodes.dtype}, expected {NODE_DTYPE}.")
+        try:
+            with np.load(io.BytesIO(files["trees.npz"]), allow_pickle=False) as npz:
+                nodes, ptr, scales = npz["nodes"], npz["tree_ptr"], npz["scales"]
+                if nodes.dtype != NODE_DTYPE:
+                    raise ValueError(f"trees.npz holds nodes of dtype {nodes.dtype}, expected {NODE_DTYPE}.")
+                folds = []
+                if "fold_iterations" in npz:  # the trees as grown, and the folds (save)
+                    nodes = nodes.copy()
+                    nodes["value"] = npz["unfolded_values"]
+                    scales = npz["unfolded_scales"]
+                    folds = [(int(i), float(f)) for i, f in zip(npz["fold_iterations"], npz["fold_factors"])]
+        except (KeyError, EOFError, zipfile.BadZipFile) as error:
+            raise ValueError(f"The model file is damaged: its trees.npz cannot be read ({error}).") from None
         ensemble = TreeEnsemble(int(state["n_features"]))
         for t in range(len(ptr) - 1):
             ensemble.append(nodes[ptr[t]:ptr[t + 1]].copy(), float(scales[t]))
+        ensemble.folds = folds
         backend.booster_ = ensemble
         backend.n_features_in_ = int(state["n_features"])
         names = state.get("feature_names")

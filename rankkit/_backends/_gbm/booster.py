@@ -5,6 +5,15 @@ and ``S`` the running scale of :class:`rankkit._sglb.RunningScale` (SGLB's
 shrinkage ``F <- c F`` is ``S <- c S``; a new tree ``v`` is stored as
 ``u = v / S``). ``scales[t]`` records ``S`` after iteration ``t``, so the
 model after any number of iterations (early stopping) is recoverable.
+
+When ``S`` would fall below :attr:`rankkit._sglb.RunningScale.MIN`, it is
+*folded*: ``S`` restarts from 1 and the fold factor ``f`` is recorded
+(``folds``), to be multiplied into the trees grown before it. The trees and
+scales are kept as grown (each in the frame of its own run between folds),
+and the model after ``n`` iterations multiplies in only the folds made
+before iteration ``n``: folding the stored trees themselves would, after a
+few folds, underflow the early trees to 0 and overflow their scales to
+``inf``, and the early models would predict NaN.
 """
 
 import numba
@@ -36,45 +45,79 @@ def sum_of_squares(x):
 
 
 class TreeEnsemble:
-    """Trees (record arrays) plus the SGLB scale history; pickles as plain NumPy."""
+    """Trees (record arrays) plus the SGLB scale history; pickles as plain NumPy.
+
+    ``trees[t]`` and ``scales[t]`` are as grown; ``folds`` lists ``(i, f)``:
+    before iteration ``i`` the running scale ``f`` was folded, so the trees
+    ``t < i`` count ``f`` times their stored values in every model of more
+    than ``i`` iterations (module docstring).
+    """
 
     def __init__(self, n_features):
         self.n_features = n_features
         self.trees = []
         self.scales = []
-        self._cache = None
+        self.folds = []
+        self._cache = {}
 
     def __len__(self):
         return len(self.trees)
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_cache"] = None
+        state["_cache"] = {}
         return state
+
+    def __setstate__(self, state):
+        state.setdefault("folds", [])  # pickled before folds were kept apart: folded in the trees
+        state["_cache"] = {}
+        self.__dict__.update(state)
 
     def append(self, nodes, scale):
         self.trees.append(nodes)
         self.scales.append(float(scale))
-        self._cache = None
+        self._cache = {}
 
     def rescale_stored(self, factor):
-        """Multiply every stored leaf by ``factor`` (renormalisation only)."""
-        for t in self.trees:
-            t["value"] *= factor
-        self.scales = [s / factor for s in self.scales]
-        self._cache = None
+        """Fold ``factor`` (the running scale, restarted from 1) into the
+        trees stored so far: recorded, applied by :meth:`folded`."""
+        self.folds.append((len(self.trees), float(factor)))
+        self._cache = {}
+
+    def _n_folds(self, n):
+        """How many folds the model after ``n`` iterations includes (those made before iteration ``n``)."""
+        return sum(1 for i, _ in self.folds if i < n)
+
+    def folded(self, n_folds=None):
+        """``(trees, scales)`` with the first ``n_folds`` folds (all by
+        default) multiplied into the trees before them and divided out of
+        their scales; the model after ``n`` iterations is ``scales[n - 1] *
+        sum_{t < n} trees[t]`` with the folds made before iteration ``n``."""
+        folds = self.folds if n_folds is None else self.folds[:n_folds]
+        trees, scales = list(self.trees), list(self.scales)
+        copied = set()
+        for i, factor in folds:
+            for t in range(i):
+                if t not in copied:
+                    trees[t] = trees[t].copy()
+                    copied.add(t)
+                trees[t]["value"] *= factor
+            scales[:i] = [s / factor for s in scales[:i]]
+        return trees, scales
 
     def truncate(self, n):
         del self.trees[n:]
         del self.scales[n:]
-        self._cache = None
+        self.folds = [(i, f) for i, f in self.folds if i < n]
+        self._cache = {}
 
-    def _flat(self, trees=None):
-        """The predictor and its arguments: the table lookup for oblivious trees, else the walk."""
+    def _flat(self, trees=None, n_folds=0):
+        """The predictor and its arguments: the table lookup for oblivious trees, else the walk
+        (``trees`` None: all trees, with the first ``n_folds`` folds)."""
         if trees is None:
-            if self._cache is None:
-                self._cache = self._flat(self.trees)
-            return self._cache
+            if n_folds not in self._cache:
+                self._cache[n_folds] = self._flat(self.folded(n_folds)[0])
+            return self._cache[n_folds]
         tables = oblivious_tables(trees)
         return (predict_raw, flat_trees(trees)) if tables is None else (predict_oblivious, tables)
 
@@ -86,7 +129,9 @@ class TreeEnsemble:
         out = np.zeros(X.shape[0], dtype=np.float64)
         if n <= start:
             return out
-        kernel, fields = self._flat() if start == 0 else self._flat(self.trees[start:n])
+        # The folds made before iteration n; scales[n - 1] is in the frame they lead to.
+        k = self._n_folds(n)
+        kernel, fields = self._flat(n_folds=k) if start == 0 else self._flat(self.folded(k)[0][start:n])
         scale = self.scales[n - 1]
         for a, blk in iter_row_blocks(X, BLOCK_ROWS):
             kernel(*fields, n - start, blk, scale, out, a)
