@@ -125,16 +125,19 @@ def ref_best_split(Xb, rows, grad, hess, feats, n_bins, lam, mcw, noise_sd=0.0, 
 
 
 def ref_grow_depthwise(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, mcw, min_split_gain=0.0,
-                       noise_sd=0.0, noise_key=0):
+                       noise_sd=0.0, noise_key=0, leaf_hess=None):
     """Greedy depth-wise tree by exhaustive search at every node.
 
     Returns a nested dict: leaves {"value", "rows"}; splits {"feature", "bin",
     "missing_left", "left", "right"}. Nodes are numbered breadth-first, the
     two children of a level's k-th split getting the next two numbers (the
-    numbers the split noise is keyed by).
+    numbers the split noise is keyed by). ``leaf_hess``: the hessians of the
+    leaf values (default ``hess``, which then only scores the splits).
     """
+    leaf_hess = hess if leaf_hess is None else leaf_hess
+
     def leaf(r):
-        G, H = float(np.sum(grad[r])), float(np.sum(hess[r]))
+        G, H = float(np.sum(grad[r])), float(np.sum(leaf_hess[r]))
         return {"value": -G / (H + lam) if H + lam > 0 else 0.0, "count": len(r)}
 
     root = leaf(np.asarray(rows))
@@ -159,7 +162,7 @@ def ref_grow_depthwise(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, m
 
 
 def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, mcw, min_split_gain=0.0,
-                       noise_sd=0.0, noise_key=0):
+                       noise_sd=0.0, noise_key=0, leaf_hess=None):
     """Oblivious tree: each level, the (f, t, ml) maximising the summed node gain
     among those whose summed loss change (twice the gain) exceeds
     ``min_split_gain`` (with ``noise_sd > 0``:
@@ -167,8 +170,9 @@ def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, m
     candidate drawing counter ``512 (d F + f) + 2 t + ml``).
 
     Returns (splits, leaves): splits = [(f, t, ml)] per level, leaves = list of
-    leaf values in left-to-right order.
+    leaf values in left-to-right order, from ``leaf_hess`` (default ``hess``).
     """
+    leaf_hess = hess if leaf_hess is None else leaf_hess
     nodes = [np.asarray(rows)]
     splits = []
     for depth in range(max_depth):
@@ -203,7 +207,7 @@ def ref_grow_oblivious(Xb, rows, grad, hess, feats, n_bins, *, max_depth, lam, m
         nodes = new
     leaves = []
     for r in nodes:
-        G, H = float(np.sum(grad[r])), float(np.sum(hess[r]))
+        G, H = float(np.sum(grad[r])), float(np.sum(leaf_hess[r]))
         leaves.append(-G / (H + lam) if H + lam > 0 else 0.0)
     return splits, leaves
 

@@ -283,6 +283,40 @@ def test_random_split_strength_matches_reference(policy):
     assert changed >= 2
 
 
+@pytest.mark.parametrize("policy", ["depthwise", "oblivious"])
+def test_splits_scored_on_weights_with_leaves_from_the_hessians_match_reference(policy):
+    """``leaf_hess``: the splits are chosen on ``(grad, weights)``, the leaf
+    values are Newton steps on the true hessians (split_score="gradient"),
+    with and without split noise. The structure must differ from the one the
+    hessians alone choose in some trees, or this proves nothing."""
+    changed = 0
+    for seed in range(8):
+        rng = np.random.default_rng(70 + seed)
+        n, F = int(rng.integers(2, 70)), 4
+        X = tied_data(rng, n, F)
+        grad = dyadic(rng, n)
+        hess = rng.choice([0.125, 0.25, 4.0, 8.0], n)  # far from equal, so they choose other splits
+        weights = np.full(n, 0.75)  # dyadic, as grad and hess: the sums are exact in any order
+        kw = dict(max_depth=int(rng.integers(1, 4)), reg_lambda=float(rng.choice([0.0, 1.0])),
+                  min_child_weight=float(rng.choice([0.0, 1.0])))
+        noise = dict(noise_sd=1.5 if seed % 2 else 0.0, noise_key=int(rng.integers(2**63)))
+        Xb, edges, ptr = binned(X)
+        grower = TreeGrower(group_features(Xb), np.diff(ptr) + 1, edges, ptr, grow_policy=policy, **kw)
+        nodes = grower.grow(grad, weights, np.arange(F, dtype=np.int64), noise["noise_sd"], noise["noise_key"],
+                            leaf_hess=hess)
+        newton, _ = grow(X, grad, hess, grow_policy=policy, **noise, **kw)
+        args = (Xb, np.arange(n), grad, weights, range(F), np.diff(ptr) + 1)
+        ref_kw = dict(max_depth=kw["max_depth"], lam=kw["reg_lambda"], mcw=kw["min_child_weight"], leaf_hess=hess,
+                      **noise)
+        if policy == "depthwise":
+            assert ref.tree_to_dict(nodes) == ref.ref_grow_depthwise(*args, **ref_kw)
+        else:
+            splits, leaves = ref.ref_grow_oblivious(*args, **ref_kw)
+            assert leaves_in_order(nodes) == leaves
+        changed += not np.array_equal(nodes[["feature", "bin_threshold"]], newton[["feature", "bin_threshold"]])
+    assert changed >= 2
+
+
 @pytest.mark.parametrize("seed", [4, 5])
 def test_partition_moves_bins_gradients_and_rows_by_the_swap_rule(seed):
     rng = np.random.default_rng(seed)

@@ -136,6 +136,76 @@ def test_mvs_grows_on_a_weighted_sample_and_sets_leaves_from_all_rows():
     assert 0 < nodes["count"][0] < len(y)
 
 
+def uneven_hessians(X, y):
+    """Squared error with hessians far from equal (large where feature 0 is), so
+    that scoring splits on them chooses other splits than on row weights."""
+    hess = np.where(np.nan_to_num(X[:, 0]) > 30, 8.0, 0.25)
+    return lambda raw, t: ((raw - y) * hess, hess.copy())
+
+
+@pytest.mark.parametrize("policy", ["depthwise", "oblivious"])
+def test_gradient_split_score_chooses_splits_on_row_weights_and_leaves_on_hessians(policy):
+    """split_score="gradient" (LambdaMART's default) scores the splits with each row's
+    weight times the mean hessian per unit of weight, and sets every leaf to
+    -lr * G / (H + reg_lambda) from the true hessians of the rows in it;
+    "newton" scores them with the hessians (XGBoost's gain)."""
+    from ._reference_gbm import ref_leaf_of_rows
+
+    X, y = regression_data(n=2000, F=6)
+    w = np.random.default_rng(2).choice([0.0, 1.0, 2.0], len(y))
+    grad_fn = uneven_hessians(X, y)
+    grad, hess = grad_fn(np.zeros(len(y)), 0)
+    kw = dict(n_estimators=1, reg_lambda=2.0, learning_rate=0.3, random_state=0)
+    params = {"grow_policy": policy, "random_strength": 0.0}
+    fitted = backend(**kw, backend_params={**params, "split_score": "gradient"}).fit(X, grad_fn, row_weight=w)
+    newton = backend(**kw, backend_params={**params, "split_score": "newton"}).fit(X, grad_fn, row_weight=w)
+    # The structure of the Newton gain on the weights' hessians c * w.
+    c = hess.sum() / w.sum()
+    on_weights = backend(**kw, backend_params={**params, "split_score": "newton"}).fit(
+        X, lambda raw, t: (grad, c * w))
+    nodes = fitted.booster_.trees[0]
+
+    def same_structure(a, b):
+        return a.shape == b.shape and all(
+            np.array_equal(a[f], b[f]) for f in ("feature", "bin_threshold", "missing_left", "left", "right"))
+
+    assert same_structure(nodes, on_weights.booster_.trees[0])
+    assert not same_structure(nodes, newton.booster_.trees[0])
+    leaf = ref_leaf_of_rows(nodes, X)
+    for node in np.unique(leaf):
+        rows = leaf == node
+        expected = -0.3 * grad[rows].sum() / (hess[rows].sum() + 2.0)
+        assert nodes["value"][node] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+def test_gradient_split_score_changes_nothing_when_the_hessians_are_constant():
+    """Gradient leaves (hess = 1, StochasticRank) and squared error: both split
+    scores grow the same trees, bit for bit."""
+    X, y = regression_data(n=2000, F=6)
+    kw = dict(subsample=0.7, random_state=1)
+    for sampling in ("uniform", "mvs"):
+        a = backend(**kw, backend_params={"sampling": sampling, "split_score": "gradient"}).fit(X, squared_error(y))
+        b = backend(**kw, backend_params={"sampling": sampling, "split_score": "newton"}).fit(X, squared_error(y))
+        assert trees_equal(a, b)
+
+
+@pytest.mark.parametrize("sampling", ["uniform", "mvs"])
+def test_gradient_split_score_grows_the_same_trees_for_any_thread_count(sampling):
+    X, y = regression_data(n=4000, F=10)
+    w = np.random.default_rng(3).choice([0.5, 1.0, 2.0], len(y))
+    kw = dict(subsample=0.7, colsample_bytree=0.6, random_state=3,
+              backend_params={"sampling": sampling, "split_score": "gradient"})
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = backend(**kw).fit(X, uneven_hessians(X, y), row_weight=w)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = backend(**kw).fit(X, uneven_hessians(X, y), row_weight=w)
+    finally:
+        numba.set_num_threads(old)
+    assert trees_equal(one, two)
+
+
 def test_random_strength_follows_catboosts_schedule(monkeypatch):
     """Tree t gets noise sd = random_strength * rms(grad) * n / (n + exp(t * lr)),
     a fresh key per tree; random_strength=0 grows the noiseless trees."""
@@ -145,9 +215,9 @@ def test_random_strength_follows_catboosts_schedule(monkeypatch):
     seen = []
     grow = TreeGrower.grow
 
-    def recording(self, grad, hess, feats, noise_sd=0.0, noise_key=0, sampled=None):
+    def recording(self, grad, hess, feats, noise_sd=0.0, noise_key=0, sampled=None, leaf_hess=None):
         seen.append((float(np.sqrt(np.mean(grad ** 2))), noise_sd, int(noise_key)))
-        return grow(self, grad, hess, feats, noise_sd, noise_key, sampled)
+        return grow(self, grad, hess, feats, noise_sd, noise_key, sampled, leaf_hess)
 
     monkeypatch.setattr(TreeGrower, "grow", recording)
     noisy = backend(learning_rate=0.3, backend_params={"random_strength": 2.0}).fit(X, squared_error(y))

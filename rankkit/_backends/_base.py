@@ -153,7 +153,7 @@ class Backend:
         return check_backend_params(type(self), self.backend_params)
 
     def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
-            categorical_features=()):
+            categorical_features=(), row_weight=None):
         """Train; see the module docstring. Returns self.
 
         Parameters
@@ -174,16 +174,25 @@ class Backend:
             engine allows them (:meth:`_engine_feature_names`).
         categorical_features : sequence of int
             Indices of the columns holding category codes.
+        row_weight : float64 ndarray or None
+            Each training row's weight (None: 1), already in the gradients;
+            read at every iteration (a click estimator may change it in
+            place). Engines that weigh rows apart from their hessians use it
+            (the numba engine's ``split_score="gradient"``).
         """
-        sizes = self._begin(X, list(eval_X), shrink=shrink, feature_names=feature_names,
-                            categorical_features=categorical_features)
-        # rankkit's kernels (gradients, eval metrics) get n_jobs threads; the
-        # engines run their own (nthread, num_threads).
-        with limit_threads(self.n_jobs):
-            start = None if self.keeps_sums else [np.zeros(k) for k in sizes]
-            scores = ShrunkScores(shrink, start)
-            self._boost(sizes[0], grad_fn, scores, callback)
-            self._end(scores)
+        self._row_weight = row_weight
+        try:
+            sizes = self._begin(X, list(eval_X), shrink=shrink, feature_names=feature_names,
+                                categorical_features=categorical_features)
+            # rankkit's kernels (gradients, eval metrics) get n_jobs threads; the
+            # engines run their own (nthread, num_threads).
+            with limit_threads(self.n_jobs):
+                start = None if self.keeps_sums else [np.zeros(k) for k in sizes]
+                scores = ShrunkScores(shrink, start)
+                self._boost(sizes[0], grad_fn, scores, callback)
+                self._end(scores)
+        finally:
+            del self._row_weight
         return self
 
     def _boost(self, n, grad_fn, scores, callback):

@@ -36,6 +36,7 @@ BACKEND_PARAMS = {
     "random_strength": (1.0, [Interval(Real, 0, None, closed="left")]),
     "sampling": ("uniform", [StrOptions({"uniform", "mvs"})]),
     "border_type": ("quantile", [StrOptions({"quantile", "greedy_logsum"})]),
+    "split_score": ("newton", [StrOptions({"gradient", "newton"})]),
 }
 
 # Random streams of iteration t: 3 t (row subsample), 3 t + 1 (columns) and
@@ -157,6 +158,20 @@ class NumbaBackend(Backend):
         sizes, which gives a heavily tied value its own bin and keeps the
         other bins fine).
 
+    split_score : {"newton", "gradient"}, default: the objective's
+        What a candidate split's ``S = G^2 / (H + reg_lambda)`` takes as
+        ``H``. ``"newton"``: the rows' hessians (XGBoost's and LightGBM's
+        second-order gain); the default of this engine and of every objective
+        but LambdaMART. ``"gradient"``: each row's weight (its sample weight,
+        1 without) times the mean hessian per unit of weight, so the splits
+        are those that fit the gradients best in least squares, every row
+        weighed by its weight alone (CatBoost's default first-order
+        ``Cosine``/``L2`` scores); the leaf values are still Newton steps on
+        the true hessians. LambdaMART's default (its hessians
+        ``Delta rho (1 - rho)`` span orders of magnitude; ``docs/user_guide.md``,
+        section 9). The two are the same when the hessians are constant
+        (StochasticRank's gradient leaves, QueryRMSE).
+
     Random choices (row ``subsample``, ``colsample_bytree``, split noise) come
     from :mod:`rankkit._random` keyed by ``(seed, iteration)``, and every
     kernel sums in a fixed order, so trees are identical for any ``n_jobs``.
@@ -252,20 +267,25 @@ class NumbaBackend(Backend):
 
     def _sample(self, t, grad, hess):
         """``(rows, g, h, features)`` of iteration ``t``'s tree: the sampled rows
-        (None: all) with the gradients the grower sees, and the columns."""
+        (None: all), the gradients and hessians the grower scores the splits
+        with, and the columns."""
         n, n_features = grad.shape[0], self._u_cols.shape[0]
-        g_tree, h_tree, sampled = grad, hess, None
+        g_tree, sampled, prob = grad, None, None
         if self._u_rows is not None:
             u_rows = self._u_rows
             sample_uniforms(self._seed, _STREAMS * t, n, u_rows)
             if self._p["sampling"] == "mvs":
                 prob = mvs_probabilities(grad, self.subsample)
                 sampled = u_rows < prob
-                g_tree, h_tree = grad / prob, hess / prob
+                g_tree = grad / prob
             else:
                 sampled = u_rows < self.subsample
             if not sampled.any():
                 sampled[np.argmin(u_rows)] = True
+        if self._p["split_score"] == "gradient":
+            h_tree = self._split_hessians(hess, prob)
+        else:
+            h_tree = hess if prob is None else hess / prob
         n_cols = max(1, int(self.colsample_bytree * n_features))
         if n_cols < n_features:
             sample_uniforms(self._seed, _STREAMS * t + 1, n_features, self._u_cols)
@@ -273,6 +293,18 @@ class NumbaBackend(Backend):
         else:
             feats = np.arange(n_features, dtype=np.int64)
         return sampled, g_tree, h_tree, feats
+
+    def _split_hessians(self, hess, prob=None):
+        """``split_score="gradient"``: each row's weight times the mean hessian
+        per unit of weight (over every row), divided by ``prob`` under MVS."""
+        w = self._row_weight
+        total = float(w.sum()) if w is not None else float(hess.shape[0])
+        c = float(hess.sum()) / total if total > 0 else 0.0
+        h = np.full(hess.shape[0], c) if w is None else c * w
+        if prob is not None:
+            h /= prob
+        # Constant curvature (gradient leaves): the hessians themselves, bit for bit.
+        return hess if np.array_equal(h, hess) else h
 
     def _grow(self, t, grad, hess):
         n, p, grower = grad.shape[0], self._p, self._grower
@@ -283,8 +315,10 @@ class NumbaBackend(Backend):
             model_length = t * float(self.learning_rate)
             decay = 1.0 / (1.0 + math.exp(min(model_length - math.log(n), 700.0)))
             noise_sd = p["random_strength"] * math.sqrt(sum_of_squares(grad) / n) * decay
-        nodes = grower.grow(g_tree, h_tree, feats, noise_sd, key(self._seed, _STREAMS * t + 2), sampled)
         mvs = self._u_rows is not None and p["sampling"] == "mvs"
+        # Leaves from the true hessians when the splits were scored on weights (MVS: from all rows, below).
+        leaf_hess = hess if h_tree is not hess and not mvs else None
+        nodes = grower.grow(g_tree, h_tree, feats, noise_sd, key(self._seed, _STREAMS * t + 2), sampled, leaf_hess)
         leaf_of_row = _leaves_from_all_rows(nodes, grower, grad, hess, float(self.reg_lambda)) if mvs else None
         nodes["value"] *= float(self.learning_rate)
         raw = np.zeros(n)

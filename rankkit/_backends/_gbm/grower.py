@@ -28,6 +28,9 @@ Two policies:
 
 Leaf value: the Newton step ``-G / (H + lambda)`` (Chen & Guestrin 2016,
 eq. 5); with ``hess = 1`` this is the gradient step ``-G / (n + lambda)``.
+The hessians that score the splits may be other than the leaves' (``leaf_hess``
+of :meth:`TreeGrower.grow`): CatBoost's first-order scores weigh rows by their
+weights, and its Newton leaves by their hessians.
 
 Determinism: every histogram is summed in position order by one task, and
 positions depend only on the trees grown so far, never on the thread count.
@@ -244,6 +247,21 @@ def scatter_leaf_values(rows, go, seg_start, seg_end, go_value, other_value, out
             out[rows[i]] += a if go[i] else b
 
 
+@njit(cache=True, parallel=True)
+def leaf_sums(rows, go, seg_start, seg_end, go_leaf, other_leaf, g_pos, hess, G, H):
+    """``G[leaf] += g_pos[i]``, ``H[leaf] += hess[rows[i]]`` for the positions
+    ``i`` of segment ``k``, whose leaf is ``go_leaf[k]`` if ``go[i]`` else
+    ``other_leaf[k]``. Each leaf lies in one segment: one task per segment,
+    summed in position order."""
+    for k in numba.prange(seg_start.shape[0]):
+        a = go_leaf[k]
+        b = other_leaf[k]
+        for i in range(seg_start[k], seg_end[k]):
+            leaf = a if go[i] else b
+            G[leaf] += g_pos[i]
+            H[leaf] += hess[rows[i]]
+
+
 @njit(cache=True)
 def sum_segment(gh, end):
     """Sequential sums (position order) of the root's gradients and hessians."""
@@ -335,7 +353,7 @@ class TreeGrower:
         self._partition(np.zeros(1, dtype=np.int64), np.array([n], dtype=np.int64), n_left)
         self.n_sampled = int(n_left[0])
 
-    def grow(self, grad, hess, feats, noise_sd=0.0, noise_key=0, sampled=None):
+    def grow(self, grad, hess, feats, noise_sd=0.0, noise_key=0, sampled=None, leaf_hess=None):
         """Grow one tree.
 
         Parameters
@@ -347,6 +365,10 @@ class TreeGrower:
             each candidate's score (0: none) and the key of its draws
         sampled : bool ndarray (n_samples,) or None, the rows that grow the
             tree (row subsample; at least one); None: all rows
+        leaf_hess : float64 ndarray (n_samples,) or None, the hessians of the
+            leaf values when ``hess`` only weighs the rows for the choice of
+            the splits (``split_score="gradient"`` of the numba backend);
+            None: ``hess``
 
         Returns
         -------
@@ -434,7 +456,21 @@ class TreeGrower:
         if ids.shape[0]:
             close(ids, gs, hs, starts, ends, record=not last)
         self._segments = tuple(np.concatenate(a) for a in zip(*segments))
+        if leaf_hess is not None:
+            self._newton_leaves(nodes, n_nodes, leaf_hess)
         return nodes[:n_nodes].copy()
+
+    def _newton_leaves(self, nodes, n_nodes, hess):
+        """Leaf values ``-G / (H + lambda)`` and hessian sums from ``hess``, on the
+        structure just grown (the sampled rows, as the histograms)."""
+        go_leaf, other_leaf, starts, ends = self._segments
+        G = np.zeros(n_nodes)
+        H = np.zeros(n_nodes)
+        leaf_sums(self.rows, self._go, starts, ends, go_leaf, other_leaf, self._gh[0], hess, G, H)
+        leaves = np.concatenate((go_leaf, other_leaf))
+        d = H[leaves] + self.reg_lambda
+        nodes["value"][leaves] = np.where(d > 0, -G[leaves] / np.where(d > 0, d, 1.0), 0.0)
+        nodes["sum_hessian"][leaves] = H[leaves]
 
     def _record_splits(self, nodes, ids, starts, ends, hs, split, n_nodes, depth):
         """Write the level's splits (``split``: features, bins, missing-left,
