@@ -398,6 +398,11 @@ def main(argv=None):
                             if pq is not None:
                                 results[n].setdefault(label, []).append(pq)
                 print(f"{dataset} {scale} seed {seed} done", flush=True)
+            for n, r in results.items():  # a peer cached for some seeds only cannot be paired
+                for label in [k for k, v in r.items() if len(v) != cfg.seeds]:
+                    print(f"{dataset} {scale} {n} queries: {label} left out, cached for {len(r[label])} of "
+                          f"{cfg.seeds} seeds (run it: --only peers)", flush=True)
+                    del r[label]
             results = {n: {k: np.concatenate(v) for k, v in r.items()} for n, r in results.items()}
             curves[dataset, scale] = results
             text = report(dataset, scale, results, [n for n in cfg.sizes if n in results])
