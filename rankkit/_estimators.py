@@ -278,16 +278,12 @@ class BaseRanker(BaseEstimator):
         """The engine ``backend`` stands for on this data (:func:`rankkit._backends.resolve_backend`)."""
         return resolve_backend(self.backend, bool(self.categories_))
 
-    def _backend_settings(self, seed_base, unit=1.0, objective=None):
+    def _backend_settings(self, seed_base, unit=1.0):
         """The backend's settings: the ranker's, with the fit's seed, ``reg_lambda`` and
-        ``min_child_weight`` times ``unit`` (:func:`rankkit._training.curvature_unit`),
-        and on the numba engine ``objective``'s split score unless ``backend_params`` set one."""
+        ``min_child_weight`` times ``unit`` (:func:`rankkit._training.curvature_unit`)."""
         settings = {name: getattr(self, name) for name in BACKEND_SETTINGS}
         settings.update(random_state=seed_base % (2**31), reg_lambda=self.reg_lambda * unit,
                         min_child_weight=self.min_child_weight * unit)
-        if objective is not None and self._engine_name() == "numba":
-            settings["backend_params"] = {"split_score": getattr(objective, "split_score", "newton"),
-                                          **(self.backend_params or {})}
         return settings
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -386,7 +382,7 @@ class BaseRanker(BaseEstimator):
         with limit_threads(self.n_jobs):  # "auto" diffusion_temperature runs the first gradients here
             grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(train)
         unit = curvature_unit(objective, *weighted_counts(train.group_ptr, train.weight))
-        backend = get_backend(self._engine_name())(**self._backend_settings(seed_base, unit, objective))
+        backend = get_backend(self._engine_name())(**self._backend_settings(seed_base, unit))
         grad_fn = debias(grad_fn)
         monitor.before_training(self)
         backend.fit(

@@ -343,10 +343,6 @@ class SGLB(RankingObjective):
         return self.objective.per_query_loss
 
     @property
-    def split_score(self):
-        return self.objective.split_score
-
-    @property
     def noise_scale(self):
         """``sqrt(2 / (learning_rate * diffusion_temperature_))``."""
         if isinstance(self.diffusion_temperature, str) and not hasattr(self, "diffusion_temperature_"):

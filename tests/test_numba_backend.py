@@ -145,7 +145,7 @@ def uneven_hessians(X, y):
 
 @pytest.mark.parametrize("policy", ["depthwise", "oblivious"])
 def test_gradient_split_score_chooses_splits_on_row_weights_and_leaves_on_hessians(policy):
-    """split_score="gradient" (LambdaMART's default) scores the splits with each row's
+    """split_score="gradient" scores the splits with each row's
     weight times the mean hessian per unit of weight, and sets every leaf to
     -lr * G / (H + reg_lambda) from the true hessians of the rows in it;
     "newton" scores them with the hessians (XGBoost's gain)."""

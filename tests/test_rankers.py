@@ -749,9 +749,9 @@ def test_a_refused_refit_leaves_the_model_as_it_was(backend):
     np.testing.assert_array_equal(load_model(io.BytesIO(buffer.getvalue())).predict(df), before)
 
 
-def test_a_query_of_weight_zero_changes_no_split_of_the_numba_engine():
-    """The numba engine scores LambdaMART's splits with the rows' sample weights
-    (split_score="gradient", its default there): a copy of a query given weight 0 leaves every
+def test_a_query_of_weight_zero_changes_no_split_scored_on_weights():
+    """With split_score="gradient" the numba engine scores splits with the rows'
+    sample weights (the rankers pass them to the engine): a copy of a query given weight 0 leaves every
     split as it was without it (scored on unit weights, its rows moved splits).
     Integer features keep the bin edges the same; no split noise, whose scale
     counts rows. The leaf values move in the 7th digit: the rows of weight 0
@@ -765,8 +765,9 @@ def test_a_query_of_weight_zero_changes_no_split_of_the_numba_engine():
     X2, y2 = np.vstack([X, X[copy]]), np.r_[y, y[copy]]
     q2 = np.r_[qid, np.full(copy.sum(), 99)]
     w2 = np.r_[np.ones(qid.size), np.zeros(copy.sum())]
-    for cls, params in ((est.LambdaMARTRanker, {}), (est.YetiRanker, {"split_score": "gradient"})):
-        kw = dict(n_estimators=15, random_state=0, n_jobs=1, backend_params={"random_strength": 0.0, **params})
+    kw = dict(n_estimators=15, random_state=0, n_jobs=1,
+              backend_params={"random_strength": 0.0, "split_score": "gradient"})
+    for cls in (est.LambdaMARTRanker, est.YetiRanker):
         alone = cls(**kw).fit(X, y, qid=qid)
         padded = cls(**kw).fit(X2, y2, qid=q2, sample_weight=w2)
         trees = [m.backend_.booster_.trees for m in (alone, padded)]
@@ -775,18 +776,3 @@ def test_a_query_of_weight_zero_changes_no_split_of_the_numba_engine():
             assert np.array_equal(a["feature"], b["feature"]) and np.array_equal(a["threshold"], b["threshold"])
         np.testing.assert_allclose(alone.predict(X), padded.predict(X), rtol=1e-5, atol=1e-6)
 
-
-def test_the_numba_engine_scores_lambdamarts_splits_on_gradients_and_the_others_on_hessians(data):
-    """Each objective's split score (RankingObjective.split_score) is the numba
-    engine's default for it; backend_params override it; other engines get none."""
-    X, y, qid = data[:3]
-    for cls, expected in ((est.LambdaMARTRanker, "gradient"), (est.YetiRanker, "newton")):
-        model = cls(n_estimators=2, n_jobs=1).fit(X, y, qid=qid)
-        assert model.backend_._check_params()["split_score"] == expected
-        assert model.get_params()["backend_params"] is None
-        other = {"gradient": "newton", "newton": "gradient"}[expected]
-        model = cls(n_estimators=2, n_jobs=1, backend_params={"split_score": other}).fit(X, y, qid=qid)
-        assert model.backend_._check_params()["split_score"] == other
-    pytest.importorskip("xgboost")
-    model = est.LambdaMARTRanker(n_estimators=2, n_jobs=1, backend="xgboost").fit(X, y, qid=qid)
-    assert "split_score" not in (model.backend_.backend_params or {})

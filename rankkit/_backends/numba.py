@@ -158,19 +158,19 @@ class NumbaBackend(Backend):
         sizes, which gives a heavily tied value its own bin and keeps the
         other bins fine).
 
-    split_score : {"newton", "gradient"}, default: the objective's
+    split_score : {"newton", "gradient"}, default "newton"
         What a candidate split's ``S = G^2 / (H + reg_lambda)`` takes as
         ``H``. ``"newton"``: the rows' hessians (XGBoost's and LightGBM's
-        second-order gain); the default of this engine and of every objective
-        but LambdaMART. ``"gradient"``: each row's weight (its sample weight,
-        1 without) times the mean hessian per unit of weight, so the splits
-        are those that fit the gradients best in least squares, every row
-        weighed by its weight alone (CatBoost's default first-order
+        second-order gain). ``"gradient"``: each row's weight (its sample
+        weight, 1 without) times the mean hessian per unit of weight, so the
+        splits are those that fit the gradients best in least squares, every
+        row weighed by its weight alone (CatBoost's default first-order
         ``Cosine``/``L2`` scores); the leaf values are still Newton steps on
-        the true hessians. LambdaMART's default (its hessians
-        ``Delta rho (1 - rho)`` span orders of magnitude; ``docs/user_guide.md``,
-        section 9). The two are the same when the hessians are constant
-        (StochasticRank's gradient leaves, QueryRMSE).
+        the true hessians. The two are the same when the hessians are
+        constant (StochasticRank's gradient leaves, QueryRMSE). Measured for
+        LambdaMART, whose hessians span orders of magnitude: better on few
+        queries of the Yahoo sample, worse on MQ2008 and ClueWeb09, so not
+        the default (``docs/user_guide.md``, section 9).
 
     Random choices (row ``subsample``, ``colsample_bytree``, split noise) come
     from :mod:`rankkit._random` keyed by ``(seed, iteration)``, and every

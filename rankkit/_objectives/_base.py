@@ -140,11 +140,6 @@ class RankingObjective:
     #: constant, so gradients sum to zero per query.
     translation_invariant = True
 
-    #: How the numba engine scores candidate splits for this objective unless
-    #: ``backend_params`` say otherwise: ``"newton"`` by the rows' hessians,
-    #: ``"gradient"`` by their weights (:class:`rankkit._backends.numba.NumbaBackend`).
-    split_score = "newton"
-
     #: True when the loss is a sum of one term per query (pairwise and
     #: list-wise objectives); rankers then measure its hessians in queries
     #: (:func:`query_hessian_units`). False for a sum over documents

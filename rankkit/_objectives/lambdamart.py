@@ -265,11 +265,6 @@ class LambdaMART(MetricObjective):
     True
     """
 
-    # Its hessians sigma^2 Delta rho (1 - rho) span orders of magnitude, and
-    # splits scored on them trailed CatBoost's LambdaMart (which scores splits
-    # on the gradients alone) on few queries: docs/user_guide.md, section 9.
-    split_score = "gradient"
-
     _parameter_constraints = {
         **MetricObjective._parameter_constraints,
         "sigma": [Interval(Real, 0, np.inf, closed="neither")],
