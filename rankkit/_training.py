@@ -209,6 +209,9 @@ def gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
             if total is not None:
                 hess_sum, queries = total([hess_sum, queries])
             query_hessian_units(grad, hess, queries, hess_sum=hess_sum)
+            if train.weight is not None:
+                # The units' floor is for documents in no pair; a row of weight 0 is left out.
+                hess[train.weight == 0] = 0.0
         if noise_scale:
             add_gaussian_noise(grad, train.y, raw, train.group_ptr, train.query_keys, noise_scale, np.int64(seed),
                                scratch)

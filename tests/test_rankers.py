@@ -749,13 +749,13 @@ def test_a_refused_refit_leaves_the_model_as_it_was(backend):
     np.testing.assert_array_equal(load_model(io.BytesIO(buffer.getvalue())).predict(df), before)
 
 
-def test_a_query_of_weight_zero_changes_no_split_scored_on_weights():
-    """With split_score="gradient" the numba engine scores splits with the rows'
-    sample weights (the rankers pass them to the engine): a copy of a query given weight 0 leaves every
-    split as it was without it (scored on unit weights, its rows moved splits).
-    Integer features keep the bin edges the same; no split noise, whose scale
-    counts rows. The leaf values move in the 7th digit: the rows of weight 0
-    keep the hessian floor (1e-6 each) that every row gets."""
+def test_a_query_of_weight_zero_trains_as_if_left_out():
+    """A copy of a query given weight 0 leaves the model as it was without it:
+    every split, and the leaf values up to float summation order. Its rows get
+    no hessian floor (the floor is for documents in no pair) and, with
+    split_score="gradient", no weight in the split scores (the rankers pass the
+    sample weights to the engine). Integer features keep the bin edges the
+    same; no split noise, whose scale counts rows."""
     rng = np.random.default_rng(0)
     sizes = rng.integers(5, 15, 30)
     qid = np.repeat(np.arange(30), sizes)
@@ -765,14 +765,14 @@ def test_a_query_of_weight_zero_changes_no_split_scored_on_weights():
     X2, y2 = np.vstack([X, X[copy]]), np.r_[y, y[copy]]
     q2 = np.r_[qid, np.full(copy.sum(), 99)]
     w2 = np.r_[np.ones(qid.size), np.zeros(copy.sum())]
-    kw = dict(n_estimators=15, random_state=0, n_jobs=1,
-              backend_params={"random_strength": 0.0, "split_score": "gradient"})
-    for cls in (est.LambdaMARTRanker, est.YetiRanker):
-        alone = cls(**kw).fit(X, y, qid=qid)
-        padded = cls(**kw).fit(X2, y2, qid=q2, sample_weight=w2)
-        trees = [m.backend_.booster_.trees for m in (alone, padded)]
-        assert len(trees[0]) == len(trees[1]) == 15
-        for a, b in zip(*trees):
-            assert np.array_equal(a["feature"], b["feature"]) and np.array_equal(a["threshold"], b["threshold"])
-        np.testing.assert_allclose(alone.predict(X), padded.predict(X), rtol=1e-5, atol=1e-6)
-
+    for split_score in ("newton", "gradient"):
+        kw = dict(n_estimators=15, random_state=0, n_jobs=1,
+                  backend_params={"random_strength": 0.0, "split_score": split_score})
+        for cls in (est.LambdaMARTRanker, est.YetiRanker):
+            alone = cls(**kw).fit(X, y, qid=qid)
+            padded = cls(**kw).fit(X2, y2, qid=q2, sample_weight=w2)
+            trees = [m.backend_.booster_.trees for m in (alone, padded)]
+            assert len(trees[0]) == len(trees[1]) == 15
+            for a, b in zip(*trees):
+                assert np.array_equal(a["feature"], b["feature"]) and np.array_equal(a["threshold"], b["threshold"])
+            np.testing.assert_allclose(alone.predict(X), padded.predict(X), rtol=1e-12, atol=1e-15)
