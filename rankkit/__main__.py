@@ -304,9 +304,11 @@ def main(argv=None):
         print(f"[{i}/{len(names)}] {label}: fitting ...", flush=True)
         if RANKERS[key][2] is not None:
             _warm_up(model, data)
+        else:  # XGBoost's ranker refuses a qid that decreases (MQ2008's Fold4 and Fold5 training files)
+            order = np.argsort(q_tr, kind="stable")
         start = time.perf_counter()
         if RANKERS[key][2] is None:
-            model.fit(X_tr, y_tr, qid=q_tr)
+            model.fit(X_tr[order], y_tr[order], qid=q_tr[order])
         else:
             model.fit(X_tr, y_tr, qid=q_tr, eval_set=[(X_va, y_va)], eval_qid=[q_va])
         seconds = time.perf_counter() - start

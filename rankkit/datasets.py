@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import numbers
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -144,11 +145,22 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
         X, y, qid = load_svmlight_file(
             str(path), n_features=n_features, dtype=dtype, query_id=True, zero_based=zero_based
         )
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        # Python's gzip errors name neither the file nor the cause.
+        raise ValueError(
+            f"{str(path)!r} is not a complete gzip file (truncated, or not gzip-compressed despite "
+            f"its .gz suffix): {error}"
+        ) from None
     except (ValueError, OverflowError) as error:
         if zero_based is False and "index 0" in str(error):
             raise ValueError(
                 f"{str(path)!r} has a feature id 0, so its ids are zero-based: pass zero_based=True "
                 "(to this file and to the files read with it)."
+            ) from None
+        if n_features is not None and "n_features was set" in str(error):
+            raise ValueError(
+                f"n_features={n_features} but {str(path)!r} has a higher feature id: pass n_features=None, "
+                f"or at least the number of features of the widest file ({error})."
             ) from None
         # scikit-learn's parser names neither the file nor the field (qid:q1 is "invalid literal for int()").
         raise ValueError(
@@ -326,12 +338,18 @@ def make_ranking(
         raise ValueError(
             f"n_informative ({n_informative}) must be <= n_features ({n_features})."
         )
-    if not isinstance(noise, numbers.Real) or isinstance(noise, bool) or not noise >= 0:
-        raise ValueError(f"noise must be a float >= 0, got {noise!r}.")
+    if not isinstance(noise, numbers.Real) or isinstance(noise, bool) or not 0 <= noise < np.inf:
+        raise ValueError(f"noise must be a finite float >= 0, got {noise!r}.")
     duplicate_fraction = _frac("duplicate_fraction", duplicate_fraction, True)
     empty_query_fraction = _frac("empty_query_fraction", empty_query_fraction, False)
 
-    rng = check_random_state(random_state)
+    try:
+        rng = check_random_state(random_state)
+    except ValueError as error:  # numpy's and scikit-learn's messages name no parameter
+        raise ValueError(
+            f"random_state must be an int in [0, 2**32 - 1], a numpy RandomState or None, got {random_state!r} "
+            f"({error})."
+        ) from None
     sizes = rng.randint(min_docs, max_docs + 1, size=n_queries).astype(np.int64)
     n = int(sizes.sum())
     ptr = group_ptr_from_sizes(sizes)

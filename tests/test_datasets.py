@@ -1,5 +1,6 @@
 import gzip
 import math
+import re
 
 import numpy as np
 import pytest
@@ -181,6 +182,11 @@ def test_make_ranking_linear_score_beats_random():
         (dict(duplicate_fraction=1.0), "duplicate_fraction"),
         (dict(empty_query_fraction=-0.1), "empty_query_fraction"),
         (dict(noise=-1.0), "noise"),
+        # An infinite noise made every latent NaN: labels from NaN thresholds, silently.
+        (dict(noise=float("inf")), "noise must be a finite float"),
+        # numpy's messages named no parameter ("Seed must be between 0 and 2**32 - 1").
+        (dict(random_state=-1), "random_state must be an int in"),
+        (dict(random_state=np.random.default_rng(0)), "random_state must be an int in"),
     ],
 )
 def test_make_ranking_rejects_bad_parameters(kwargs, match):
@@ -236,6 +242,14 @@ def test_load_dense_switch(tmp_path):
     assert sp.issparse(Xa)
     with pytest.raises(ValueError, match="dense"):
         load_svmlight(path, dense="yes")
+
+
+def test_load_n_features_too_small_names_the_parameter(tmp_path):
+    """A file with a higher feature id than n_features: the error names
+    n_features and the fix (it said the file was not an SVMlight file)."""
+    path = _write(tmp_path / "t.txt", LETOR_TEXT)
+    with pytest.raises(ValueError, match=r"n_features=2 but .* pass n_features=None"):
+        load_svmlight(path, n_features=2)
 
 
 NO_QID_TEXT = "1 1:0.5\n0 2:0.5\n2 1:0.1 2:0.2\n0 1:1\n1 2:1\n"
@@ -375,3 +389,16 @@ def test_load_svmlight_names_the_file_it_cannot_parse(tmp_path):
     bad.write_text("1 qid:q1 1:0.5\n")
     with pytest.raises(ValueError, match=r"bad\.txt' is not an SVMlight/LETOR file rankkit can read.*qid:<integer>"):
         load_svmlight(bad)
+
+
+def test_load_broken_gzip_names_the_file(tmp_path):
+    """A truncated .gz, or a plain file named .gz: a ValueError naming the
+    file (it was Python's bare EOFError / BadGzipFile)."""
+    full = _write(tmp_path / "full.txt.gz", LETOR_TEXT * 200, compress=True)
+    truncated = tmp_path / "truncated.txt.gz"
+    data = full.read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])
+    plain = _write(tmp_path / "plain.txt.gz", LETOR_TEXT)
+    for path in (truncated, plain):
+        with pytest.raises(ValueError, match=re.escape(repr(str(path))) + " is not a complete gzip file"):
+            load_svmlight(path)

@@ -165,3 +165,17 @@ def test_runs_as_a_module():
     assert proc.returncode == 0
     for option in ("--n-jobs", "--data", "--rankers", "--plot"):
         assert option in proc.stdout
+
+
+def test_letor_folder_with_unsorted_qid(tmp_path, capsys):
+    """Contiguous but unsorted query ids (MQ2008's Fold4 and Fold5 training
+    files): XGBoost's built-in ranker, which refuses a qid that decreases,
+    is trained on rows sorted by query (it crashed the run)."""
+    fold = tmp_path / "Fold1"
+    fold.mkdir()
+    for split, seed in {"train": 0, "vali": 1, "test": 2}.items():
+        X, y, qid = make_ranking(12, n_features=5, max_docs=10, random_state=seed)
+        dump_svmlight_file(X, y, str(fold / f"{split}.txt"), query_id=100 - qid, zero_based=False)
+    assert main(["--data", str(tmp_path), "--n-estimators", "3", "--rankers", "xgboost"]) == 0
+    out = capsys.readouterr().out
+    assert 0.0 < _table(out)["XGBoost rank:ndcg (built-in)"][0] <= 1.0
