@@ -172,17 +172,9 @@ def test_lightgbm_model_served_by_plain_lightgbm(frames, tmp_path):
     assert np.max(np.abs(unfolded.predict(X, raw_score=True) - ranker.predict(test))) > 1e-3
 
 
-def test_numba_model_is_numpy_arrays_without_pickle(frames, tmp_path):
-    from rankkit._backends._gbm.tree import NODE_DTYPE
-
-    train, y, test, _ = frames
-    ranker = _rankers("numba")["lambdamart_sglb"].fit(train, y)
-    ranker.save_model(tmp_path / "m.rkm")
-    with np.load(io.BytesIO(_members(tmp_path / "m.rkm")["trees.npz"]), allow_pickle=False) as npz:
-        nodes, ptr, scales = npz["nodes"], npz["tree_ptr"], npz["scales"]
-    assert nodes.dtype == NODE_DTYPE and len(ptr) == len(scales) + 1 == ranker.n_iterations_ + 1
-    # The documented formula: scales[n - 1] * (sum of the trees' leaves).
-    X = test.drop(columns="query").to_numpy()
+def _documented_prediction(nodes, ptr, scales, X):
+    """The numba model file's formula (docs/persistence.md), walked by hand:
+    ``scales[-1] * sum of the trees' leaves``."""
     total = np.zeros(len(X))
     for t in range(len(scales)):
         tree = nodes[ptr[t]:ptr[t + 1]]
@@ -193,7 +185,21 @@ def test_numba_model_is_numpy_arrays_without_pickle(frames, tmp_path):
                 left = tree[node]["missing_left"] if np.isnan(v) else v <= tree[node]["threshold"]
                 node = tree[node]["left"] if left else tree[node]["right"]
             total[i] += tree[node]["value"]
-    np.testing.assert_allclose(scales[-1] * total, ranker.predict(test), rtol=1e-12, atol=1e-12)
+    return scales[-1] * total
+
+
+def test_numba_model_is_numpy_arrays_without_pickle(frames, tmp_path):
+    from rankkit._backends._gbm.tree import NODE_DTYPE
+
+    train, y, test, _ = frames
+    ranker = _rankers("numba")["lambdamart_sglb"].fit(train, y)
+    ranker.save_model(tmp_path / "m.rkm")
+    with np.load(io.BytesIO(_members(tmp_path / "m.rkm")["trees.npz"]), allow_pickle=False) as npz:
+        nodes, ptr, scales = npz["nodes"], npz["tree_ptr"], npz["scales"]
+    assert nodes.dtype == NODE_DTYPE and len(ptr) == len(scales) + 1 == ranker.n_iterations_ + 1
+    # The documented formula: scales[n - 1] * (sum of the trees' leaves).
+    np.testing.assert_allclose(_documented_prediction(nodes, ptr, scales, test.drop(columns="query").to_numpy()),
+                               ranker.predict(test), rtol=1e-12, atol=1e-12)
 
 
 def test_numba_model_with_folded_sglb_scale_keeps_its_staged_predictions(frames, tmp_path):
@@ -217,18 +223,8 @@ def test_numba_model_with_folded_sglb_scale_keeps_its_staged_predictions(frames,
                                   ranker.predict(test, iteration_range=(1, 2)))
     with np.load(io.BytesIO(_members(tmp_path / "m.rkm")["trees.npz"]), allow_pickle=False) as npz:
         nodes, ptr, scales = npz["nodes"], npz["tree_ptr"], npz["scales"]
-    X = test.drop(columns="query").to_numpy()
-    total = np.zeros(len(X))
-    for t in range(len(scales)):
-        tree = nodes[ptr[t]:ptr[t + 1]]
-        for i, x in enumerate(X):
-            node = 0
-            while tree[node]["left"] >= 0:
-                v = x[tree[node]["feature"]]
-                left = tree[node]["missing_left"] if np.isnan(v) else v <= tree[node]["threshold"]
-                node = tree[node]["left"] if left else tree[node]["right"]
-            total[i] += tree[node]["value"]
-    np.testing.assert_allclose(scales[-1] * total, ranker.predict(test), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_documented_prediction(nodes, ptr, scales, test.drop(columns="query").to_numpy()),
+                               ranker.predict(test), rtol=1e-12, atol=1e-12)
     plain = QueryRMSERanker(backend="numba", qid_col="query", random_state=0, **BOOST).fit(train, y)
     plain.save_model(tmp_path / "plain.rkm")
     with np.load(io.BytesIO(_members(tmp_path / "plain.rkm")["trees.npz"]), allow_pickle=False) as npz:
