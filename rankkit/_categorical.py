@@ -15,8 +15,9 @@ whatever its own categories and their order (a column of plain strings works
 too). A value that is not one of the training categories is coded as NaN: a
 missing value, which follows every split's learned missing direction, like
 scikit-learn's ``HistGradientBoosting*`` does with unknown categories; a
-column of strings where the training categories are numbers (or the other
-way round) is an error, since none of its values could match. A
+column of strings, numbers or booleans where the training categories are
+of another of these kinds is an error, since none of its values could
+match. A
 NumPy array (or sparse matrix) has no categories: its categorical columns
 must hold the codes themselves (``categories_[j]`` numbers them), as a
 booster served without rankkit expects; other values are an error.
@@ -222,6 +223,7 @@ def apply_categories(X, categories, *, where="X"):
 _KIND_GROUPS = {
     **dict.fromkeys(("integer", "floating", "mixed-integer-float", "decimal"), "numbers"),
     **dict.fromkeys(("string", "bytes"), "strings"),
+    "boolean": "booleans",
 }
 
 
@@ -239,7 +241,7 @@ def _check_kind(column, training, name, where):
     fitted = _KIND_GROUPS.get(pd.api.types.infer_dtype(training, skipna=True))
     if given is None or fitted is None or given == fitted:
         return
-    fix = f".astype({training.dtype.name!r})" if fitted == "numbers" else ".astype(str)"
+    fix = {"numbers": f".astype({training.dtype.name!r})", "booleans": ".astype(bool)"}.get(fitted, ".astype(str)")
     raise ValueError(
         f"{where} column {name!r} is a categorical feature whose categories at fit were {fitted} "
         f"({list(training[:5])}{', ...' if len(training) > 5 else ''}), but it holds {given}: categories are "

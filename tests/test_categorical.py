@@ -343,3 +343,12 @@ def test_a_categorical_column_of_another_kind_than_its_categories_is_named():
     by_letter = QueryRMSERanker(backend="xgboost", **BOOST).fit(letters, y, qid=qid)
     with pytest.raises(ValueError, match=r"categories at fit were strings.*holds numbers.*astype\(str\)"):
         by_letter.predict(df.assign(shop=df["shop"].astype(int)))
+    # Booleans match neither numbers nor strings (True is not 1 to pandas' lookup).
+    flags = df.assign(shop=pd.Categorical(np.asarray(df["shop"]) == 2))
+    by_flag = QueryRMSERanker(backend="xgboost", **BOOST).fit(flags, y, qid=qid)
+    with pytest.raises(ValueError, match=r"categories at fit were booleans.*holds numbers.*astype\(bool\)"):
+        by_flag.predict(flags.assign(shop=(np.asarray(df["shop"]) == 2).astype(int)))
+    with pytest.raises(ValueError, match=r"categories at fit were numbers.*holds booleans.*astype\('int64'\)"):
+        ranker.predict(df.assign(shop=np.asarray(df["shop"]) == 2))
+    np.testing.assert_array_equal(by_flag.predict(flags.assign(shop=np.asarray(df["shop"]) == 2)),
+                                  by_flag.predict(flags))
