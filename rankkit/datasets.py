@@ -47,9 +47,24 @@ def _find_query_file(path):
     return None
 
 
+#: What Python's gzip raises for a truncated file, or a plain one named ``.gz``.
+_GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+
+
+def _broken_gzip(path, error):
+    # Python's gzip errors name neither the file nor the cause.
+    return ValueError(
+        f"{str(path)!r} is not a complete gzip file (truncated, or not gzip-compressed despite its .gz suffix): "
+        f"{error}"
+    )
+
+
 def _read_group_sizes(query_path):
-    with _open_text(query_path) as f:
-        tokens = f.read().split()
+    try:
+        with _open_text(query_path) as f:
+            tokens = f.read().split()
+    except _GZIP_ERRORS as error:
+        raise _broken_gzip(query_path, error) from None
     try:
         sizes = np.array([int(t) for t in tokens], dtype=np.int64)
     except ValueError:
@@ -145,12 +160,8 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
         X, y, qid = load_svmlight_file(
             str(path), n_features=n_features, dtype=dtype, query_id=True, zero_based=zero_based
         )
-    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-        # Python's gzip errors name neither the file nor the cause.
-        raise ValueError(
-            f"{str(path)!r} is not a complete gzip file (truncated, or not gzip-compressed despite "
-            f"its .gz suffix): {error}"
-        ) from None
+    except _GZIP_ERRORS as error:
+        raise _broken_gzip(path, error) from None
     except (ValueError, OverflowError) as error:
         if zero_based is False and "index 0" in str(error):
             raise ValueError(

@@ -402,3 +402,8 @@ def test_load_broken_gzip_names_the_file(tmp_path):
     for path in (truncated, plain):
         with pytest.raises(ValueError, match=re.escape(repr(str(path))) + " is not a complete gzip file"):
             load_svmlight(path)
+    # The same for a LightGBM group-size file.
+    data = _write(tmp_path / "d.txt", "1 1:0.5\n0 1:0.1\n")
+    broken = _write(tmp_path / "d.txt.query.gz", "2\n")
+    with pytest.raises(ValueError, match=re.escape(repr(str(broken))) + " is not a complete gzip file"):
+        load_svmlight(data, query_path=broken)
