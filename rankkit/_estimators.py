@@ -566,8 +566,14 @@ class BaseRanker(BaseEstimator):
             )
         self._predict_threads()
         with limit_threads(self.n_jobs):
-            return mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
+            score = mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
                                 weight=data.weight)
+        if np.isnan(score):  # as the metric functions and the scorers do
+            from sklearn.exceptions import UndefinedMetricWarning
+
+            warnings.warn("score: every query was excluded (no relevant document and empty='exclude') or has "
+                          "weight 0; returning nan.", UndefinedMetricWarning, stacklevel=2)
+        return score
 
     def save_model(self, path):
         """Save the fitted ranker to one file, read back by :func:`rankkit.load_model`.

@@ -60,6 +60,18 @@ def test_a_rankkit_metric_function_is_an_eval_metric(data):
     assert history["precision_score"][-1] == pytest.approx(precision_score(y_val, pred, qid=q_val), abs=1e-12)
 
 
+def test_score_of_no_query_warns(data):
+    # A main metric that excludes queries without a relevant document, on labels
+    # that are all 0: nan, with the warning the metric functions give (it was silent).
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    X, y, qid, X_val, y_val, q_val = data
+    model = QueryRMSERanker(n_estimators=2, max_depth=2, eval_metric=make_ranking_scorer("ndcg@10", empty="exclude"))
+    model.fit(X, y, qid=qid)
+    with pytest.warns(UndefinedMetricWarning, match="every query was excluded"):
+        assert np.isnan(model.score(X_val, np.zeros_like(y_val), qid=q_val))
+
+
 def test_bad_callables_are_clear_errors(data):
     X, y, qid, X_val, y_val, q_val = data
     fit = dict(eval_set=[(X_val, y_val)], eval_qid=[q_val])

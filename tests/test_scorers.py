@@ -388,6 +388,20 @@ def test_scorer_sample_weight_equals_ranker_score(ranker_data, within_query, rou
         assert scorer(est, frame, y, sample_weight=w) == pytest.approx(expected, rel=1e-12)
 
 
+def test_a_weighted_score_of_no_query_warns(ranker_data, routing):
+    """Every query with a relevant document has weight 0, the others are
+    excluded: nan, with the warning the unweighted mean gives (it was silent)."""
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    est, X, y, qid = ranker_data
+    relevant = np.array([y[qid == q].max() > 0 for q in range(qid.max() + 1)])
+    assert relevant.any() and not relevant.all()
+    w = np.where(relevant[qid], 0.0, 1.0)
+    with pytest.warns(UndefinedMetricWarning, match="every query was excluded .* or has weight 0"):
+        value = make_ranking_scorer("ndcg@10", empty="exclude")(est, X, y, qid=qid, sample_weight=w)
+    assert np.isnan(value)
+
+
 @pytest.mark.parametrize("weight", [np.zeros, lambda n: -np.ones(n), lambda n: np.ones(n - 1)])
 def test_scorer_and_ranker_refuse_the_same_sample_weight(ranker_data, weight, routing):
     est, X, y, qid = ranker_data

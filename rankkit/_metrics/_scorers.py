@@ -86,7 +86,13 @@ def _weighted_query_mean(values, qid, sample_weight):
     query_weight = query_weights(np.ascontiguousarray(groups.sort(weight)), groups.group_ptr)
     keep = ~np.isnan(values)
     count = query_weight[keep].sum()
-    return float((query_weight[keep] * values[keep]).sum() / count) if count > 0 else float("nan")
+    if count > 0:
+        return float((query_weight[keep] * values[keep]).sum() / count)
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    warnings.warn("every query was excluded (no relevant document and empty='exclude') or has weight 0; "
+                  "returning nan.", UndefinedMetricWarning, stacklevel=4)
+    return float("nan")
 
 
 def _ranking_score(y_true, y_pred, **kwargs):
