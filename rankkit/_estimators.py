@@ -63,6 +63,7 @@ from ._clicks import (
 )
 from .callback import CallbackList
 from ._groups import make_groups, missing_qid_error, qid_from_group_sizes, split_qid
+from ._metrics._api import warn_no_query
 from ._objectives._base import RankingObjective
 from ._objectives.lambdamart import LambdaMART
 from ._objectives.query_rmse import QueryRMSE
@@ -569,10 +570,7 @@ class BaseRanker(BaseEstimator):
             score = mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
                                 weight=data.weight)
         if np.isnan(score):  # as the metric functions and the scorers do
-            from sklearn.exceptions import UndefinedMetricWarning
-
-            warnings.warn("score: every query was excluded (no relevant document and empty='exclude') or has "
-                          "weight 0; returning nan.", UndefinedMetricWarning, stacklevel=2)
+            warn_no_query("score", weighted=True)
         return score
 
     def save_model(self, path):

@@ -41,6 +41,16 @@ def _check_ties(ties):
     return TIES["best"] if ties == TREC else TIES[ties]
 
 
+def warn_no_query(who, *, weighted=False, stacklevel=2):
+    """The warning of a mean over no query (every one excluded, or of weight 0
+    when ``weighted``), before returning nan; ``stacklevel`` counts from the caller."""
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    weight = " or has weight 0" if weighted else ""
+    warnings.warn(f"{who}: every query was excluded (no relevant document and empty='exclude'){weight}; "
+                  "returning nan.", UndefinedMetricWarning, stacklevel=stacklevel + 1)
+
+
 def trec_eval_scores(y_score):
     """Scores as trec_eval holds them: in single precision (``TEXT_RESULTS.sim``
     is a C ``float``), back in float64. Two scores that differ only past
@@ -266,14 +276,7 @@ def _score(name, y_true, y_score, qid, k, ties, per_query, doc_ids=None, **param
     if per_query:
         return values
     if np.all(np.isnan(values)):
-        from sklearn.exceptions import UndefinedMetricWarning
-
-        warnings.warn(
-            f"{name}_score: every query was excluded (no relevant document and "
-            "empty='exclude'); returning nan.",
-            UndefinedMetricWarning,
-            stacklevel=3,
-        )
+        warn_no_query(f"{name}_score", stacklevel=3)
         return float("nan")
     with np.errstate(over="ignore"):
         mean = float(np.nanmean(values))

@@ -88,10 +88,9 @@ def _weighted_query_mean(values, qid, sample_weight):
     count = query_weight[keep].sum()
     if count > 0:
         return float((query_weight[keep] * values[keep]).sum() / count)
-    from sklearn.exceptions import UndefinedMetricWarning
+    from rankkit._metrics._api import warn_no_query  # on use, as _metric_functions
 
-    warnings.warn("every query was excluded (no relevant document and empty='exclude') or has weight 0; "
-                  "returning nan.", UndefinedMetricWarning, stacklevel=4)
+    warn_no_query("scorer", weighted=True, stacklevel=4)
     return float("nan")
 
 
