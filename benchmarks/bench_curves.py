@@ -147,7 +147,13 @@ COUNTERPART = {
 
 def _resolve(value, n_queries, n_docs, depth):
     """A variant's setting: ``leaf*A`` is ``A`` mean leaves' worth of queries,
-    ``docs*A`` is ``A`` documents' worth, both in the rankers' query units."""
+    ``docs*A`` is ``A`` documents' worth, both in the rankers' query units;
+    ``sqrtlen*A`` is ``A`` times the square root of the mean list length.
+    Inside a dict (``backend_params``) each value is resolved the same way."""
+    if isinstance(value, dict):
+        return {k: _resolve(v, n_queries, n_docs, depth) for k, v in value.items()}
+    if isinstance(value, str) and value.startswith("sqrtlen*"):
+        return float(value[8:]) * (n_docs / n_queries) ** 0.5
     if isinstance(value, str) and value.startswith("leaf*"):
         return float(value[5:]) * n_queries / 2 ** depth
     if isinstance(value, str) and value.startswith("docs*"):

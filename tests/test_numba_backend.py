@@ -207,8 +207,9 @@ def test_gradient_split_score_grows_the_same_trees_for_any_thread_count(sampling
 
 
 def test_random_strength_follows_catboosts_schedule(monkeypatch):
-    """Tree t gets noise sd = random_strength * rms(grad) * n / (n + exp(t * lr)),
-    a fresh key per tree; random_strength=0 grows the noiseless trees."""
+    """Tree t gets noise sd = random_strength * sqrt(sum(grad^2) / sum(hess)) * n / (n + exp(t * lr))
+    (CatBoost's rms(grad) when the hessians are 1), a fresh key per tree; random_strength=0 grows
+    the noiseless trees."""
     from rankkit._backends._gbm.grower import TreeGrower
 
     X, y = regression_data(n=1000)
@@ -216,22 +217,44 @@ def test_random_strength_follows_catboosts_schedule(monkeypatch):
     grow = TreeGrower.grow
 
     def recording(self, grad, hess, feats, noise_sd=0.0, noise_key=0, sampled=None, leaf_hess=None):
-        seen.append((float(np.sqrt(np.mean(grad ** 2))), noise_sd, int(noise_key)))
+        seen.append((float(np.sqrt(np.sum(grad ** 2) / np.sum(hess))), noise_sd, int(noise_key)))
         return grow(self, grad, hess, feats, noise_sd, noise_key, sampled, leaf_hess)
 
     monkeypatch.setattr(TreeGrower, "grow", recording)
-    noisy = backend(learning_rate=0.3, backend_params={"random_strength": 2.0}).fit(X, squared_error(y))
+    halved = lambda raw, t: (raw - y, np.full_like(raw, 2.0))  # noqa: E731 (hessians of 2: not the rms alone)
+    noisy = backend(learning_rate=0.3, backend_params={"random_strength": 2.0}).fit(X, halved)
     n = X.shape[0]
-    for t, (rms, sd, _) in enumerate(seen):
-        assert sd == pytest.approx(2.0 * rms * n / (n + np.exp(t * 0.3)), rel=1e-12)
+    for t, (scale, sd, _) in enumerate(seen):
+        assert sd == pytest.approx(2.0 * scale * n / (n + np.exp(t * 0.3)), rel=1e-12)
     assert len({k for _, _, k in seen}) == len(seen)
     seen.clear()
-    plain = backend(learning_rate=0.3, backend_params={"random_strength": 0.0}).fit(X, squared_error(y))
+    plain = backend(learning_rate=0.3, backend_params={"random_strength": 0.0}).fit(X, halved)
     assert {sd for _, sd, _ in seen} == {0.0}
     assert not trees_equal(noisy, plain)
     # A regulariser: the noisy trees still fit the data, less closely.
     loss = [np.mean((b.predict(X) - y) ** 2) for b in (noisy, plain)]
     assert loss[1] < loss[0] < 0.25 * np.mean(y ** 2)
+
+
+@pytest.mark.parametrize("policy", ["oblivious", "depthwise"])
+def test_split_noise_does_not_depend_on_the_unit_of_the_loss(policy):
+    """A loss multiplied by c has the same Newton steps; its split scores sqrt(G^2 / H) grow by
+    sqrt(c), and so must the noise, or the unit of the hessians (the rankers count them in
+    queries) would decide how random the trees are. c = 16 keeps every product exact."""
+    X, y = regression_data(n=2000)
+    rng = np.random.default_rng(1)
+    h = rng.uniform(0.05, 3.0, size=y.shape[0])
+    kw = dict(reg_lambda=0.0, min_child_weight=0.0, random_state=5,
+              backend_params={"grow_policy": policy, "random_strength": 1.0})
+    one = backend(**kw).fit(X, lambda raw, t: (h * (raw - y), h.copy()))
+    scaled = backend(**kw).fit(X, lambda raw, t: (16.0 * h * (raw - y), 16.0 * h))
+    pairs = list(zip(one.booster_.trees, scaled.booster_.trees))
+    for field in ["feature", "bin_threshold", "missing_left", "left", "right", "count", "value"]:
+        assert all(np.array_equal(a[field], b[field]) for a, b in pairs), field
+    assert all(np.array_equal(16.0 * a["sum_hessian"], b["sum_hessian"]) for a, b in pairs)
+    # The noise is on: without it the trees differ.
+    plain = backend(**{**kw, "backend_params": {"grow_policy": policy, "random_strength": 0.0}})
+    assert not trees_equal(one, plain.fit(X, lambda raw, t: (h * (raw - y), h.copy())))
 
 
 def test_sglb_shrinkage_is_exact_and_truncation_recovers_each_iteration():

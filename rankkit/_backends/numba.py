@@ -137,9 +137,14 @@ class NumbaBackend(Backend):
         CatBoost's random split strength: tree ``t`` compares candidate splits
         by ``sqrt(S_L + S_R)`` (``S = G^2 / (H + reg_lambda)``; CatBoost's
         ``Cosine`` score when ``reg_lambda = 0``) plus a normal of standard
-        deviation ``random_strength * rms(grad) * n / (n + exp(t *
-        learning_rate))``, fresh per candidate (CatBoost's
+        deviation ``random_strength * sqrt(sum(grad^2) / sum(hess)) * n / (n
+        + exp(t * learning_rate))``, fresh per candidate (CatBoost's
         ``NormalWithModelSizeDecrease``: the noise fades as the model grows).
+        The first factor, ``rms(grad) / sqrt(mean(hess))``, is the sampling
+        noise of the score; it is CatBoost's ``rms(grad)`` when the hessians
+        are 1, and it scales with the score when the loss is multiplied by
+        any constant (the rankers count hessians in queries), so the noise
+        weighs the same against the splits whatever the loss's unit.
         0 compares by the gain, with no noise. 1 is CatBoost's default.
     sampling : {"uniform", "mvs"}, default "uniform"
         How ``subsample < 1`` draws the rows of a tree. ``"uniform"``: each row
@@ -310,11 +315,14 @@ class NumbaBackend(Backend):
         n, p, grower = grad.shape[0], self._p, self._grower
         sampled, g_tree, h_tree, feats = self._sample(t, grad, hess)
         noise_sd = 0.0
-        if p["random_strength"] > 0:
-            # rms over all training rows (CatBoost: its whole learn fold), times the model-size decay.
+        hess_total = float(hess.sum())
+        if p["random_strength"] > 0 and hess_total > 0:
+            # rms(grad) / sqrt(mean hessian) over all training rows (CatBoost: its whole learn
+            # fold), times the model-size decay. Dividing by the mean hessian puts the noise on
+            # the scale of the score sqrt(G^2 / H): the same for any unit of the loss.
             model_length = t * float(self.learning_rate)
             decay = 1.0 / (1.0 + math.exp(min(model_length - math.log(n), 700.0)))
-            noise_sd = p["random_strength"] * math.sqrt(sum_of_squares(grad) / n) * decay
+            noise_sd = p["random_strength"] * math.sqrt(sum_of_squares(grad) / hess_total) * decay
         mvs = self._u_rows is not None and p["sampling"] == "mvs"
         # Leaves from the true hessians when the splits were scored on weights (MVS: from all rows, below).
         leaf_hess = hess if h_tree is not hess and not mvs else None
