@@ -11,7 +11,7 @@ learning rate 0.05; test NDCG@10 by ``rankkit.metrics`` (exp gain, worst
 order among tied scores, a query without a relevant document counts 1).
 
 Datasets: ``mq2008`` (784 queries of ~19 documents), ``clueweb09`` (61 of
-~430), ``yahoo`` (the Yahoo sample, 251 of ~20), ``synthetic``
+~430), ``yahoo`` (the Yahoo sample, 251 of ~15), ``synthetic``
 (``make_ranking``, 20 features, ~32 documents per query) and ``synthetic-long``
 (``make_ranking`` with 136 features, 12 of them informative, and ~118 documents per
 query, the shape of an MSLR-WEB sample). ``--scales raw heavy``: ``heavy``
@@ -27,7 +27,10 @@ rankers with other settings; a value ``leaf*A`` is ``A * n_queries / 2**depth``
 ``docs*A`` is ``A * n_queries / n_documents`` (``A`` documents' worth) and
 ``sqrtdocs*A`` is ``A * sqrt(n_queries / n_documents)`` and ``capdocs*A*C``
 is ``A * min(1, C * n_queries / n_documents)`` (``A`` queries' worth, at most
-``A * C`` documents'), to try size-relative rules.
+``A * C`` documents'), to try size-relative rules; ``sqrtlen*A`` is ``A`` times
+the square root of the mean list length. Values inside ``backend_params`` are
+resolved the same way (``'ns:backend_params={"random_strength":"sqrtlen*1"}'``).
+``--seeds-for synthetic=4`` runs another number of random states for one dataset.
 
 Every fit is cached in ``benchmarks/results/curves_cache`` (keyed by the
 rankkit source or the engine's version), so a re-run only trains what changed;
@@ -369,6 +372,8 @@ def main(argv=None):
     parser.add_argument("--scales", nargs="*", default=["raw", "heavy"], choices=["raw", "heavy"])
     parser.add_argument("--sizes", type=int, nargs="*", default=[40, 100, 300, 1000])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds-for", action="append", default=[], metavar="DATASET=N",
+                        help="another number of random states for one dataset (repeatable)")
     parser.add_argument("--n-estimators", type=int, default=300)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--depth", type=int, default=6)
@@ -383,6 +388,12 @@ def main(argv=None):
     parser.add_argument("--plot", default=None, help="also draw the differences to the counterparts to this PNG")
     cfg = parser.parse_args(argv)
 
+    seeds_for = {}
+    for item in cfg.seeds_for:
+        dataset, _, n = item.partition("=")
+        if dataset not in POOLS or not n.isdigit():
+            parser.error(f"--seeds-for {item!r}: expected DATASET=N with DATASET one of {list(POOLS)}")
+        seeds_for[dataset] = int(n)
     print(machine_line())
     peers = learners(argparse.Namespace(**{**vars(cfg), "only": "peers"}))
     texts, curves = [], {}
@@ -390,9 +401,10 @@ def main(argv=None):
         if dataset in _NEEDS and not (SHARED_DATA / _NEEDS[dataset]).exists():
             print(f"skip {dataset}: {SHARED_DATA / _NEEDS[dataset]} not found")
             continue
+        n_seeds = seeds_for.get(dataset, cfg.seeds)
         for scale in cfg.scales:
             results = {}
-            for seed in range(cfg.seeds):
+            for seed in range(n_seeds):
                 train_sets, test = draws(dataset, scale, cfg.sizes, seed)
                 for n, train in train_sets.items():
                     for label, (engine, fit, spec) in learners(cfg).items():
@@ -405,9 +417,9 @@ def main(argv=None):
                                 results[n].setdefault(label, []).append(pq)
                 print(f"{dataset} {scale} seed {seed} done", flush=True)
             for n, r in results.items():  # a peer cached for some seeds only cannot be paired
-                for label in [k for k, v in r.items() if len(v) != cfg.seeds]:
+                for label in [k for k, v in r.items() if len(v) != n_seeds]:
                     print(f"{dataset} {scale} {n} queries: {label} left out, cached for {len(r[label])} of "
-                          f"{cfg.seeds} seeds (run it: --only peers)", flush=True)
+                          f"{n_seeds} seeds (run it: --only peers)", flush=True)
                     del r[label]
             results = {n: {k: np.concatenate(v) for k, v in r.items()} for n, r in results.items()}
             curves[dataset, scale] = results
