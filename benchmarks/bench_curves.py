@@ -360,7 +360,7 @@ def plot(curves, path):
         ax.set_title(dataset if scale == "raw" else f"{dataset} ({scale})", fontsize=10)
         ax.set_xlabel("training queries")
     axes[0][0].set_ylabel("NDCG@10 minus counterpart (points)")
-    axes[0][-1].legend(fontsize=7, loc="lower right")
+    axes[0][-1].legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path
