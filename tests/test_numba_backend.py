@@ -220,15 +220,17 @@ def test_random_strength_follows_catboosts_schedule(monkeypatch):
         seen.append((float(np.sqrt(np.sum(grad ** 2) / np.sum(hess))), noise_sd, int(noise_key)))
         return grow(self, grad, hess, feats, noise_sd, noise_key, sampled, leaf_hess)
 
+    def hessians_of_two(raw, t):  # the noise is not rms(grad) alone
+        return raw - y, np.full_like(raw, 2.0)
+
     monkeypatch.setattr(TreeGrower, "grow", recording)
-    halved = lambda raw, t: (raw - y, np.full_like(raw, 2.0))  # noqa: E731 (hessians of 2: not the rms alone)
-    noisy = backend(learning_rate=0.3, backend_params={"random_strength": 2.0}).fit(X, halved)
+    noisy = backend(learning_rate=0.3, backend_params={"random_strength": 2.0}).fit(X, hessians_of_two)
     n = X.shape[0]
     for t, (scale, sd, _) in enumerate(seen):
         assert sd == pytest.approx(2.0 * scale * n / (n + np.exp(t * 0.3)), rel=1e-12)
     assert len({k for _, _, k in seen}) == len(seen)
     seen.clear()
-    plain = backend(learning_rate=0.3, backend_params={"random_strength": 0.0}).fit(X, halved)
+    plain = backend(learning_rate=0.3, backend_params={"random_strength": 0.0}).fit(X, hessians_of_two)
     assert {sd for _, sd, _ in seen} == {0.0}
     assert not trees_equal(noisy, plain)
     # A regulariser: the noisy trees still fit the data, less closely.
@@ -248,6 +250,7 @@ def test_split_noise_does_not_depend_on_the_unit_of_the_loss(policy):
               backend_params={"grow_policy": policy, "random_strength": 1.0})
     one = backend(**kw).fit(X, lambda raw, t: (h * (raw - y), h.copy()))
     scaled = backend(**kw).fit(X, lambda raw, t: (16.0 * h * (raw - y), 16.0 * h))
+    assert len(one.booster_.trees) == len(scaled.booster_.trees) == PARAMS["n_estimators"]
     pairs = list(zip(one.booster_.trees, scaled.booster_.trees))
     for field in ["feature", "bin_threshold", "missing_left", "left", "right", "count", "value"]:
         assert all(np.array_equal(a[field], b[field]) for a, b in pairs), field
