@@ -29,6 +29,11 @@ def _differences(a, b):
         raise ValueError(f"paired values must be 1-D of equal length, got {a.shape} and {b.shape}.")
     if a.shape[0] < 2:
         raise ValueError(f"a paired test needs at least 2 queries, got {a.shape[0]}.")
+    # A NaN difference compares False everywhere: the randomisation test counted no
+    # sign flip as extreme and returned p = 0.
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("paired values must be finite, got NaN or infinity: drop the queries a metric "
+                         "excludes (NaN) before testing, as rankkit.evaluation.compare does.")
     return b - a
 
 

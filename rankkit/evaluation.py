@@ -339,7 +339,12 @@ def _paired_matrix(results, metric):
     if wide.shape[0] < 2:
         raise ValueError(f"metric {metric!r}: a paired comparison needs at least 2 queries with values, "
                          f"got {wide.shape[0]}.")
-    return rankers, wide.to_numpy(np.float64)
+    values = wide.to_numpy(np.float64)
+    infinite = ~np.isfinite(values).all(axis=1)
+    if infinite.any():
+        raise ValueError(f"metric {metric!r}: the values must be finite (NaN only for a query the metric "
+                         f"excludes), got infinity, e.g. for queries {wide.index[infinite][:5].tolist()}.")
+    return rankers, values
 
 
 def _check_results(results):

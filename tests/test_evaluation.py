@@ -88,6 +88,11 @@ def test_degenerate_differences():
         _stats.paired_t([0.1], [0.2])
     with pytest.raises(ValueError, match="test must be one of"):
         _stats.run_test("sign", a, a)
+    # A NaN difference used to make the randomisation test's p exactly 0.
+    for test in _stats.TESTS:
+        for bad in (np.nan, np.inf):
+            with pytest.raises(ValueError, match="paired values must be finite"):
+                _stats.run_test(test, a, np.array([0.25, bad, 0.75]))
 
 
 def test_holm_and_bonferroni_by_definition():
@@ -314,6 +319,10 @@ def test_compare_drops_queries_every_ranker_excludes_and_names_what_is_missing()
         compare(pd.DataFrame(rows, columns=["query", "ranker", "metric", "value"]))
     with pytest.raises(ValueError, match="metric 'ndcg': a paired comparison needs at least 2 queries"):
         compare(pd.DataFrame(rows[:1] + rows[5:6], columns=["query", "ranker", "metric", "value"]))
+    rows = [("q0", "a", "map", 0.1), ("q1", "a", "map", np.inf), ("q2", "a", "map", 0.3),
+            ("q0", "b", "map", 0.2), ("q1", "b", "map", 0.5), ("q2", "b", "map", 0.1)]
+    with pytest.raises(ValueError, match=r"metric 'map': the values must be finite .* queries \['q1'\]"):
+        compare(pd.DataFrame(rows, columns=["query", "ranker", "metric", "value"]), n_resamples=200)
 
 
 def test_compare_bad_input(data):
