@@ -315,8 +315,8 @@ class NumbaBackend(Backend):
         n, p, grower = grad.shape[0], self._p, self._grower
         sampled, g_tree, h_tree, feats = self._sample(t, grad, hess)
         noise_sd = 0.0
-        hess_total = float(hess.sum())
-        if p["random_strength"] > 0 and hess_total > 0:
+        hess_total = float(hess.sum()) if p["random_strength"] > 0 else 0.0
+        if hess_total > 0:
             # rms(grad) / sqrt(mean hessian) over all training rows (CatBoost: its whole learn
             # fold), times the model-size decay. Dividing by the mean hessian puts the noise on
             # the scale of the score sqrt(G^2 / H): the same for any unit of the loss.
