@@ -390,7 +390,7 @@ def make_ranking(
     # the cumulative shares of grades 0 .. n_levels - 2.
     shares = 0.5 ** np.arange(n_levels)
     thresholds = np.quantile(latent, np.cumsum(shares / shares.sum())[:-1])
-    y = np.searchsorted(thresholds, latent, side="right").astype(np.float64)
+    y = np.searchsorted(thresholds, latent, side="left").astype(np.float64)
 
     n_empty = int(round(empty_query_fraction * n_queries))
     if n_empty:

@@ -111,6 +111,21 @@ def test_make_ranking_label_distribution_is_skewed():
     assert 0.005 < freq[4] < 0.08
 
 
+def test_make_ranking_grades_count_thresholds_strictly_exceeded():
+    # A grade counts the thresholds a latent relevance exceeds. When every
+    # latent is equal (one document, or identical documents without label
+    # noise) the thresholds, quantiles of the latents, equal them too: no
+    # document exceeds any, so all are grade 0, not the top grade.
+    for seed in range(5):
+        _, y, _ = make_ranking(n_queries=1, min_docs=1, max_docs=1, empty_query_fraction=0.0, random_state=seed)
+        assert y.tolist() == [0.0]
+    _, y, _ = make_ranking(
+        n_queries=1, min_docs=3, max_docs=3, noise=0.0, duplicate_fraction=0.9, empty_query_fraction=0.0,
+        random_state=0,
+    )
+    assert y.tolist() == [0.0, 0.0, 0.0]
+
+
 def test_make_ranking_relevance_levels_parameter():
     _, y, _ = make_ranking(n_queries=100, n_relevance_levels=3, random_state=0)
     assert set(np.unique(y)) == {0.0, 1.0, 2.0}
