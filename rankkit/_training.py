@@ -184,7 +184,7 @@ def gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
        (of at most ``UNIT_DOCUMENTS`` documents, :func:`curvature_unit`)
        whatever the objective's scale;
     4. plus SGLB's Langevin noise ``noise_scale * N(0, 1)`` per document
-       (:func:`~rankkit._sglb.add_gaussian_noise`).
+       of non-zero weight (:func:`~rankkit._sglb.add_gaussian_noise`).
 
     ``total(sums) -> sums`` turns sums over ``train`` into sums over all
     the training rows when ``train`` is a part of them (``rankkit.dask``:
@@ -215,6 +215,8 @@ def gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
         if noise_scale:
             add_gaussian_noise(grad, train.y, raw, train.group_ptr, train.query_keys, noise_scale, np.int64(seed),
                                scratch)
+            if train.weight is not None:
+                grad[train.weight == 0] = 0.0  # a row of weight 0 trains as if left out: no noise either
         return grad, hess
 
     return grad_fn
@@ -236,7 +238,10 @@ def resolve_diffusion_temperature(langevin, diffusion_temperature, learning_rate
     beta = diffusion_temperature
     if isinstance(beta, str):  # "auto"
         first = gradient_function(objective, train, seed_base, total=total)
-        beta = auto_diffusion_temperature(first(np.zeros(train.y.shape[0]), 0)[0], learning_rate, total=total)
+        grad = first(np.zeros(train.y.shape[0]), 0)[0]
+        if train.weight is not None:  # the typical gradient of the rows that train
+            grad = grad[train.weight != 0]
+        beta = auto_diffusion_temperature(grad, learning_rate, total=total)
     return float(beta)
 
 

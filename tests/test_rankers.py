@@ -776,3 +776,28 @@ def test_a_query_of_weight_zero_trains_as_if_left_out():
             for a, b in zip(*trees):
                 assert np.array_equal(a["feature"], b["feature"]) and np.array_equal(a["threshold"], b["threshold"])
             np.testing.assert_allclose(alone.predict(X), padded.predict(X), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("ranker", ["StochasticRankRanker", "LambdaMARTRanker"])
+def test_a_query_of_weight_zero_gets_no_langevin_noise(ranker):
+    """With SGLB a copy of a query given weight 0 still leaves the model as
+    it was without it: its rows get no Langevin noise, and
+    diffusion_temperature="auto" measures the gradients of the rows that
+    train. (Before, the noise reached the leaves through those rows, and
+    their zero gradients lowered the measured root mean square.)"""
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(5, 15, 30)
+    qid = np.repeat(np.arange(30), sizes)
+    X = rng.integers(0, 20, (qid.size, 5)).astype(float)
+    y = np.clip(np.round(X[:, 0] / 5 + rng.normal(0, 1, qid.size)), 0, 4)
+    copy = qid < 10
+    X2, y2 = np.vstack([X, X[copy]]), np.r_[y, y[copy]]
+    q2 = np.r_[qid, qid[copy] + 100]
+    w2 = np.r_[np.ones(qid.size), np.zeros(copy.sum())]
+    kw = dict(n_estimators=15, random_state=0, n_jobs=1, langevin=True,
+              backend_params={"random_strength": 0.0})
+    cls = getattr(est, ranker)
+    alone = cls(**kw).fit(X, y, qid=qid)
+    padded = cls(**kw).fit(X2, y2, qid=q2, sample_weight=w2)
+    assert alone.diffusion_temperature_ == pytest.approx(padded.diffusion_temperature_, rel=1e-12)
+    np.testing.assert_allclose(alone.predict(X), padded.predict(X), rtol=1e-12, atol=1e-15)
