@@ -801,3 +801,31 @@ def test_a_query_of_weight_zero_gets_no_langevin_noise(ranker):
     padded = cls(**kw).fit(X2, y2, qid=q2, sample_weight=w2)
     assert alone.diffusion_temperature_ == pytest.approx(padded.diffusion_temperature_, rel=1e-12)
     np.testing.assert_allclose(alone.predict(X), padded.predict(X), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_a_backend_refuses_infinite_features_by_name(backend):
+    """The backends' own fit refuses infinite features as the rankers do, in
+    the training rows, the eval rows and sparse matrices alike, naming the
+    features (before, the numba and LightGBM engines binned them at an end
+    and XGBoost called them finite values beyond float32's range)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    target = X[:, 1].copy()
+
+    def grad_fn(raw, t):
+        return raw - target, np.ones_like(raw)
+
+    Xinf = X.copy()
+    Xinf[5, 2], Xinf[250, 0] = np.inf, -np.inf
+    cls = get_backend(backend)
+    for kwargs, match in [
+        (dict(X=Xinf), r"X holds infinite values in features \[0, 2\]"),
+        (dict(X=sp.csr_matrix(Xinf)), r"X holds infinite values in features \[0, 2\]"),
+        (dict(X=X, eval_X=[X, Xinf[:, ::-1]]), r"eval_X\[1\] holds infinite values in features \[1, 3\]"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            cls(n_estimators=2, max_depth=2).fit(grad_fn=grad_fn, **kwargs)
+    assert np.isfinite(cls(n_estimators=2, max_depth=2).fit(X, grad_fn, eval_X=[X]).predict(X)).all()

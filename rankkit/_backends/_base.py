@@ -40,7 +40,8 @@ After ``fit`` the backend's own model object predicts exactly the tracked raw
 scores (shrink factors folded into leaves where the engine cannot scale old
 trees in place).
 
-What the features mean is the same on every backend: NaN is a missing value;
+What the features mean is the same on every backend: NaN is a missing value,
+an infinite value an error naming its features (:func:`check_no_infinity`);
 in a sparse matrix an absent entry is 0, as in scikit-learn (an engine that
 reads absent entries as missing, XGBoost, is handed dense row blocks);
 ``fit(..., feature_names=)`` names the features in the engine's model where
@@ -180,6 +181,8 @@ class Backend:
             place). Engines that weigh rows apart from their hessians use it
             (the numba engine's ``split_score="gradient"``).
         """
+        for name, features in [("X", X), *((f"eval_X[{i}]", E) for i, E in enumerate(eval_X))]:
+            check_no_infinity(features, name)
         self._row_weight = row_weight
         try:
             sizes = self._begin(X, list(eval_X), shrink=shrink, feature_names=feature_names,
@@ -393,6 +396,36 @@ def check_gradients(grad, hess, n, t):
             "Lower learning_rate (or, with a custom objective, check what it returns for large scores)."
         )
     return grad, hess
+
+
+#: Rows checked at a time by :func:`check_no_infinity` (bounded scratch memory).
+_CHECK_ROWS = 65536
+
+
+def check_no_infinity(X, name="X"):
+    """Refuse infinite features, naming them. NaN is a missing value on every
+    engine, but an infinite one is not a value the engines agree on (XGBoost
+    refuses it, the others bin it at an end), so it is an error, as in the
+    rankers. Row blocks keep the scratch memory small on large ``X``."""
+    columns = None
+    if hasattr(X, "toarray"):
+        if np.isinf(X.data).any():
+            coo = X.tocoo()  # only to name the features
+            columns = coo.col[np.isinf(coo.data)]
+    else:
+        X = np.asarray(X)
+        if X.dtype.kind == "f" and X.ndim == 2:
+            for a in range(0, X.shape[0], _CHECK_ROWS):
+                block = np.isinf(X[a:a + _CHECK_ROWS])
+                if block.any():
+                    columns = np.flatnonzero(block.any(axis=0))
+                    break
+    if columns is not None:
+        features = np.unique(columns)
+        raise ValueError(
+            f"{name} holds infinite values in features {features[:10].tolist()}; features must be finite "
+            "(NaN means missing). Replace them, for instance by a large finite value or by NaN."
+        )
 
 
 def iter_row_blocks(X, block_rows):
