@@ -241,6 +241,8 @@ class XGBoostDaskBackend(XGBoostBackend):
         laying out any rows: XGBoost's own errors come only after the
         shuffle, from a worker, after a whole training (``num_parallel_tree``)."""
         params = self._params()
+        if self.n_jobs is not None and self.client is not None:
+            params["nthread"] = self._worker_threads()
         if shrink is not None and int(params.get("num_parallel_tree", 1)) > 1:
             raise ValueError(
                 "backend_params={'num_parallel_tree': ...} cannot be combined with SGLB shrinkage "
@@ -253,6 +255,15 @@ class XGBoostDaskBackend(XGBoostBackend):
                 "tree methods cannot read). Drop tree_method, or train in memory with the in-memory ranker."
             )
         return params
+
+    def _worker_threads(self):
+        """``n_jobs`` as a thread count on the workers: a negative one counts
+        back from the threads of a worker (the fewest, when they differ), not
+        from the driver's cores, so ``-1`` is every thread a worker has."""
+        if self.n_jobs is None or self.n_jobs > 0:
+            return self.n_jobs
+        threads = min(self.client.nthreads().values())
+        return max(1, threads + 1 + int(self.n_jobs))
 
     def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
             categorical_features=()):
@@ -269,7 +280,7 @@ class XGBoostDaskBackend(XGBoostBackend):
         return self
 
     def _train(self, X, grad_fn, eval_X, shrink, callback, progress, feature_names=None):
-        training = _WorkerTraining(grad_fn, callback, shrink, self.local_reader, self.n_jobs,
+        training = _WorkerTraining(grad_fn, callback, shrink, self.local_reader, self._worker_threads(),
                                    None if progress is None else progress.topic)
         report = self.report or _no_report
         # xgboost.dask (3.2) asks distributed for the current client even when
