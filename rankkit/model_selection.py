@@ -93,7 +93,9 @@ class QueryKFold(BaseCrossValidator):
     cut where the running document count crosses ``i * n_samples /
     n_splits``; a cut falls on a query boundary, so a fold's size differs
     from ``n_samples / n_splits`` by at most about two query lengths (and
-    every fold holds at least one query).
+    every fold holds at least one query). A query longer than a fold fills
+    its fold alone, and the folds after it share the remaining documents
+    evenly.
     Balancing documents rather than queries keeps the training cost and the
     metric's variance comparable across folds when list lengths vary.
 
@@ -165,14 +167,20 @@ class QueryKFold(BaseCrossValidator):
         if self.shuffle:
             order = check_random_state(self.random_state).permutation(n_queries)
         cum = np.cumsum(sizes[order])
-        # Cut after the query whose running count first reaches the target,
-        # then force at least one query per fold.
-        targets = np.arange(1, n_splits) * (n_samples / n_splits)
-        cuts = np.searchsorted(cum, targets, side="left") + 1
+        # Cut after the query whose running count first reaches the target
+        # i * n / k, keeping at least one query per fold. A query longer than
+        # a fold can carry the count past later targets: the folds after it
+        # then share the rows that remain evenly (targets from where it ends),
+        # rather than taking one query each and leaving the rest to the last.
+        cuts = np.empty(n_splits - 1, dtype=np.int64)
+        done = 0  # queries before the fold being cut
         for i in range(n_splits - 1):
-            low = (cuts[i - 1] if i else 0) + 1
-            high = n_queries - (n_splits - 1 - i)
-            cuts[i] = min(max(cuts[i], low), high)
+            rows = cum[done - 1] if done else 0
+            target = (i + 1) * (n_samples / n_splits)
+            if rows >= target:
+                target = rows + (n_samples - rows) / (n_splits - i)
+            cut = int(np.searchsorted(cum, target, side="left")) + 1
+            cuts[i] = done = min(max(cut, done + 1), n_queries - (n_splits - 1 - i))
         fold_of_query = np.empty(n_queries, dtype=np.int64)
         fold_of_query[order] = np.searchsorted(cuts, np.arange(n_queries), side="right")
         fold_of_row = fold_of_query[qg.codes]

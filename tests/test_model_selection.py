@@ -325,3 +325,31 @@ def test_query_train_test_split_refuses_qid_given_twice():
     assert not set(q_train) & set(q_test)
     train, test = query_train_test_split(frame, test_size=2, random_state=0)[:2]
     assert not set(train["qid"]) & set(test["qid"])
+
+
+def test_query_kfold_shares_the_rest_evenly_after_a_huge_query():
+    # One query of 1,000 documents, then ten of 100: the huge one is a fold,
+    # and the other four share the remaining 1,000 documents (250 each up to
+    # a query), instead of 100, 100, 400, 400.
+    qid = np.repeat(np.arange(11), [1000] + [100] * 10)
+    X = np.zeros((qid.shape[0], 1))
+    folds = [len(test) for _, test in QueryKFold(5).split(X, qid=qid)]
+    assert folds[0] == 1000
+    assert sum(folds) == qid.shape[0] and max(folds[1:]) - min(folds[1:]) <= 100
+
+
+def test_query_kfold_without_long_queries_cuts_at_the_global_targets():
+    # The cuts of every fold at i * n / k, as before the rebalancing rule:
+    # it only acts once a query has carried the count past a target.
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(5, 60, 200)
+    qid = np.repeat(np.arange(200), sizes)
+    X = np.zeros((qid.shape[0], 1))
+    for seed in (0, 1, 2):
+        cv = QueryKFold(5, shuffle=True, random_state=seed)
+        order = np.random.RandomState(seed).permutation(200)
+        cum = np.cumsum(sizes[order])
+        cuts = np.searchsorted(cum, np.arange(1, 5) * qid.shape[0] / 5, side="left") + 1
+        expected = np.split(order, cuts)
+        for (_, test), queries in zip(cv.split(X, qid=qid), expected):
+            assert np.array_equal(np.unique(qid[test]), np.sort(queries))
