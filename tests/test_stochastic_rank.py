@@ -450,3 +450,15 @@ def test_gain_none_smooths_linear_gains_and_reports_rankkits_ndcg():
     assert exp._eval_metric_settings()["gain"] == "exp"
     with pytest.raises(ValueError, match="gain"):
         StochasticRank(gain="log")._check_params()
+
+
+def test_a_sigma_that_overflows_the_first_gradients_is_named():
+    """The CCS gradients are of order 1 / sigma: a sigma of 5e-324 makes the
+    first iteration's gradients infinite at scores 0. The error says so and
+    names sigma, rather than blaming diverged scores and the learning rate."""
+    from rankkit import StochasticRankRanker
+    from rankkit.datasets import make_ranking
+
+    X, y, qid = make_ranking(20, n_features=3, random_state=0)
+    with pytest.raises(ValueError, match=r"first iteration, at scores 0.*StochasticRank's sigma"):
+        StochasticRankRanker(sigma=5e-324, n_estimators=2).fit(X, y, qid=qid)

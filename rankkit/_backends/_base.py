@@ -391,6 +391,12 @@ def check_gradients(grad, hess, n, t):
     if grad.shape != (n,) or hess.shape != (n,):
         raise ValueError(f"grad_fn must return grad and hess of shape ({n},), got {grad.shape} and {hess.shape}.")
     if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
+        if t == 0:  # every backend starts from scores 0: nothing has diverged yet
+            raise ValueError(
+                "The gradients or hessians of the first iteration, at scores 0, are NaN or infinite: the "
+                "objective overflows on these labels with these parameters (a tiny smoothing scale such as "
+                "StochasticRank's sigma, or, with a custom objective, what it returns at scores 0)."
+            )
         raise ValueError(
             f"The gradients or hessians of iteration {t} are NaN or infinite: the model's scores diverged. "
             "Lower learning_rate (or, with a custom objective, check what it returns for large scores)."
