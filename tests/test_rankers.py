@@ -829,3 +829,19 @@ def test_a_backend_refuses_infinite_features_by_name(backend):
         with pytest.raises(ValueError, match=match):
             cls(n_estimators=2, max_depth=2).fit(grad_fn=grad_fn, **kwargs)
     assert np.isfinite(cls(n_estimators=2, max_depth=2).fit(X, grad_fn, eval_X=[X]).predict(X)).all()
+
+
+@pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
+def test_gradients_beyond_float32_are_an_error_on_the_float32_engines(backend):
+    """XGBoost and LightGBM take the gradients in float32: a gradient of
+    1e39 used to become infinite there and the model silently constant."""
+    pytest.importorskip(backend)
+    X = np.random.default_rng(0).normal(size=(200, 3))
+
+    def huge(raw, t):
+        return 1e39 * np.sign(X[:, 0]), np.ones(200)
+
+    with pytest.raises(ValueError, match=r"iteration 0 exceed float32's range.*backend='numba'"):
+        get_backend(backend)(n_estimators=2, min_child_weight=1e-3).fit(X, huge)
+    model = get_backend("numba")(n_estimators=2, min_child_weight=1e-3, learning_rate=1e-40).fit(X, huge)
+    assert np.ptp(model.predict(X)) > 0  # float64 gradients: the same data grows a split

@@ -34,7 +34,7 @@ import numpy as np
 
 from .._sglb import fold_scales
 from .._threads import resolve_n_jobs
-from ._base import Backend, check_iteration_range
+from ._base import Backend, check_float32_gradients, check_iteration_range
 from ._engine_params import RANKER_LEVEL_REASONS, ranker_parameter_reasons
 
 __all__ = ["LightGBMBackend"]
@@ -313,6 +313,7 @@ class LightGBMBackend(Backend):
             if t == 0:
                 self._tree_iterations.append(t)  # LightGBM's constant first tree
             return
+        check_float32_gradients(grad, hess, t, "LightGBM")
         n_trees = booster.num_trees()
         # The objective is "none": LightGBM takes the gradients from this
         # callable (its preds argument, LightGBM's own sums, were the loop's).

@@ -40,7 +40,7 @@ import xgboost
 
 from .._sglb import fold_scales
 from .._threads import resolve_n_jobs
-from ._base import Backend, check_iteration_range, iter_row_blocks
+from ._base import _FLOAT32_MAX, Backend, check_float32_gradients, check_iteration_range, iter_row_blocks
 from ._engine_params import RANKER_LEVEL_REASONS, ranker_parameter_reasons
 
 __all__ = ["XGBoostBackend"]
@@ -87,9 +87,6 @@ _BLOCK_BYTES = 64 * 2**20
 
 def _block_rows(X):
     return max(1, _BLOCK_BYTES // (8 * max(1, X.shape[1])))
-
-
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def check_float32_range(block, *, in_memory=True):
@@ -317,6 +314,7 @@ class XGBoostBackend(Backend):
         return [train, *(self._margin(self._booster, d, n_done) for d in self._devals)]
 
     def _grow(self, t, grad, hess):
+        check_float32_gradients(grad, hess, t, "XGBoost")
         self._booster.boost(self._dtrain, t, grad=grad, hess=hess)
 
     def _tree_scores(self, t):
