@@ -883,8 +883,8 @@ def test_negative_n_jobs_counts_a_workers_threads(client, data):
     """n_jobs=-1 is every thread of a worker (one each here), not every core
     of the driver: XGBoost's nthread and rankkit's kernels on the workers get
     the worker's count, and the model is the one of n_jobs=1."""
-    fits = {n: DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 5, "n_jobs": n}, client=client).fit(data["X"], data["dy"])
-            for n in (1, -1, -2)}
+    fits = {n: DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 5, "n_jobs": n}, client=client)
+            .fit(data["X"], data["dy"]) for n in (1, -1, -2)}
     for n, model in fits.items():
         assert model.backend_.params_["nthread"] == 1, n
     expected = fits[1].to_local().predict(data["test"].drop(columns="qid"))
