@@ -411,7 +411,8 @@ def check_float32_gradients(grad, hess, t, engine):
     """XGBoost and LightGBM take the gradients in float32: one beyond its
     range would be infinite there and the tree silently a single leaf (or
     NaN). An error instead, naming the way out."""
-    if max(float(np.abs(grad).max(initial=0.0)), float(hess.max(initial=0.0))) > _FLOAT32_MAX:
+    # Extremes, not np.abs: no temporary array per iteration.
+    if max(grad.max(initial=0.0), -grad.min(initial=0.0), hess.max(initial=0.0)) > _FLOAT32_MAX:
         raise ValueError(
             f"The gradients or hessians of iteration {t} exceed float32's range (3.4e38), in which {engine} "
             "takes them. Use backend='numba' (float64 gradients), or an objective of a smaller scale."
