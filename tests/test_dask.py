@@ -889,3 +889,14 @@ def test_negative_n_jobs_counts_a_workers_threads(client, data):
         assert model.backend_.params_["nthread"] == 1, n
     expected = fits[1].to_local().predict(data["test"].drop(columns="qid"))
     np.testing.assert_array_equal(fits[-1].to_local().predict(data["test"].drop(columns="qid")), expected)
+
+
+def test_gradients_beyond_float32_are_an_error_on_every_worker(client, data):
+    """XGBoost takes the gradients in float32: StochasticRank with sigma=1e-40
+    has gradients near 1e39 at scores 0, which used to become infinite there
+    and leave a constant model. Every worker raises together, and the
+    cluster trains again afterwards (no worker is left in an all-reduction)."""
+    with pytest.raises(ValueError, match=r"iteration 0 exceed float32's range.*rankkit.dask trains on XGBoost only"):
+        DaskStochasticRankRanker(**{**SMALL, "n_estimators": 3}, sigma=1e-40, client=client).fit(data["X"], data["dy"])
+    model = DaskStochasticRankRanker(**{**SMALL, "n_estimators": 3}, client=client).fit(data["X"], data["dy"])
+    assert model.backend_.n_iterations_ == 3

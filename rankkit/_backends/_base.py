@@ -407,15 +407,27 @@ def check_gradients(grad, hess, n, t):
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def check_float32_gradients(grad, hess, t, engine):
+def check_float32_gradients(grad, hess, t, engine, total=None):
     """XGBoost and LightGBM take the gradients in float32: one beyond its
     range would be infinite there and the tree silently a single leaf (or
-    NaN). An error instead, naming the way out."""
+    NaN). An error instead, naming the way out.
+
+    ``total``: on Dask, the sum over the workers (:func:`allreduce_sum`), so
+    that every worker raises together; one raising alone would leave the
+    others waiting in XGBoost's all-reductions."""
     # Extremes, not np.abs: no temporary array per iteration.
-    if max(grad.max(initial=0.0), -grad.min(initial=0.0), hess.max(initial=0.0)) > _FLOAT32_MAX:
+    exceeded = float(max(grad.max(initial=0.0), -grad.min(initial=0.0), hess.max(initial=0.0)) > _FLOAT32_MAX)
+    if total is not None:
+        exceeded = total([exceeded])[0]
+    if exceeded:
+        way_out = (
+            "rankkit.dask trains on XGBoost only: use an objective of a smaller scale (StochasticRank: a larger "
+            "sigma), or the in-memory ranker with backend='numba' (float64 gradients)." if total is not None else
+            "Use backend='numba' (float64 gradients), or an objective of a smaller scale."
+        )
         raise ValueError(
             f"The gradients or hessians of iteration {t} exceed float32's range (3.4e38), in which {engine} "
-            "takes them. Use backend='numba' (float64 gradients), or an objective of a smaller scale."
+            f"takes them. {way_out}"
         )
 
 

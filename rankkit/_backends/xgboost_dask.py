@@ -36,7 +36,7 @@ from xgboost.callback import TrainingCallback
 
 from .._sglb import ShrunkScores, shrink_factor
 from .._threads import limit_threads
-from ._base import BoostingLoop
+from ._base import BoostingLoop, check_float32_gradients
 from .xgboost import XGBoostBackend
 
 __all__ = ["XGBoostDaskBackend", "allreduce_sum"]
@@ -115,7 +115,9 @@ class _WorkerTraining:
             t = self.t
             self.engine.train_margin(t, preds)
             # Called on empty rows too: the all-reductions need every worker.
-            return self.loop.gradients(t)
+            grad, hess = self.loop.gradients(t)
+            check_float32_gradients(grad, hess, t, "XGBoost", total=allreduce_sum)
+            return grad, hess
 
     def _start(self, dtrain, preds):
         train = self.local_reader(dtrain)
