@@ -31,6 +31,7 @@ import pandas as pd
 import xgboost.dask as dxgb
 from sklearn.utils import check_array
 
+from ._backends._base import _FLOAT32_MAX
 from ._backends.xgboost import check_float32_range
 from ._clicks import check_debiased_labels, check_unique_positions, debias_partition, ipw_labels
 from ._groups import factorize_qid
@@ -120,6 +121,12 @@ def assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, wh
         labels = check_debiased_labels(objective, labels) if n else labels.astype(np.float64)
     else:
         labels = objective._check_labels(labels) if n else labels.astype(np.float64)
+    if n and np.abs(labels).max() > _FLOAT32_MAX:
+        # The labels ride to the workers in XGBoost's DMatrix, as float32.
+        raise ValueError(
+            f"y of {where} holds labels beyond float32's range (|y| > 3.4e38), and rankkit.dask passes the "
+            "labels to the workers in XGBoost's float32 DMatrix. Rescale them (divide by a constant)."
+        )
     frame = pd.DataFrame(x.astype(dtype, copy=False), columns=[f"f{j}" for j in range(n_features)])
     frame[_Y] = labels
     if pos is not None:

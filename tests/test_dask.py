@@ -333,6 +333,11 @@ def test_column_types(client):
     huge = dd.from_pandas(frame.assign(a=frame["a"].astype("float64").fillna(0) * 1e39), npartitions=2)
     with pytest.raises(ValueError, match=r"Features \[0\] hold finite values beyond float32's range.*log\)\.$"):
         DaskLambdaMARTRanker(**kw, client=client).fit(huge, dd.from_pandas(pd.Series(y), npartitions=2))
+    # ...and so are labels: they reach the workers in the DMatrix ("Label contains NaN, infinity or a
+    # value too large" from XGBoost before).
+    with pytest.raises(ValueError, match=r"y of X holds labels beyond float32's range.*Rescale them"):
+        rankkit.dask.DaskQueryRMSERanker(**kw, client=client).fit(
+            dd.from_pandas(frame, npartitions=2), dd.from_pandas(pd.Series(y * 1e300), npartitions=2))
 
 
 def test_eval_set_errors_name_the_set(client, data):
