@@ -126,10 +126,10 @@ def test_histograms_and_subtraction_match_reference():
                 np.empty((3, nf)), np.empty((3, nf))]
         no_noise = (0.0, np.uint64(0), i64(0, 1, 2), F)
         level_histograms(Xg, gh, feats, np.diff(ptr) + 1, i64(0), i64(500), i64(0), i64(-1),
-                         i64(0), parent, parent, g0, h0, 1.0, 0.0, 0.0, False, *no_noise, *outs)
+                         i64(0), parent, parent, g0, h0, 1.0, 0.0, 0.0, 0.0, False, *no_noise, *outs)
         hist = np.full((2, F, 256, 2), np.nan)
         level_histograms(Xg, gh, feats, np.diff(ptr) + 1, i64(0), i64(230), i64(1), i64(0),
-                         i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, 0.0, False, *no_noise, *outs)
+                         i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, 0.0, 0.0, False, *no_noise, *outs)
         for j, f in enumerate(feats):
             used = used_bins(f)  # the others are neither written nor read: still NaN
             np.testing.assert_allclose(parent[0, j, used], ref.ref_histogram(Xb, rows, grad, hess, f)[used],
@@ -142,7 +142,7 @@ def test_histograms_and_subtraction_match_reference():
             assert np.all(ref.ref_histogram(Xb, rows, grad, hess, f)[~used] == 0.0)
         # A node in the middle of the row array.
         level_histograms(Xg, gh, feats, np.diff(ptr) + 1, i64(100), i64(140), i64(1), i64(-1),
-                         i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, 0.0, False, *no_noise, *outs)
+                         i64(0), parent, hist, np.zeros(2), np.ones(2), 1.0, 0.0, 0.0, 0.0, False, *no_noise, *outs)
         for j, f in enumerate(feats):
             used = used_bins(f)
             np.testing.assert_allclose(hist[1, j, used], ref.ref_histogram(Xb, rows[100:140], grad, hess, f)[used],
@@ -176,7 +176,7 @@ def test_node_split_matches_exhaustive_search(lam, mcw):
         found = []
         for f in range(F):
             histogram.build_one(Xb[:, f], rows, 0, n, grad, hess, h)
-            found.append(splitting.best_split_one(h, n_bins[f], grad.sum(), hess.sum(), lam, mcw, -np.inf, 0.0,
+            found.append(splitting.best_split_one(h, n_bins[f], grad.sum(), hess.sum(), lam, mcw, 0.0, -np.inf, 0.0,
                                                   np.uint64(0), 0)[1:])
         best = ref.ref_best_split(Xb, rows, grad, hess, range(F), n_bins, lam, mcw)
         gains = [x[0] for x in found]

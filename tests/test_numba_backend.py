@@ -526,3 +526,92 @@ def test_diverging_scores_name_the_learning_rate():
     X, y, qid = make_ranking(10, random_state=0)
     with pytest.raises(ValueError, match="iteration 2 are NaN or infinite.*Lower learning_rate"):
         QueryRMSERanker(learning_rate=1e300, n_estimators=5).fit(X, y, qid=qid)
+
+
+def curved_error(y, record=None):
+    """Squared error with hessians that vary by row and iteration: sums of
+    such hessians round, so sibling histograms (parent minus built child)
+    hold rounding leftovers where the sibling has no row."""
+    def grad_fn(raw, t):
+        hess = 0.3 + np.abs(np.sin(3.7 * raw + 0.1 * np.arange(raw.shape[0]) + t))
+        grad = hess * (raw - y)
+        if record is not None:
+            record.append((grad, hess))
+        return grad, hess
+    return grad_fn
+
+
+def node_rows(t, X):
+    """The training rows that reach each node of tree ``t``."""
+    rows = {0: np.arange(X.shape[0])}
+    for i in range(t.shape[0]):  # children come after their parent
+        if t["left"][i] < 0 or i not in rows:
+            continue
+        v = X[rows[i], t["feature"][i]]
+        left = np.where(np.isnan(v), t["missing_left"][i] == 1, v <= t["threshold"][i])
+        rows[t["left"][i]], rows[t["right"][i]] = rows[i][left], rows[i][~left]
+    return rows
+
+
+@pytest.mark.parametrize("policy", ["oblivious", "depthwise"])
+def test_a_leaf_of_no_row_is_zero_and_no_split_leaves_a_child_empty(policy):
+    """With reg_lambda=0 an empty leaf's value -G / H was the ratio of two
+    rounding leftovers (up to 40 times a typical leaf), and with
+    min_child_weight=0 depth-wise trees split off children of no row."""
+    X, y = regression_data(n=1500, F=6)
+    b = backend(n_estimators=15, max_depth=7, reg_lambda=0.0, min_child_weight=0.0,
+                backend_params={"grow_policy": policy}).fit(X, curved_error(y))
+    n_empty = 0
+    for t in b.booster_.trees:
+        rows = node_rows(t, X)
+        for i in range(t.shape[0]):
+            assert t["count"][i] == len(rows.get(i, ()))
+        empty = (t["left"] < 0) & (t["count"] == 0)
+        n_empty += empty.sum()
+        assert np.all(t["value"][empty] == 0.0)
+        if policy == "depthwise":
+            internal = t["left"] >= 0
+            assert np.all(t["count"][t["left"][internal]] > 0) and np.all(t["count"][t["right"][internal]] > 0)
+    assert policy == "depthwise" or n_empty > 0  # oblivious levels split empty nodes: the case checked
+
+
+def test_missing_values_unseen_in_a_node_follow_its_heavier_child():
+    """Depth-wise trees: where a node's training rows have no missing value
+    of its split feature, a missing one at predict goes to the child of the
+    larger hessian sum (docs/backends.md). A rounding leftover in the
+    sibling's missing bin used to count as missing rows there."""
+    X, y = regression_data(n=3000, F=6)
+    X[:, 1:] = np.where(np.isnan(X[:, 1:]) & (X[:, [0]] <= 20), 0.0, X[:, 1:])  # missing only where x0 > 20
+    b = backend(n_estimators=30, max_depth=6, backend_params={"grow_policy": "depthwise"}).fit(X, curved_error(y))
+    n_checked = 0
+    for t in b.booster_.trees:
+        rows = node_rows(t, X)
+        for i in np.flatnonzero(t["left"] >= 0):
+            if not np.isnan(X[rows[i], t["feature"][i]]).any():
+                heavier_left = t["sum_hessian"][t["left"][i]] >= t["sum_hessian"][t["right"][i]]
+                assert t["missing_left"][i] == heavier_left
+                n_checked += 1
+    assert n_checked > 100
+
+
+def test_gain_importance_is_the_total_gain_of_the_splits():
+    """Oblivious trees: each node carries its own gain (0 for a node that
+    cannot use the level's split), so the importance is the summed gain of
+    the splits, recomputed here from the gradients of each iteration."""
+    X, y = regression_data(n=400, F=6)
+    record = []
+    lam, mcw = 1.0, 2.0
+    b = backend(n_estimators=8, max_depth=7, reg_lambda=lam, min_child_weight=mcw,
+                backend_params={"grow_policy": "oblivious"}).fit(X, curved_error(y, record))
+
+    def score(g, h):
+        return g * g / (h + lam)
+
+    want = np.zeros(X.shape[1])
+    for t, (grad, hess) in zip(b.booster_.trees, record):
+        rows = node_rows(t, X)
+        for i in np.flatnonzero(t["left"] >= 0):
+            sums = [(grad[rows[c]].sum(), hess[rows[c]].sum()) for c in (i, t["left"][i], t["right"][i])]
+            if min(sums[1][1], sums[2][1]) >= mcw:
+                want[t["feature"][i]] += 0.5 * (score(*sums[1]) + score(*sums[2]) - score(*sums[0]))
+    np.testing.assert_allclose(b.feature_importances("gain"), want / want.sum(), rtol=1e-9)

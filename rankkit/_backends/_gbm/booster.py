@@ -141,7 +141,7 @@ class TreeEnsemble:
         imp = np.zeros(self.n_features, dtype=np.float64)
         for t in self.trees:
             # An oblivious level splits its empty nodes too (they keep the tree
-            # full); a split of no row is not a split of the data.
+            # full); a split of no row is not a split of the data (and gains 0).
             internal = (t["left"] >= 0) & (t["count"] > 0)
             f = t["feature"][internal]
             w = t["gain"][internal] if importance_type == "gain" else np.ones(f.shape[0])

@@ -42,7 +42,7 @@ from numba import njit
 
 from .binning import MISSING_BIN
 from .histogram import N_BINS, clear_used, subtract_one
-from .splitting import best_split_one, find_oblivious_split, oblivious_scores
+from .splitting import EMPTY_HESSIAN, best_split_one, find_oblivious_split, oblivious_scores
 from .tree import empty_nodes
 
 
@@ -53,7 +53,7 @@ FEATURE_GROUP = 8
 @njit(cache=True, parallel=True)
 def level_histograms(X_pos, gh, feats, n_bins,
                      build_start, build_end, build_slot, sib_slot, parent_slot, parent_hist, hist,
-                     node_g, node_h, reg_lambda, min_child_weight, min_gain, find_splits,
+                     node_g, node_h, reg_lambda, min_child_weight, tiny, min_gain, find_splits,
                      noise_sd, noise_key, node_ids, n_features,
                      out_score, out_gain, out_bin, out_missing_left, out_left_g, out_left_h):
     """One level in one call: histograms, sibling subtraction, best splits.
@@ -121,7 +121,7 @@ def level_histograms(X_pos, gh, feats, n_bins,
                     if c < 0:
                         continue
                     score, gain, bb, ml, lg, lh = best_split_one(
-                        hist[c, j], n_bins[f], node_g[c], node_h[c], reg_lambda, min_child_weight,
+                        hist[c, j], n_bins[f], node_g[c], node_h[c], reg_lambda, min_child_weight, tiny,
                         min_gain, noise_sd, noise_key, 512 * (node_ids[c] * n_features + f))
                     out_score[c, j] = score
                     out_gain[c, j] = gain
@@ -313,6 +313,7 @@ class TreeGrower:
         self._hist = [np.empty((0, 0, N_BINS, 2)), np.empty((0, 0, N_BINS, 2))]
         self.n_sampled = n
         self._segments = None
+        self._tiny = 0.0  # EMPTY_HESSIAN times the tree's hessian sum, set by grow
 
     def _buffer(self, which, n_slots, n_feats):
         buf = self._hist[which]
@@ -332,7 +333,8 @@ class TreeGrower:
                 np.zeros((n_slots, nf), np.uint8), np.zeros((n_slots, nf)), np.zeros((n_slots, nf)))
         level_histograms(self.X, self._gh, feats, self.n_bins, build_start, build_end,
                          build_slot, sib_slot, parent_slot, parent_hist, hist, node_g, node_h,
-                         self.reg_lambda, self.min_child_weight, self.min_gain, find_splits, *noise, node_ids,
+                         self.reg_lambda, self.min_child_weight, self._tiny, self.min_gain, find_splits, *noise,
+                         node_ids,
                          self.n_bins.shape[0], *outs)
         return outs
 
@@ -381,6 +383,7 @@ class TreeGrower:
         nodes = empty_nodes(2 ** (self.max_depth + 1) - 1)
         n_nodes = 1
         G, H = sum_segment(self._gh, self.n_sampled)
+        self._tiny = EMPTY_HESSIAN * max(H, 0.0)
         # Level state: tree node id, position segment, histogram slot, sums (indexed by slot for the kernels).
         ids = np.array([0], dtype=np.int64)
         starts = np.array([0], dtype=np.int64)
@@ -495,7 +498,7 @@ class TreeGrower:
         """The level's shared split, or None when no candidate gains more than ``min_split_gain / 2``."""
         lam = self.reg_lambda
         og = np.empty((feats.shape[0], N_BINS, 2))
-        find_oblivious_split(cur, feats, self.n_bins, slots, gs, hs, lam, self.min_child_weight, og)
+        find_oblivious_split(cur, feats, self.n_bins, slots, gs, hs, lam, self.min_child_weight, self._tiny, og)
         score = og
         if noise[0] > 0.0:
             score = np.empty_like(og)
@@ -505,17 +508,21 @@ class TreeGrower:
         flat = int(np.argmax(score))  # first maximum: lowest feature, then bin, then missing-right
         if score.ravel()[flat] == -np.inf:
             return None
-        best = og.ravel()[flat]
         j, t, ml = np.unravel_index(flat, og.shape)
-        # Each node's left sums, read from its histogram.
+        # Each node's left sums, read from its histogram, and its own gain (the
+        # level's is their sum; a node that cannot use the split adds 0).
         lg = np.empty(m)
         lh = np.empty(m)
         for k in range(m):
             h = cur[slots[k], j]
             lg[k] = h[: t + 1, 0].sum() + ml * h[MISSING_BIN, 0]
             lh[k] = h[: t + 1, 1].sum() + ml * h[MISSING_BIN, 1]
+        lesser = np.minimum(lh, hs - lh)
+        usable = (lesser >= self.min_child_weight) & (lesser > self._tiny)
+        gain = np.where(usable, 0.5 * (_scores(lg, lh, lam) + _scores(gs - lg, hs - lh, lam) - _scores(gs, hs, lam)),
+                        0.0)
         return (np.ones(m, dtype=bool), np.full(m, feats[j], dtype=np.int64), np.full(m, t, dtype=np.uint8),
-                np.full(m, ml, dtype=np.uint8), lg, lh, np.full(m, best / m))
+                np.full(m, ml, dtype=np.uint8), lg, lh, gain)
 
     def _depthwise_splits(self, outs, slots, feats, m):
         """Each node's best split; the mask says which nodes split at all."""
@@ -534,6 +541,12 @@ class TreeGrower:
                             np.ascontiguousarray(nodes["value"][other_leaf]), out)
 
 
+def _scores(g, h, reg_lambda):
+    """:func:`.splitting._score` of arrays."""
+    d = h + reg_lambda
+    return np.where(d > 0, g * g / np.where(d > 0, d, 1.0), 0.0)
+
+
 def _children(starts, ends, n_left, gs, hs, lg, lh):
     """Position segments and gradient/hessian sums of the children of a
     level's split nodes, left then right child of each node in turn."""
@@ -543,6 +556,12 @@ def _children(starts, ends, n_left, gs, hs, lg, lh):
     c_ends = np.empty(2 * m, dtype=np.int64)
     c_starts[0::2], c_starts[1::2] = starts, mid
     c_ends[0::2], c_ends[1::2] = mid, ends
+    # A child of no row gets sums of exactly 0 and its sibling the parent's:
+    # the histograms' sums can hold rounding leftovers (.splitting), which
+    # would make an empty leaf's value -G / (H + lambda) anything at lambda 0.
+    n_right = ends - starts - n_left
+    lg = np.where(n_left == 0, 0.0, np.where(n_right == 0, gs, lg))
+    lh = np.where(n_left == 0, 0.0, np.where(n_right == 0, hs, lh))
     c_g = np.empty(2 * m)
     c_h = np.empty(2 * m)
     c_g[0::2], c_g[1::2] = lg, gs - lg
