@@ -615,3 +615,29 @@ def test_gain_importance_is_the_total_gain_of_the_splits():
             if min(sums[1][1], sums[2][1]) >= mcw:
                 want[t["feature"][i]] += 0.5 * (score(*sums[1]) + score(*sums[2]) - score(*sums[0]))
     np.testing.assert_allclose(b.feature_importances("gain"), want / want.sum(), rtol=1e-9)
+
+
+def test_an_edited_tree_is_what_predict_and_save_model_use(tmp_path):
+    """predict keeps flattened copies of the trees between calls: an edit
+    in place used to be ignored by predict after the first call (but
+    written by save_model). The trees are read-only; an edited copy put in
+    a tree's place is used by predict, staged predictions and the file."""
+    import rankkit
+    from rankkit.datasets import make_ranking
+
+    X, y, qid = make_ranking(40, n_features=5, random_state=0)
+    model = rankkit.QueryRMSERanker(n_estimators=6, random_state=0).fit(X, y, qid=qid)
+    before = model.predict(X)
+    trees = model.booster_.trees
+    with pytest.raises(ValueError, match="read-only"):
+        trees[0]["value"] *= 2
+    first = model.predict(X, iteration_range=(0, 1))
+    edited = trees[0].copy()
+    edited["value"] *= 2
+    trees[0] = edited
+    np.testing.assert_allclose(model.predict(X), before + first, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(model.predict(X, iteration_range=(0, 1)), 2 * first, rtol=1e-12)
+    model.save_model(tmp_path / "m.rkm")
+    np.testing.assert_allclose(rankkit.load_model(tmp_path / "m.rkm").predict(X), before + first, rtol=1e-12,
+                               atol=1e-12)
+    assert not pickle.loads(pickle.dumps(model)).booster_.trees[1].flags.writeable

@@ -51,6 +51,11 @@ class TreeEnsemble:
     before iteration ``i`` the running scale ``f`` was folded, so the trees
     ``t < i`` count ``f`` times their stored values in every model of more
     than ``i`` iterations (module docstring).
+
+    The trees are read-only arrays: predictions come from flattened copies
+    kept between calls, which an edit in place would leave stale. To edit a
+    tree, put an edited copy in its place (``trees[t] = edited``); the copies
+    are rebuilt for a list whose trees are not the same objects.
     """
 
     def __init__(self, n_features):
@@ -72,8 +77,11 @@ class TreeEnsemble:
         state.setdefault("folds", [])  # pickled before folds were kept apart: folded in the trees
         state["_cache"] = {}
         self.__dict__.update(state)
+        for nodes in self.trees:
+            nodes.flags.writeable = False
 
     def append(self, nodes, scale):
+        nodes.flags.writeable = False
         self.trees.append(nodes)
         self.scales.append(float(scale))
         self._cache = {}
@@ -115,9 +123,12 @@ class TreeEnsemble:
         """The predictor and its arguments: the table lookup for oblivious trees, else the walk
         (``trees`` None: all trees, with the first ``n_folds`` folds)."""
         if trees is None:
-            if n_folds not in self._cache:
-                self._cache[n_folds] = self._flat(self.folded(n_folds)[0])
-            return self._cache[n_folds]
+            cached = self._cache.get(n_folds)
+            # Built from these very trees? (The list may have been given other ones.)
+            if cached is None or len(cached[0]) != len(self.trees) or any(
+                    a is not b for a, b in zip(cached[0], self.trees)):
+                cached = self._cache[n_folds] = (tuple(self.trees), self._flat(self.folded(n_folds)[0]))
+            return cached[1]
         tables = oblivious_tables(trees)
         return (predict_raw, flat_trees(trees)) if tables is None else (predict_oblivious, tables)
 
