@@ -338,6 +338,18 @@ def test_query_kfold_shares_the_rest_evenly_after_a_huge_query():
     assert sum(folds) == qid.shape[0] and max(folds[1:]) - min(folds[1:]) <= 100
 
 
+def test_query_kfold_a_query_longer_than_a_fold_starts_one():
+    # Queries of 5, 5, 50, 5, 5, 5, 5 documents in 3 folds of 26.7: the long
+    # query used to end the first fold with the two before it (60 / 10 / 10).
+    qid = np.repeat(np.arange(7), [5, 5, 50, 5, 5, 5, 5])
+    X = np.zeros((qid.shape[0], 1))
+    folds = [np.unique(qid[test]).tolist() for _, test in QueryKFold(3).split(X, qid=qid)]
+    assert folds == [[0, 1], [2], [3, 4, 5, 6]]
+    qid = np.repeat(np.arange(11), [100] * 3 + [1000] + [100] * 7)
+    folds = [len(test) for _, test in QueryKFold(5).split(np.zeros((qid.shape[0], 1)), qid=qid)]
+    assert folds[:2] == [300, 1000] and sorted(folds[2:]) == [200, 200, 300]
+
+
 def test_query_kfold_without_long_queries_cuts_at_the_global_targets():
     # The cuts of every fold at i * n / k, as before the rebalancing rule:
     # it only acts once a query has carried the count past a target.

@@ -315,7 +315,8 @@ _PARAMETER_DOCS = {
     CatBoost's ``type=Base``).""",
     "empty": """empty : {1.0, 0.0, "exclude"}, default=1.0
     Value of a query with no relevant document (a 0/0 metric): 1.0 as
-    CatBoost, XGBoost and LightGBM; 0.0 as scikit-learn; ``"exclude"``
+    XGBoost and LightGBM, and CatBoost's NDCG; 0.0 as scikit-learn, and
+    CatBoost's MRR, MAP and PrecisionAt; ``"exclude"``
     drops it from the mean (``nan`` with ``per_query=True``; if every
     query is excluded the mean is ``nan`` with a warning).""",
     "relevance_threshold": """relevance_threshold : float, default=0.0
