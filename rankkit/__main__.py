@@ -245,6 +245,12 @@ def _check_args(args, names, parser):
         folder = os.path.dirname(os.path.abspath(args.plot))
         if not os.path.isdir(folder):
             parser.error(f"--plot: the folder {folder} does not exist.")
+        if os.path.isdir(args.plot):
+            parser.error(f"--plot: {args.plot!r} is a folder; give a file name, such as compare.png.")
+        if len(names) < 2 and all(RANKERS[name][2] is None for name in names):
+            parser.error("--plot draws the learning curves of rankkit's rankers and the best two rankers query by "
+                         "query: with XGBoost's own ranker alone there is nothing to draw. Add a ranker to "
+                         "--rankers.")
         from matplotlib.figure import Figure
 
         formats = Figure().canvas.get_supported_filetypes()
@@ -252,7 +258,7 @@ def _check_args(args, names, parser):
         if extension not in formats:
             parser.error(f"--plot: {args.plot!r} needs one of the extensions matplotlib writes: "
                          f"{', '.join('.' + f for f in sorted(formats))}.")
-    from sklearn.utils._param_validation import InvalidParameterError
+    from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
     from rankkit._backends import get_backend
 
@@ -265,12 +271,25 @@ def _check_args(args, names, parser):
     # when only XGBoost's own ranker runs (it would fail late, or read
     # --max-depth 0 as "no limit").
     checked = [name for name in names if RANKERS[name][2] is not None] or ["lambdamart"]
+    # Then the limits of the engine that trains them (the numba engine's depth
+    # of at most 16, XGBoost's and LightGBM's learning rate), which the
+    # rankers check only when they start training.
+    engine = get_backend("numba" if args.backend == "auto" else args.backend)
+    common = {p: getattr(args, p) for p in _OPTIONS if p != "backend"}
+    def usage_error(exc, help_text=""):
+        option = next((o for p, o in _OPTIONS.items() if f"'{p}' parameter" in str(exc)), "an option")
+        parser.error(f"{option}: {exc} {help_text}".rstrip())
+
     for name in checked:
         try:  # scikit-learn's parameter checks
             _make(name, args)._validate_params()
         except InvalidParameterError as exc:
-            option = next((o for p, o in _OPTIONS.items() if f"'{p}' parameter" in str(exc)), "an option")
-            parser.error(f"{option}: {exc}")
+            usage_error(exc)
+    if any(RANKERS[name][2] is not None for name in names):
+        try:
+            validate_parameter_constraints(engine._engine_constraints, common, caller_name=f"backend={engine.name!r}")
+        except InvalidParameterError as exc:
+            usage_error(exc, engine._engine_constraints_help)
 
 
 def main(argv=None):

@@ -153,6 +153,13 @@ def test_bad_options(tmp_path, capsys):
         (["--n-queries", "3"], "--n-queries must be at least 10"),
         (["--random-state", "-1"], "--random-state must be >= 0"),
         (["--plot", str(tmp_path / "missing" / "x.png")], "--plot: the folder"),
+        # The engine's own limits too (a traceback after the first rankers had trained before).
+        (["--rankers", "xgboost,lambdamart", "--max-depth", "17"], "--max-depth: The 'max_depth' parameter of "
+                                                                     "backend='numba' must be an int in the range"),
+        (["--backend", "xgboost", "--learning-rate", "1e31"], "--learning-rate: The 'learning_rate' parameter of "
+                                                               "backend='xgboost'"),
+        (["--plot", str(tmp_path)], "is a folder; give a file name"),  # IsADirectoryError after training before
+        (["--rankers", "xgboost", "--plot", str(tmp_path / "f.png")], "nothing to draw"),  # a blank figure before
     ]:
         with pytest.raises(SystemExit):
             main(options)
