@@ -185,7 +185,12 @@ class BaseRanker(BaseEstimator):
         data gets the standard scikit-learn message first.
         """
         X_in = X
-        X, qid = split_qid(X, qid, self.qid_col)
+        columns = getattr(X, "columns", None)
+        if columns is not None and hasattr(columns, "duplicated") and columns.duplicated().any():
+            # pandas allows them; the query column and the features could not be told apart.
+            raise ValueError(f"{where} has duplicate column names {sorted(set(columns[columns.duplicated()]))}: "
+                             "rename them.")
+        X, qid = split_qid(X, qid, self.qid_col, where=where, qid_name=qid_name)
         X, position = split_position(X, position, self.position_bias, self.position_col, name=position_name)
         X = self._validate_X(X, reset=reset, where=where)
         if y is None:

@@ -216,26 +216,26 @@ def make_groups(qid, n_samples=None, *, name="qid"):
     return QueryGroups(*factorize_qid(qid, n_samples, name=name))
 
 
-def split_qid(X, qid=None, qid_col="qid"):
+def split_qid(X, qid=None, qid_col="qid", *, where="X", qid_name="qid"):
     """Query ids from ``qid=`` or from the ``qid_col`` column of a DataFrame ``X``.
 
     Returns ``(X without the query column, qid)``; ``qid`` is None when there
     is neither (the caller decides whether that is an error:
-    :func:`missing_qid_error`). Giving both is an error. Non-DataFrame inputs
-    pass through.
+    :func:`missing_qid_error`). Giving both is an error, naming ``where``
+    and ``qid_name`` (an eval set's). Non-DataFrame inputs pass through.
     """
-    return split_column(X, qid, qid_col, what="Query ids", name="qid", col_param="qid_col")
+    return split_column(X, qid, qid_col, what="Query ids", name=qid_name, col_param="qid_col", where=where)
 
 
-def split_column(X, values, col, *, what, name, col_param):
+def split_column(X, values, col, *, what, name, col_param, where="X"):
     """``(X without column col, values)``: the ``col`` column of a DataFrame
     ``X`` when it has one, else ``values`` (``name=``) as given; both is an
     error naming ``col_param``, the ranker parameter naming the column."""
     if is_dataframe(X) and col is not None and col in X.columns:
         if values is not None:
             raise ValueError(
-                f"{what} given twice: X has a '{col}' column and {name}= was passed. "
-                f"Drop the column or pass {col_param}=None to use {name}=."
+                f"{what} given twice: {where} has a '{col}' column and {name}= was passed. "
+                f"Drop the column from {where}, or pass {col_param}=None to use {name}= (for every set)."
             )
         return X.drop(columns=[col]), X[col]
     return X, values

@@ -456,7 +456,13 @@ class EvalMonitor:
         return bool(self.sets) or self.period > 0 or bool(self.callbacks)
 
     def _metric(self, metric, name, data, raw):
-        return mean_metric(metric, data.y, raw, data.group_ptr, self.set_settings.get(name, self.settings))
+        try:
+            return mean_metric(metric, data.y, raw, data.group_ptr, self.set_settings.get(name, self.settings))
+        except ValueError as error:  # the metric's check of the labels: say whose
+            if name == self.TRAINING:
+                raise
+            where = f"eval_set[{name.rpartition('_')[2]}]" if name.startswith("validation_") else name
+            raise ValueError(f"{metric} on {where}: {error}") from None
 
     def __call__(self, t, raw_train, raw_evals):
         raws = iter(raw_evals)

@@ -93,7 +93,11 @@ def check_sample_weight(w, n, *, name="sample_weight", positive=False):
     one weight must be above 0 (a fit or a mean over weighted queries)."""
     if w is None:
         return None
-    w = np.asarray(w, dtype=np.float64)
+    raw = np.asarray(w)
+    # Converting to float64 would read the strings "1", "2" as numbers.
+    if raw.dtype.kind in "USa" or raw.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in raw.flat):
+        raise TypeError(f"{name} must be numeric, got text (dtype {raw.dtype}).")
+    w = raw.astype(np.float64, copy=False)
     if w.ndim == 2 and 1 in w.shape:
         w = w.ravel()
     if w.ndim != 1:
@@ -101,8 +105,11 @@ def check_sample_weight(w, n, *, name="sample_weight", positive=False):
         raise ValueError(f"{name} must be one-dimensional, one weight per row, got shape {w.shape}.")
     if w.shape[0] != n:
         raise ValueError(f"{name} has {w.shape[0]} entries but there are {n} rows.")
-    if not np.all(np.isfinite(w)) or (w < 0).any():
-        raise ValueError(f"{name} must be finite and non-negative.")
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name} must be finite and non-negative; row {row} has {w[row]}. Give that row a "
+                         "weight of 0 to leave it out, or drop it.")
     if positive and n and not w.any():
         raise ValueError(f"{name} is zero for every row: at least one weight must be positive.")
     return w

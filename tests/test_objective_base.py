@@ -91,12 +91,41 @@ def test_hook_errors_without_groups():
         (dict(y=[0.0, 1.0], raw=[0.0], qid=[1, 1]), "raw has 1 entries"),
         (dict(y=[0.0, 1.0], raw=[0.0, 0.0]), "exactly one of qid"),
         (dict(y=[0.0, 1.0], raw=[0.0, 0.0], group_ptr=[0, 1]), "group_ptr must rise"),
+        # A bare IndexError, a silent truncation to [0, 1, 2] and "must rise" before:
+        (dict(y=[0.0, 1.0], raw=[0.0, 0.0], group_ptr=[]), "group_ptr must be a one-dimensional array of integer"),
+        (dict(y=[0.0, 1.0], raw=[0.0, 0.0], group_ptr=[0.0, 1.5, 2.0]), "of integer offsets.*dtype float64"),
+        (dict(y=[0.0, 1.0], raw=[0.0, 0.0], group_ptr=[[0, 2]]), r"one-dimensional.*shape \(1, 2\)"),
+        (dict(y=[0.0, 1.0], raw=[0.0, 0.0], qid=[1, 1], sample_weight=[1.0, -1.0]),
+         "row 1 has -1.0. Give that row a weight of 0"),
     ],
 )
 def test_bad_input(kwargs, match):
     y, raw = kwargs.pop("y"), kwargs.pop("raw")
     with pytest.raises(ValueError, match=match):
         QueryRMSE().gradient_hessian(y, raw, **kwargs)
+
+
+def test_bad_seed_and_weight_types():
+    y, raw = np.array([0.0, 1.0]), np.zeros(2)
+    for seed in ("x", 1.7, True):  # int("x") failed without naming seed; 1.7 was truncated
+        with pytest.raises(TypeError, match="seed must be an int"):
+            QueryRMSE().gradient_hessian(y, raw, group_ptr=[0, 2], seed=seed)
+    with pytest.raises(TypeError, match=r"sample_weight must be numeric, got text \(dtype <U1\)"):  # read as 1.0 before
+        QueryRMSE().gradient_hessian(y, raw, group_ptr=[0, 2], sample_weight=["1", "1"])
+    g, _ = QueryRMSE().gradient_hessian(y, raw, group_ptr=np.array([0, 2], dtype=np.uint32), seed=np.int64(3))
+    assert g.shape == (2,)
+
+
+def test_engine_weights_all_zero_are_an_error():
+    """The rankers refuse all-zero weights; the engine forms trained a constant
+    model on them (every gradient and hessian 0)."""
+    xgb = pytest.importorskip("xgboost")
+    X, y, sizes = _ranking_data(n_queries=5)
+    dtrain = xgb.DMatrix(X, y, qid=np.repeat(np.arange(len(sizes)), sizes), weight=np.zeros(len(sizes)))
+    with pytest.raises(ValueError, match="weight is zero for every row"):
+        QueryRMSE()(np.zeros(len(y)), dtrain)
+    with pytest.raises(ValueError, match="weight is zero for every row"):
+        QueryRMSE()(y, np.zeros(len(y)), np.zeros(len(y)), sizes)
 
 
 def test_hessian_floor_is_positive():

@@ -515,6 +515,13 @@ def test_eval_set_errors_name_the_set(data):
         fit_with(bad_X, yt)
     with pytest.raises(ValueError, match=r"no eval_qid\[0\] was given.*pass eval_qid=\[\.\.\.\] with one array"):
         fit_with(Xt, yt, eval_qid=None)
+    # Named the training data's y_true and X before.
+    with pytest.raises(ValueError, match=r"ndcg@10 on eval_set\[0\]: y_true has the label 2000"):
+        _ranker("lambdamart").fit(X, y, qid=qid, eval_set=[(Xt, np.where(yt == yt.max(), 2000, yt))],
+                                  eval_qid=[qt])
+    frame = pd.DataFrame(Xt, columns=[f"f{j}" for j in range(Xt.shape[1])]).assign(qid=qt)
+    with pytest.raises(ValueError, match=r"eval_set\[0\] has a 'qid' column and eval_qid\[0\]= was passed"):
+        model.fit(frame.drop(columns="qid"), yt, qid=qt, eval_set=[(frame, yt)], eval_qid=[qt])
 
 
 # -- persistence -------------------------------------------------------------------------
@@ -845,3 +852,11 @@ def test_gradients_beyond_float32_are_an_error_on_the_float32_engines(backend):
         get_backend(backend)(n_estimators=2, min_child_weight=1e-3).fit(X, huge)
     model = get_backend("numba")(n_estimators=2, min_child_weight=1e-3, learning_rate=1e-40).fit(X, huge)
     assert np.ptp(model.predict(X)) > 0  # float64 gradients: the same data grows a split
+
+
+def test_duplicate_column_names_are_an_error(data):
+    # pandas allows them; a dependency's DuplicateError named neither X nor the fix before.
+    X, y, qid = data[:3]
+    frame = pd.DataFrame(X, columns=["a", "a", *[f"f{j}" for j in range(2, X.shape[1])]])
+    with pytest.raises(ValueError, match=r"X has duplicate column names \['a'\]: rename them"):
+        _ranker("queryrmse").fit(frame, y, qid=qid)

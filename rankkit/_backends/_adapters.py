@@ -34,7 +34,7 @@ def row_weights(w, group_ptr, n_rows):
     n_queries = group_ptr.shape[0] - 1
     if w.shape[0] == n_queries and n_queries != n_rows:
         w = np.repeat(w, np.diff(group_ptr))
-    return check_sample_weight(w, n_rows, name="weight")
+    return check_sample_weight(w, n_rows, name="weight", positive=True)
 
 
 def _raw_engine_data(data):
@@ -121,5 +121,5 @@ class EngineInputs:
         ptr = group_ptr_from_sizes(group)
         if ptr[-1] != y.shape[0]:
             raise ValueError(f"group sizes sum to {ptr[-1]} but there are {y.shape[0]} labels.")
-        w = check_sample_weight(weight, y.shape[0], name="weight")
+        w = check_sample_weight(weight, y.shape[0], name="weight", positive=True)
         return self._keep(raw, (y, ptr, w))

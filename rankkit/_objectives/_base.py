@@ -54,6 +54,7 @@ at least :data:`HESSIAN_FLOOR`.
 from __future__ import annotations
 
 import inspect
+import numbers
 from collections import defaultdict
 
 import numpy as np
@@ -285,14 +286,22 @@ class RankingObjective:
             groups = make_groups(qid, y.shape[0])
             y, raw, ptr, keys = groups.sort(y), groups.sort(raw), groups.group_ptr, groups.query_keys
         else:
-            ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
-            if ptr.ndim != 1 or ptr[0] != 0 or ptr[-1] != y.shape[0] or np.any(np.diff(ptr) < 0):
+            given = np.asarray(group_ptr)
+            if given.ndim != 1 or given.shape[0] < 1 or given.dtype.kind not in "iu":
+                raise ValueError(
+                    "group_ptr must be a one-dimensional array of integer offsets, n_queries + 1 of them from 0 "
+                    f"to n_samples={y.shape[0]}; got shape {given.shape} of dtype {given.dtype}."
+                )
+            ptr = np.ascontiguousarray(given, dtype=np.int64)
+            if ptr[0] != 0 or ptr[-1] != y.shape[0] or np.any(np.diff(ptr) < 0):
                 raise ValueError(
                     f"group_ptr must rise from 0 to n_samples={y.shape[0]}; got {ptr[:3]}...{ptr[-1:]}."
                 )
         w = check_sample_weight(sample_weight, y.shape[0])
         if seed is None:
             seed = self._next_seed()
+        elif not isinstance(seed, numbers.Integral) or isinstance(seed, (bool, np.bool_)):
+            raise TypeError(f"seed must be an int, got {seed!r}.")
         grad, hess = self._gradient_hessian_sorted(
             np.ascontiguousarray(y), np.ascontiguousarray(raw), ptr, seed, keys
         )
