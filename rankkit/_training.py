@@ -672,6 +672,17 @@ def why_constant(train, grad_fn, objective, min_child_weight, backend_params):
             "there is nothing to rank: check the labels and the query ids."
         )
     grad, hess = grad_fn(np.zeros(train.y.shape[0]), 0)
+    shift = getattr(objective, "mu", 0.0) * float(train.y.max(initial=0.0))
+    if not np.any(grad) and shift > 5.0:
+        # StochasticRank smooths the scores shifted down by sigma * mu * label:
+        # with large labels the relevant documents sit far below every other
+        # one, beyond the reach of noise of scale sigma, and no swap is drawn.
+        return (
+            f"{varied} queries have documents with different labels, but every gradient of StochasticRank is "
+            f"zero: it shifts each document down by sigma * mu * label, here up to {shift:.3g} sigma "
+            f"(mu={objective.mu}, labels up to {float(train.y.max()):g}), far beyond its smoothing of scale "
+            "sigma. Give graded labels (0-4, say), or lower mu."
+        )
     if not np.any(grad):
         return (
             f"{varied} queries have documents with different labels, but every gradient of "

@@ -180,6 +180,14 @@ def test_constant_model_with_zero_gradients(small):
     assert "every gradient of the objective is zero" in msg and "relevance_threshold" in msg
 
 
+def test_constant_model_of_stochasticrank_on_huge_labels(small):
+    # Labels in the thousands shift the relevant documents far below the
+    # noise's reach; the warning pointed at relevance_threshold and k before.
+    X, y, qid = small
+    msg = _warning_of(est.StochasticRankRanker(gain="linear", n_estimators=2), X, 1000 * y, qid)
+    assert "shifts each document down by sigma * mu * label" in msg and "lower mu" in msg
+
+
 def test_constant_model_with_constant_features(small):
     X, y, qid = small
     msg = _warning_of(est.QueryRMSERanker(n_estimators=2), np.ones_like(X), y, qid)

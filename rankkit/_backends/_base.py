@@ -395,7 +395,8 @@ def check_gradients(grad, hess, n, t):
             raise ValueError(
                 "The gradients or hessians of the first iteration, at scores 0, are NaN or infinite: the "
                 "objective overflows on these labels with these parameters (a tiny smoothing scale such as "
-                "StochasticRank's sigma, or, with a custom objective, what it returns at scores 0)."
+                "StochasticRank's sigma, sample weights of a huge scale, or, with a custom objective, what it "
+                "returns at scores 0)."
             )
         raise ValueError(
             f"The gradients or hessians of iteration {t} are NaN or infinite: the model's scores diverged. "
@@ -422,8 +423,9 @@ def check_float32_gradients(grad, hess, t, engine, total=None):
     if exceeded:
         way_out = (
             "rankkit.dask trains on XGBoost only: use an objective of a smaller scale (StochasticRank: a larger "
-            "sigma), or the in-memory ranker with backend='numba' (float64 gradients)." if total is not None else
-            "Use backend='numba' (float64 gradients), or an objective of a smaller scale."
+            "sigma; sample weights of a smaller scale), or the in-memory ranker with backend='numba' (float64 "
+            "gradients)." if total is not None else
+            "Use backend='numba' (float64 gradients), or an objective (or sample weights) of a smaller scale."
         )
         raise ValueError(
             f"The gradients or hessians of iteration {t} exceed float32's range (3.4e38), in which {engine} "
