@@ -94,8 +94,8 @@ class QueryKFold(BaseCrossValidator):
     n_splits``; a cut falls on a query boundary, so a fold's size differs
     from ``n_samples / n_splits`` by at most about two query lengths (and
     every fold holds at least one query). A query longer than a fold starts
-    a fold (the queries before it close the previous one), and the folds
-    after it share the remaining documents evenly.
+    a fold when the queries before it come nearer the previous fold's size
+    without it, and the folds after it share the remaining documents evenly.
     Balancing documents rather than queries keeps the training cost and the
     metric's variance comparable across folds when list lengths vary.
 
@@ -172,8 +172,9 @@ class QueryKFold(BaseCrossValidator):
         # a fold can carry the count past later targets: the folds after it
         # then share the rows that remain evenly (targets from where it ends),
         # rather than taking one query each and leaving the rest to the last.
-        # Such a query starts a fold: the fold it would end is cut before it,
-        # not stuffed with it (10 / 50 / 20 documents, not 60 / 10 / 10).
+        # Such a query starts a fold when the fold it would end is nearer its
+        # target without it: cut before it, not stuffed with it (10 / 50 / 20
+        # documents, not 60 / 10 / 10).
         cuts = np.empty(n_splits - 1, dtype=np.int64)
         done = 0  # queries before the fold being cut
         long_query = sizes[order] > n_samples / n_splits
@@ -183,7 +184,7 @@ class QueryKFold(BaseCrossValidator):
             if rows >= target:
                 target = rows + (n_samples - rows) / (n_splits - i)
             cut = int(np.searchsorted(cum, target, side="left")) + 1
-            if done < cut - 1 < n_queries and long_query[cut - 1]:
+            if done < cut - 1 < n_queries and long_query[cut - 1] and target - cum[cut - 2] < cum[cut - 1] - target:
                 cut -= 1
             cuts[i] = done = min(max(cut, done + 1), n_queries - (n_splits - 1 - i))
         fold_of_query = np.empty(n_queries, dtype=np.int64)

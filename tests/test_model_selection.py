@@ -348,6 +348,9 @@ def test_query_kfold_a_query_longer_than_a_fold_starts_one():
     qid = np.repeat(np.arange(11), [100] * 3 + [1000] + [100] * 7)
     folds = [len(test) for _, test in QueryKFold(5).split(np.zeros((qid.shape[0], 1)), qid=qid)]
     assert folds[:2] == [300, 1000] and sorted(folds[2:]) == [200, 200, 300]
+    # ...but not when the fold is nearer its target with it: 99 / 89, not 2 / 186.
+    qid = np.repeat(np.arange(3), [2, 97, 89])
+    assert [len(test) for _, test in QueryKFold(2).split(np.zeros((188, 1)), qid=qid)] == [99, 89]
 
 
 def test_query_kfold_without_long_queries_cuts_at_the_global_targets():

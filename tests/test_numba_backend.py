@@ -641,3 +641,30 @@ def test_an_edited_tree_is_what_predict_and_save_model_use(tmp_path):
     np.testing.assert_allclose(rankkit.load_model(tmp_path / "m.rkm").predict(X), before + first, rtol=1e-12,
                                atol=1e-12)
     assert not pickle.loads(pickle.dumps(model)).booster_.trees[1].flags.writeable
+    with pytest.raises(ValueError, match="read-only"):  # the copy put in place is frozen at the next predict
+        edited["value"] *= 2
+
+
+@pytest.mark.parametrize("policy", ["depthwise", "oblivious"])
+def test_a_missing_row_of_tiny_hessian_is_a_row(policy):
+    """A real row is never taken for a rounding leftover, however small its
+    hessian next to the tree's (a misranked document at the hessian floor):
+    every leaf holds exactly the sums of the rows that reach it."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    X = rng.integers(0, 40, size=(n, 1)).astype(np.float64)
+    X[0, 0] = np.nan
+    y = (X[:, 0] < 30).astype(np.float64)
+
+    def grad_fn(raw, t):
+        grad, hess = raw - y, np.full(n, 1e4)
+        grad[0], hess[0] = 1000.0, 1e-6  # 1e-6 is below 1e-11 of the tree's hessian sum, 3e7
+        return grad, hess
+
+    b = backend(n_estimators=1, max_depth=2, learning_rate=1.0, reg_lambda=1.0, min_child_weight=1.0,
+                backend_params={"grow_policy": policy, "random_strength": 0.0}).fit(X, grad_fn)
+    t = b.booster_.trees[0]
+    grad, hess = grad_fn(np.zeros(n), 0)
+    for i, rows in node_rows(t, X).items():
+        if t["left"][i] < 0:
+            assert t["value"][i] == pytest.approx(-grad[rows].sum() / (hess[rows].sum() + 1.0), rel=1e-9, abs=1e-15)

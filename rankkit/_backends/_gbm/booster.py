@@ -127,6 +127,8 @@ class TreeEnsemble:
             # Built from these very trees? (The list may have been given other ones.)
             if cached is None or len(cached[0]) != len(self.trees) or any(
                     a is not b for a, b in zip(cached[0], self.trees)):
+                for nodes in self.trees:  # a tree put in the list's place is frozen too
+                    nodes.flags.writeable = False
                 cached = self._cache[n_folds] = (tuple(self.trees), self._flat(self.folded(n_folds)[0]))
             return cached[1]
         tables = oblivious_tables(trees)

@@ -264,13 +264,17 @@ def leaf_sums(rows, go, seg_start, seg_end, go_leaf, other_leaf, g_pos, hess, G,
 
 @njit(cache=True)
 def sum_segment(gh, end):
-    """Sequential sums (position order) of the root's gradients and hessians."""
+    """Sequential sums (position order) of the root's gradients and hessians,
+    and the smallest positive hessian (inf if none)."""
     g = 0.0
     h = 0.0
+    smallest = np.inf
     for i in range(end):
         g += gh[0, i]
         h += gh[1, i]
-    return g, h
+        if 0.0 < gh[1, i] < smallest:
+            smallest = gh[1, i]
+    return g, h, smallest
 
 
 class TreeGrower:
@@ -382,8 +386,9 @@ class TreeGrower:
         self._begin(grad, hess, sampled)
         nodes = empty_nodes(2 ** (self.max_depth + 1) - 1)
         n_nodes = 1
-        G, H = sum_segment(self._gh, self.n_sampled)
-        self._tiny = EMPTY_HESSIAN * max(H, 0.0)
+        G, H, smallest = sum_segment(self._gh, self.n_sampled)
+        # Below every row's hessian, so that a real row is never taken for rounding.
+        self._tiny = min(EMPTY_HESSIAN * max(H, 0.0), 0.5 * smallest)
         # Level state: tree node id, position segment, histogram slot, sums (indexed by slot for the kernels).
         ids = np.array([0], dtype=np.int64)
         starts = np.array([0], dtype=np.int64)

@@ -17,10 +17,11 @@ right", so the choice does not depend on thread scheduling.
 ``tiny`` tells rounding from rows: a sibling's histogram is its parent's
 minus the built child's, so a bin with no row of the sibling can hold a
 leftover of the order of 1e-15 of the tree's hessian sum (measured up to
-20,000 queries: 2e-14). A hessian sum at or below ``tiny`` (the grower
-passes :data:`EMPTY_HESSIAN` times the tree's hessian sum) is no row: such
-a child is empty, such a missing bin holds no missing value. A row's
-hessian in the rankers' units is at least 1e-6 of a query's, far above it.
+20,000 queries: 2e-14). A hessian sum at or below ``tiny`` is no row: such
+a child is empty, such a missing bin holds no missing value. The grower
+passes :data:`EMPTY_HESSIAN` times the tree's hessian sum, or half the
+smallest positive hessian of a row if that is less, so that a real row
+is never taken for rounding (rows of hessian 0 never counted).
 
 Random split strength (CatBoost's ``random_strength``, Prokhorenkova et al.
 2018): when ``noise_sd > 0`` candidates are compared by
@@ -110,8 +111,11 @@ def best_split_one(h, nb, G, H, reg_lambda, min_child_weight, tiny, min_gain, no
                 best_lg = lg
                 best_lh = lh
     if not has_missing and best > -np.inf:
-        # No missing value seen here: send future ones to the heavier child.
+        # No missing value seen here: send future ones to the heavier child
+        # (with the missing bin's sums, rows of hessian 0 or rounding, on its side).
         best_ml = 1 if best_lh >= H - best_lh else 0
+        best_lg += mg * best_ml
+        best_lh += mh * best_ml
     return best, best_gain, best_b, best_ml, best_lg, best_lh
 
 
