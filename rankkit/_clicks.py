@@ -38,6 +38,7 @@ LambdaMART loss on the clicks whatever the objective.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import NamedTuple
 
@@ -476,6 +477,18 @@ class ClickLabels:
         self.evals.append((clicks, position, labels))
         return labels
 
+    def preview(self, raw):
+        """A copy after :meth:`update` at ``raw``; this object and its estimator are untouched."""
+        other = copy.copy(self)
+        other.owner = None
+        other.evals = []
+        other.trained_with = []
+        other.estimator = copy.deepcopy(self.estimator)
+        other.labels = self.labels.copy()
+        other.weight = None if self.weight is None else self.weight.copy()
+        other.update(raw)
+        return other
+
     def update(self, raw):
         if self.estimator is None:
             return
@@ -582,18 +595,18 @@ def check_debiased_labels(objective, labels):
 
 
 def start_click_training(ranker, objective, train, sets):
-    """``(train, sets, debias)`` with the clicks replaced by debiased labels.
+    """``(train, sets, labels)`` with the clicks replaced by debiased labels.
 
-    ``debias(grad_fn)`` returns the gradient function that refreshes the
-    labels (:meth:`ClickLabels.wrap`) and keeps ``ranker.position_bias_`` up
-    to date. Without ``position_bias``, ``train`` and ``sets`` come back
-    untouched and ``debias`` is the identity, so training is exactly as
-    without this module."""
+    ``labels`` is the :class:`ClickLabels`, whose :meth:`ClickLabels.wrap`
+    makes the gradient function that refreshes the labels and keeps
+    ``ranker.position_bias_`` up to date. Without ``position_bias``, ``train``
+    and ``sets`` come back untouched and ``labels`` is None, so training is
+    exactly as without this module."""
     mode = ranker.position_bias
     check_position_bias_params(mode, ranker.propensities)
     ranker.position_bias_ = None
     if mode is None:
-        return train, sets, _identity
+        return train, sets, None
     if train.position is None:
         raise missing_positions_error(mode, ranker.position_col)
     labels = ClickLabels(click_settings(ranker, objective), train)
@@ -606,11 +619,7 @@ def start_click_training(ranker, objective, train, sets):
         if data is not None and data.position is not None:
             data = data._replace(y=labels.add_eval(check_clicks(data.y, name=name), data.position))
         out.append((name, data))
-    return train, out, labels.wrap
-
-
-def _identity(grad_fn):
-    return grad_fn
+    return train, out, labels
 
 
 def theta_at(theta, position, propensities=None):

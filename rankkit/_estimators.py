@@ -374,7 +374,7 @@ class BaseRanker(BaseEstimator):
         for name in self._FIT_STATE:
             vars(self).pop(name, None)
         objective = self._objective_for_fit()
-        train, sets, debias = self._training_data(objective, (X, y, qid, group, position), sample_weight,
+        train, sets, clicks = self._training_data(objective, (X, y, qid, group, position), sample_weight,
                                                   (eval_set, eval_qid, eval_group, eval_position))
         metrics, settings = self._eval_metrics(objective, np.max(train.y, initial=0.0))
         debiased = {} if self.position_bias is None else {
@@ -386,10 +386,12 @@ class BaseRanker(BaseEstimator):
                                relabelled=self._relabelled(sets))
         seed_base = seed_from(self.random_state)
         with limit_threads(self.n_jobs):  # "auto" diffusion_temperature runs the first gradients here
-            grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(train)
+            grad_fn, self.diffusion_temperature_ = self._gradient_pipeline(objective, seed_base).build(
+                train, labels=clicks)
         unit = curvature_unit(objective, *weighted_counts(train.group_ptr, train.weight))
         backend = get_backend(self._engine_name())(**self._backend_settings(seed_base, unit))
-        grad_fn = debias(grad_fn)
+        if clicks is not None:
+            grad_fn = clicks.wrap(grad_fn)
         monitor.before_training(self)
         backend.fit(
             train.X,
@@ -411,11 +413,11 @@ class BaseRanker(BaseEstimator):
                                 diffusion_temperature=self.diffusion_temperature, learning_rate=self.learning_rate)
 
     def _training_data(self, objective, training, sample_weight, evals):
-        """``(train, sets, debias)``: the training rows (``training``: ``X, y,
+        """``(train, sets, clicks)``: the training rows (``training``: ``X, y,
         qid, group, position`` of ``fit``), the eval sets (``evals``:
-        ``eval_set, eval_qid, eval_group, eval_position``), and the wrapper of
-        the gradient function that debiases click labels
-        (:func:`rankkit._clicks.start_click_training`; the identity without
+        ``eval_set, eval_qid, eval_group, eval_position``), and the debiased
+        click labels (:class:`rankkit._clicks.ClickLabels`, from
+        :func:`rankkit._clicks.start_click_training`; None without
         ``position_bias``). On graded labels, ERR's ``err_max_label`` left to
         the data becomes the largest training label
         (:func:`rankkit._training.pin_err_max_label`)."""

@@ -279,20 +279,29 @@ class GradientPipeline:
         self.learning_rate = learning_rate
         self.clicks = clicks
 
-    def build(self, train, total=None):
+    def build(self, train, total=None, labels=None):
         """``(grad_fn, beta)`` on ``train`` (``total``: as in :func:`gradient_function`);
         ``beta`` is None without Langevin noise. With ``clicks``, ``grad_fn``
         is a :class:`rankkit._clicks.DebiasedGradients` (its ``train``: the
-        rows with their debiased labels)."""
-        labels = None
-        if self.clicks is not None:
+        rows with their debiased labels). ``labels``: the in-memory ranker's
+        :class:`rankkit._clicks.ClickLabels`, whose labels ``train`` holds."""
+        debiased = labels is None and self.clicks is not None
+        if debiased:
             labels = ClickLabels(self.clicks, train, total=total)
             train = train._replace(y=labels.labels, weight=labels.weight)
+        first = train
+        if labels is not None and labels.estimator is not None and self.langevin \
+                and isinstance(self.diffusion_temperature, str):
+            # "auto" measures the first iteration's gradients, whose labels
+            # come from the first estimate (at scores 0): a copy makes it,
+            # leaving the training's own estimator where it starts.
+            preview = labels.preview(np.zeros(train.y.shape[0]))
+            first = train._replace(y=preview.labels, weight=preview.weight)
         beta = resolve_diffusion_temperature(self.langevin, self.diffusion_temperature, self.learning_rate,
-                                             self.objective, train, self.seed_base, total=total)
+                                             self.objective, first, self.seed_base, total=total)
         scale = langevin_scale(self.learning_rate, beta)
         grad_fn = gradient_function(self.objective, train, self.seed_base, scale, total=total)
-        if labels is not None:
+        if debiased:
             grad_fn = DebiasedGradients(labels, grad_fn, train)
         return grad_fn, beta
 

@@ -795,3 +795,18 @@ def test_estimators_on_parts_equal_the_whole(estimator, monkeypatch):
         for got, want in zip(result, expected):
             np.testing.assert_allclose(got, want, rtol=1e-11, atol=0)
     assert not np.allclose(expected[-1], 1.0)
+
+
+def test_auto_diffusion_temperature_measures_the_first_estimate():
+    """diffusion_temperature="auto" is set by the first iteration's gradients,
+    which under position_bias="estimate" train on the first estimate's
+    labels; it was measured on the clicks debiased by the initial guess.
+    With EM the first iteration's labels are those of "known" propensities
+    equal to that estimate (position_bias_ after one iteration)."""
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=400, eta=2.0)
+    params = dict(n_estimators=1, langevin=True, learning_rate=0.1, random_state=0)
+    estimated = LambdaMARTRanker(position_bias="estimate", propensity_estimator="em", **params)
+    estimated.fit(Xc, clicks, qid=sid, position=position)
+    known = LambdaMARTRanker(position_bias="known", propensities=estimated.position_bias_, **params)
+    known.fit(Xc, clicks, qid=sid, position=position)
+    assert estimated.diffusion_temperature_ == pytest.approx(known.diffusion_temperature_, rel=1e-12)
