@@ -182,6 +182,8 @@ def _fit(position, clicks=None, **params):
     ([1, 2, 2, 1, 2, 3], "share position 2"),
     ([1, 2, 3], "one position per row"),
     (["a", "b", "c", "a", "b", "c"], "integer"),
+    # Text in an object array (a DataFrame column) was read as numbers, while a str array was refused.
+    (np.array(["1", "2", "3", "1", "2", "3"], dtype=object), "got text such as '1'"),
     # Infinite or beyond int64: the int64 conversion wrapped them to the rank -2**63 in the message.
     ([1, 2, np.inf, 1, 2, 3], r"integer ranks \(1 = top\); got .*\(inf\)"),
     ([1, 2, 1e30, 1, 2, 3], r"integer ranks \(1 = top\); got .*\(1e\+30\)"),
