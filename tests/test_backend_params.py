@@ -141,6 +141,11 @@ def test_every_bad_key_is_named_at_once(data):
     ("bagging_seed", 7, "overrides the ranker's random_state"),
     ("feature_fraction_seed", 7, "overrides the ranker's random_state"),
     ("num_class", 2, "one score per document"),
+    # The engine's own objectives' parameters: accepted, and the model was the default one bit for bit.
+    ("sigmoid", 5.0, "LightGBM's own objectives.*LambdaMARTRanker\\(sigma=\\)"),
+    ("is_unbalance", True, "LightGBM's own objectives"),
+    ("scale_pos_weight", 3.0, "LightGBM's own objectives"),
+    ("pos_bagging_fraction", 0.5, "LightGBM's own objectives"),
 ])
 def test_lightgbm_parameters_the_ranker_owns(data, key, value, match):
     with pytest.raises(ValueError, match=match):
@@ -155,6 +160,12 @@ def test_lightgbm_parameters_the_ranker_owns(data, key, value, match):
     ("base_score", 0.5, "starts every model at 0"),  # iteration ranges added up to the model plus 0.5
     ("num_target", 2, "one score per document"),
     ("early_stopping_rounds", 2, "use the ranker's early_stopping_rounds"),
+    # Accepted and ignored, or called "not a parameter of backend='xgboost'" (or LightGBM's) before.
+    ("scale_pos_weight", 3.0, "XGBoost's own objectives"),
+    ("lambdarank_pair_method", "topk", "XGBoost's own objectives"),
+    ("tweedie_variance_power", 1.5, "XGBoost's own objectives"),
+    ("ndcg_exp_gain", False, "XGBoost's own objectives"),
+    ("num_trees", 2, "use the ranker's n_estimators"),  # an XGBoostError "Check failed" before
 ])
 def test_xgboost_parameters_the_ranker_owns(data, key, value, match):
     with pytest.raises(ValueError, match=match):

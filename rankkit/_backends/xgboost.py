@@ -81,6 +81,21 @@ def _xgboost_parameter_names():
     return frozenset(names)
 
 
+#: Parameters of XGBoost's built-in objectives (besides ``lambdarank_*``),
+#: which a custom objective leaves unused.
+_OWN_OBJECTIVE_PARAMS = frozenset({
+    "ndcg_exp_gain", "scale_pos_weight", "huber_slope", "quantile_alpha", "expectile_alpha",
+    "tweedie_variance_power", "aft_loss_distribution", "aft_loss_distribution_scale",
+})
+
+#: Entries of XGBoost's saved configuration that are not training parameters.
+_INTERNAL_CONFIG = {
+    "num_feature": "XGBoost sets it from the data",
+    "num_trees": "XGBoost's count of the trees grown, not a parameter: use the ranker's n_estimators",
+    "specified_updater": "XGBoost's record of the updaters in use: pass 'updater' to choose them",
+    "updater_seq": "XGBoost's record of the updaters in use: pass 'updater' to choose them",
+}
+
 #: Bytes of one dense float64 block handed to XGBoost.
 _BLOCK_BYTES = 64 * 2**20
 
@@ -231,6 +246,12 @@ class XGBoostBackend(Backend):
             "num_class": one_score, "num_target": one_score,
         }
         out = {k: reasons[k] for k in params if k in reasons}
+        for key in params:
+            if key.startswith("lambdarank_") or key in _OWN_OBJECTIVE_PARAMS:
+                out[key] = ("a parameter of XGBoost's own objectives, which the ranker's objective replaces (it would "
+                            "be ignored); set the objective's parameters on the ranker")
+            elif key in _INTERNAL_CONFIG:
+                out[key] = _INTERNAL_CONFIG[key]
         out.update(ranker_parameter_reasons(params, _RANKER_PARAMETERS))
         if params.get("booster") not in (None, "gbtree"):
             out["booster"] = (
