@@ -173,7 +173,7 @@ def check_y(y, n_rows, where):
 
 
 
-def gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
+def gradient_function(objective, train, seed_base, noise_scale=0.0, total=None, n_queries=None):
     """``grad_fn(raw, t)`` of the backend contract, on the training rows:
 
     1. the objective's gradients and hessians, seeded per iteration;
@@ -193,9 +193,12 @@ def gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
     The queries of step 3 are counted here, by the weights the rows have
     now (:func:`weighted_counts`): the sample weights, which the pairwise
     click estimator's ``1 / t-`` weights of unclicked rows later change in
-    place (``rankkit._clicks.ClickLabels``) without changing that count.
+    place (``rankkit._clicks.ClickLabels``) without changing that count;
+    ``n_queries`` gives the count instead (measuring the first iteration on
+    rows whose weights it has already changed).
     """
-    n_queries = weighted_counts(train.group_ptr, train.weight)[0]
+    if n_queries is None:
+        n_queries = weighted_counts(train.group_ptr, train.weight)[0]
     scratch = np.empty((3, train.y.shape[0]), dtype=np.int64) if noise_scale else None
 
     def grad_fn(raw, t):
@@ -223,21 +226,22 @@ def gradient_function(objective, train, seed_base, noise_scale=0.0, total=None):
 
 
 def resolve_diffusion_temperature(langevin, diffusion_temperature, learning_rate, objective, train, seed_base,
-                                  total=None):
+                                  total=None, n_queries=None):
     """SGLB's ``beta`` for a fit, as a float (None without ``langevin``).
 
     ``diffusion_temperature="auto"`` is resolved from the first iteration's
     gradients (every backend starts from scores 0):
     :func:`~rankkit._sglb.auto_diffusion_temperature` of
     :func:`gradient_function`'s output without noise. ``total``: as in
-    :func:`gradient_function`, when ``train`` is a part of the training rows.
-    Pure: the caller stores the result (``diffusion_temperature_``).
+    :func:`gradient_function`, when ``train`` is a part of the training rows,
+    and so is ``n_queries``. Pure: the caller stores the result
+    (``diffusion_temperature_``).
     """
     if not langevin:
         return None
     beta = diffusion_temperature
     if isinstance(beta, str):  # "auto"
-        first = gradient_function(objective, train, seed_base, total=total)
+        first = gradient_function(objective, train, seed_base, total=total, n_queries=n_queries)
         grad = first(np.zeros(train.y.shape[0]), 0)[0]
         if train.weight is not None:  # the typical gradient of the rows that train
             grad = grad[train.weight != 0]
@@ -289,16 +293,18 @@ class GradientPipeline:
         if debiased:
             labels = ClickLabels(self.clicks, train, total=total)
             train = train._replace(y=labels.labels, weight=labels.weight)
-        first = train
+        first, count = train, None
         if labels is not None and labels.estimator is not None and self.langevin \
                 and isinstance(self.diffusion_temperature, str):
             # "auto" measures the first iteration's gradients, whose labels
             # come from the first estimate (at scores 0): a copy makes it,
-            # leaving the training's own estimator where it starts.
+            # leaving the training's own estimator where it starts. The
+            # queries are counted as training counts them, by today's weights.
             preview = labels.preview(np.zeros(train.y.shape[0]))
             first = train._replace(y=preview.labels, weight=preview.weight)
+            count = weighted_counts(train.group_ptr, train.weight)[0]
         beta = resolve_diffusion_temperature(self.langevin, self.diffusion_temperature, self.learning_rate,
-                                             self.objective, first, self.seed_base, total=total)
+                                             self.objective, first, self.seed_base, total=total, n_queries=count)
         scale = langevin_scale(self.learning_rate, beta)
         grad_fn = gradient_function(self.objective, train, self.seed_base, scale, total=total)
         if debiased:
