@@ -145,7 +145,7 @@ def test_every_bad_key_is_named_at_once(data):
     ("sigmoid", 5.0, "LightGBM's own objectives.*LambdaMARTRanker\\(sigma=\\)"),
     ("is_unbalance", True, "LightGBM's own objectives"),
     ("scale_pos_weight", 3.0, "LightGBM's own objectives"),
-    ("pos_bagging_fraction", 0.5, "LightGBM's own objectives"),
+    ("pos_bagging_fraction", 0.5, "use the ranker's subsample"),
 ])
 def test_lightgbm_parameters_the_ranker_owns(data, key, value, match):
     with pytest.raises(ValueError, match=match):

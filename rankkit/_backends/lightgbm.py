@@ -179,9 +179,12 @@ class LightGBMBackend(Backend):
              "a parameter of LightGBM's own ranking objectives; set the objective's parameters on the ranker"),
             (_group("sigmoid") | _group("is_unbalance") | _group("scale_pos_weight") | _group("boost_from_average")
              | _group("reg_sqrt") | _group("alpha") | _group("fair_c") | _group("poisson_max_delta_step")
-             | _group("tweedie_variance_power") | _group("pos_bagging_fraction") | _group("neg_bagging_fraction"),
+             | _group("tweedie_variance_power"),
              "a parameter of LightGBM's own objectives, which the ranker's objective replaces (it would be "
              "ignored); set the objective's parameters on the ranker (LambdaMART's sigma: LambdaMARTRanker(sigma=))"),
+            (_group("pos_bagging_fraction") | _group("neg_bagging_fraction"),
+             "LightGBM's bagging by class of its binary objective, which the ranker's objective replaces (it would "
+             "be ignored); use the ranker's subsample for row bagging"),
             (_group("bagging_by_query"),
              "the backend sees rows, not queries; use subsample for row bagging"),
             (_group("early_stopping_round") | _group("first_metric_only"),
