@@ -42,7 +42,7 @@ from numba import njit
 
 from .binning import MISSING_BIN
 from .histogram import N_BINS, clear_used, subtract_one
-from .splitting import EMPTY_HESSIAN, best_split_one, find_oblivious_split, oblivious_scores
+from .splitting import EMPTY_HESSIAN, best_split_one, find_oblivious_split, oblivious_node_gains, oblivious_scores
 from .tree import empty_nodes
 
 
@@ -522,10 +522,8 @@ class TreeGrower:
             h = cur[slots[k], j]
             lg[k] = h[: t + 1, 0].sum() + ml * h[MISSING_BIN, 0]
             lh[k] = h[: t + 1, 1].sum() + ml * h[MISSING_BIN, 1]
-        lesser = np.minimum(lh, hs - lh)
-        usable = (lesser >= self.min_child_weight) & (lesser > self._tiny)
-        gain = np.where(usable, 0.5 * (_scores(lg, lh, lam) + _scores(gs - lg, hs - lh, lam) - _scores(gs, hs, lam)),
-                        0.0)
+        gain = np.empty(m)
+        oblivious_node_gains(lg, lh, gs, hs, lam, self.min_child_weight, self._tiny, gain)
         return (np.ones(m, dtype=bool), np.full(m, feats[j], dtype=np.int64), np.full(m, t, dtype=np.uint8),
                 np.full(m, ml, dtype=np.uint8), lg, lh, gain)
 
@@ -546,12 +544,6 @@ class TreeGrower:
                             np.ascontiguousarray(nodes["value"][other_leaf]), out)
 
 
-def _scores(g, h, reg_lambda):
-    """:func:`.splitting._score` of arrays."""
-    d = h + reg_lambda
-    return np.where(d > 0, g * g / np.where(d > 0, d, 1.0), 0.0)
-
-
 def _children(starts, ends, n_left, gs, hs, lg, lh):
     """Position segments and gradient/hessian sums of the children of a
     level's split nodes, left then right child of each node in turn."""
@@ -565,8 +557,9 @@ def _children(starts, ends, n_left, gs, hs, lg, lh):
     # the histograms' sums can hold rounding leftovers (.splitting), which
     # would make an empty leaf's value -G / (H + lambda) anything at lambda 0.
     n_right = ends - starts - n_left
-    lg = np.where(n_left == 0, 0.0, np.where(n_right == 0, gs, lg))
-    lh = np.where(n_left == 0, 0.0, np.where(n_right == 0, hs, lh))
+    if not (n_left.all() and n_right.all()):
+        lg = np.where(n_left == 0, 0.0, np.where(n_right == 0, gs, lg))
+        lh = np.where(n_left == 0, 0.0, np.where(n_right == 0, hs, lh))
     c_g = np.empty(2 * m)
     c_h = np.empty(2 * m)
     c_g[0::2], c_g[1::2] = lg, gs - lg

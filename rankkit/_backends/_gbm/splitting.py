@@ -173,6 +173,20 @@ def find_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h,
                         o[t, ml] += gain
 
 
+@njit(cache=True)
+def oblivious_node_gains(left_g, left_h, node_g, node_h, reg_lambda, min_child_weight, tiny, out):
+    """``out[k]``: node ``k``'s own gain from the level's chosen split (left
+    sums ``left_g``, ``left_h``), 0 where a child would break
+    ``min_child_weight`` or be empty, as in :func:`find_oblivious_split`."""
+    for k in range(node_g.shape[0]):
+        lh = left_h[k]
+        rh = node_h[k] - lh
+        out[k] = 0.0
+        if lh >= min_child_weight and rh >= min_child_weight and lh > tiny and rh > tiny:
+            out[k] = 0.5 * (_score(left_g[k], lh, reg_lambda) + _score(node_g[k] - left_g[k], rh, reg_lambda)
+                            - _score(node_g[k], node_h[k], reg_lambda))
+
+
 @njit(cache=True, parallel=True)
 def oblivious_scores(gain, feats, node_g, node_h, reg_lambda, noise_sd, noise_key, noise_base, out):
     """``out[j, t, ml]``: the criterion of each shared split (module docstring),
