@@ -329,8 +329,9 @@ def metric_sum_count(metric, y, raw, group_ptr, settings, weight=None):
     weights): what a part of the queries contributes to the mean over all
     of them."""
     functions = settings.get(CALLABLE_METRICS, {})
-    if metric in functions:  # a callable eval_metric: unweighted, its own ties
-        return callable_sum_count(metric, functions[metric], y, raw, group_ptr)
+    if metric in functions:  # a callable eval_metric: its own ties; weighted if it is a ranking scorer
+        return callable_sum_count(metric, functions[metric], y, raw, group_ptr,
+                                  None if weight is None else query_weights(weight, group_ptr))
     settings = {key: value for key, value in settings.items() if key != CALLABLE_METRICS}
     if "gain" not in settings and metric.split("@")[0] in ("ndcg", "dcg") and group_ptr.shape[0] > 1:
         # An objective without a gain parameter (QueryRMSE) scores with the exp

@@ -100,10 +100,12 @@ def metric_function(metric):
     return metric
 
 
-def callable_sum_count(name, function, y, raw, group_ptr):
+def callable_sum_count(name, function, y, raw, group_ptr, query_weight=None):
     """``(sum, count)`` that a part of the queries adds to the mean over all
     of them: ``(value * n_queries, n_queries)``, or for a ranking scorer
-    the sum and number of its queries not excluded (see the module docstring)."""
+    the sum and number of its queries not excluded (see the module
+    docstring), weighted by ``query_weight`` when given (a ranking scorer
+    only: any other callable returns one number for the whole set)."""
     n_queries = group_ptr.shape[0] - 1
     qid = np.repeat(np.arange(n_queries), np.diff(group_ptr))
     if isinstance(function, _PerQuery):
@@ -111,6 +113,8 @@ def callable_sum_count(name, function, y, raw, group_ptr):
         # ones; the sum over the counted ones is exact, as mean_metric's.
         values = function(y, raw, qid)
         keep = ~np.isnan(values)
+        if query_weight is not None:
+            return float((query_weight[keep] * values[keep]).sum()), float(query_weight[keep].sum())
         return float(values[keep].sum()), int(keep.sum())
     value = function(y, raw, qid)
     try:
