@@ -316,7 +316,9 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
 # -- the comparison -------------------------------------------------------------------------------
 #: LaTeX's special characters in text, escaped in one pass.
 _LATEX_SPECIAL = str.maketrans({"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "_": r"\_", "%": r"\%",
-                                "&": r"\&", "#": r"\#", "$": r"\$", "^": r"\^{}", "~": r"\~{}"})
+                                "&": r"\&", "#": r"\#", "$": r"\$", "^": r"\^{}", "~": r"\~{}",
+                                # Text-mode <, > and | print as other glyphs in LaTeX's default font encoding.
+                                "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"})
 
 def _paired_matrix(results, metric):
     """``(rankers, values)``: the per-query values of ``metric``, one column per
@@ -537,14 +539,16 @@ class Comparison:
         header, body = self._grid(digits, "$^{*}$", wtl)
 
         def tex(text):
-            text = text.translate(_LATEX_SPECIAL)
-            return text.replace("<=", r"$\le$").replace("* marks", r"$^{*}$ marks")
+            return text.translate(_LATEX_SPECIAL)
 
+        # The caption's own "<=" and "*" become math; names and headers are only escaped.
+        caption = self.caption(wtl=wtl).replace("p <= ", "p \x00 ").replace("* marks", "\x01 marks")
+        caption = tex(caption).replace("\x00", r"$\le$").replace("\x01", r"$^{*}$")
         lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
                  r"\toprule", " & ".join(tex(h) for h in header) + r" \\", r"\midrule"]
         # The ranker's name is text; the other cells are numbers and marks.
         lines += [" & ".join([tex(line[0]), *line[1:]]) + r" \\" for line in body]
-        lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + tex(self.caption(wtl=wtl)) + "}",
+        lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + caption + "}",
                   r"\label{" + label + "}", r"\end{table}"]
         return "\n".join(lines) + "\n"
 

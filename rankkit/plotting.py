@@ -495,6 +495,9 @@ def plot_query_comparison(
     """
     if kwargs.pop("color", None) is not None:
         raise TypeError("plot_query_comparison colours bars by the sign of the difference; drop color=.")
+    if kwargs.pop("label", None) is not None:
+        raise TypeError("plot_query_comparison labels the bars with the counts of wins, ties and losses; drop "
+                        "label= (labels= names the two rankers).")
     if (
         isinstance(labels, str)
         or not isinstance(labels, (tuple, list))
@@ -542,7 +545,7 @@ def plot_query_comparison(
     )
     ax.legend(handles=handles, loc="upper left")
     if title is None:
-        title = f"{metric} per query: {label_b} - {label_a} ({diff.shape[0]} queries"
+        title = f"{metric} per query: {label_b} - {label_a} ({diff.shape[0]} quer{'y' if diff.shape[0] == 1 else 'ies'}"
         if n_left_out:
             title += f"; {n_left_out} without a relevant document left out"
         title += ")"
@@ -609,7 +612,7 @@ def plot_comparison(comparison, metric=None, *, ax=None, title=None, figsize=Non
     labels = [r.ranker + (" (baseline)" if r.ranker == comparison.baseline else (" *" if r.significant else ""))
               for r in rows.itertuples(index=False)]
     ax.set_yticks(y, labels)
-    ax.set_xlabel(f"mean {metric} with {comparison.confidence:.0%} bootstrap interval")
+    ax.set_xlabel(f"mean {metric} with {comparison.confidence * 100:g}% bootstrap interval")  # as the caption
     if title is None:
         title = f"{metric}: * differs from {comparison.baseline} ({comparison.test} test, p <= {comparison.alpha:g})"
     ax.set_title(title)

@@ -297,15 +297,19 @@ def test_compare_exports(data):
 def test_compare_exports_escape_names_and_state_the_confidence():
     rng = np.random.default_rng(0)
     base = rng.random(30)
-    rows = [(i, name, "map", v) for name, shift in [("BM25", 0.0), ("x^2~y{a}\\", 0.1), ("C|D", 0.2)]
+    rows = [(i, name, "map", v) for name, shift in [("BM25", 0.0), ("x^2~y{a}\\", 0.1), ("C|D", 0.2),
+                                                    ("a * marks <=b", 0.3)]
             for i, v in enumerate(base + shift + rng.normal(0, 0.01, 30))]
     comp = compare(pd.DataFrame(rows, columns=["query", "ranker", "metric", "value"]), confidence=0.975,
                    n_resamples=200)
     assert "a 97.5% percentile bootstrap" in comp.caption()  # it said 98%
     tex = comp.to_latex()
     assert r"x\^{}2\~{}y\{a\}\textbackslash{} & " in tex  # ^ and ~ broke LaTeX, braces and \ too
+    # Names are only escaped: the caption's "* marks" and "<=" became math inside them too.
+    assert r"C\textbar{}D & " in tex and r"a * marks \textless{}=b & " in tex
+    assert r"p $\le$ 0.05" in tex and r"$^{*}$ marks a significant" in tex
     md = comp.to_markdown()
-    assert "| C\\|D |" in md and all(line.count(" | ") == 2 for line in md.splitlines()[2:5])
+    assert "| C\\|D |" in md and all(line.count(" | ") == 2 for line in md.splitlines()[2:6])
 
 
 def test_compare_drops_queries_every_ranker_excludes_and_names_what_is_missing():

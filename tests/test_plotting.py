@@ -441,6 +441,8 @@ def test_query_comparison_errors(two_rankings):
         plot_query_comparison(y, a, b, qid=qid, labels="AB")
     with pytest.raises(TypeError, match="drop color="):
         plot_query_comparison(y, a, b, qid=qid, color="red")
+    with pytest.raises(TypeError, match="drop label="):  # matplotlib's "multiple values for keyword" before
+        plot_query_comparison(y, a, b, qid=qid, label="x")
     zeros = np.zeros_like(y)
     with pytest.raises(ValueError, match="undefined on every one"):
         plot_query_comparison(zeros, a, b, qid=qid)
@@ -482,6 +484,9 @@ def test_plot_comparison_draws_every_ranker_with_its_interval():
     assert spans == want
     with pytest.raises(ValueError, match="metric 'err' is not in the comparison"):
         plot_comparison(comp, "err", ax=ax)
+    assert ax.get_xlabel() == "mean map with 95% bootstrap interval"
+    comp = compare(evaluate(scores, None, y, qid=qid, metrics=["map"]), n_resamples=200, confidence=0.995)
+    assert plot_comparison(comp, ax=Figure().subplots()).get_xlabel() == "mean map with 99.5% bootstrap interval"
 
 
 def test_plot_comparison_of_a_ranker_with_equal_values_on_every_query():
