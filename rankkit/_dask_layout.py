@@ -341,5 +341,5 @@ def score_partition(frame, backend, features, metric, settings):
     local = frame[_LOCAL].to_numpy()
     ptr = np.concatenate([[0], np.flatnonzero(np.diff(local)) + 1, [local.size]]).astype(np.int64)
     weight = frame[_W].to_numpy() if _W in frame.columns else None
-    total, count = metric_sum_count(metric, frame[_Y].to_numpy(), raw, ptr, settings, weight)
+    total, count = metric_sum_count(metric, frame[_Y].to_numpy(), raw, ptr, settings, weight, part=True)
     return pd.DataFrame({"sum": [total], "count": [float(count)]})

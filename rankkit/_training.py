@@ -323,15 +323,15 @@ def mean_metric(metric, y, raw, group_ptr, settings, weight=None):
     return total / count if count > 0 else float("nan")
 
 
-def metric_sum_count(metric, y, raw, group_ptr, settings, weight=None):
+def metric_sum_count(metric, y, raw, group_ptr, settings, weight=None, part=False):
     """``(sum, number)`` of the per-query values of :func:`mean_metric`
     (with ``weight``: the query-weighted sum and the sum of the query
     weights): what a part of the queries contributes to the mean over all
-    of them."""
+    of them (``part``: the rows are a part, a Dask worker's or partition's)."""
     functions = settings.get(CALLABLE_METRICS, {})
     if metric in functions:  # a callable eval_metric: its own ties; weighted if it is a ranking scorer
         return callable_sum_count(metric, functions[metric], y, raw, group_ptr,
-                                  None if weight is None else query_weights(weight, group_ptr))
+                                  None if weight is None else query_weights(weight, group_ptr), part=part)
     settings = {key: value for key, value in settings.items() if key != CALLABLE_METRICS}
     if "gain" not in settings and metric.split("@")[0] in ("ndcg", "dcg") and group_ptr.shape[0] > 1:
         # An objective without a gain parameter (QueryRMSE) scores with the exp
@@ -530,7 +530,7 @@ class EvalMonitor:
             if self.early_stopping_rounds is not None and np.isnan(score):
                 # No iteration would ever beat the first: the model would be cut back to one tree.
                 raise ValueError(
-                    f"early stopping watches {metric_name(self.metrics[0])} on {self.watch}, and it is NaN: every "
+                    f"early stopping watches {self.metrics[0]} on {self.watch}, and it is NaN: every "
                     "query of that eval set is excluded (a scorer with empty='exclude' and no relevant document "
                     "in any query). Give an eval set with relevant documents, a metric that scores such queries "
                     "(empty=1.0 or 0.0), or early_stopping_rounds=None."
@@ -632,7 +632,8 @@ class PartMonitor:
         metrics = self.monitor.metrics
         sums = []
         for metric in metrics:
-            sums += metric_sum_count(metric, data.y, raw, data.group_ptr, settings) if data.y.size else [0.0, 0]
+            sums += metric_sum_count(metric, data.y, raw, data.group_ptr, settings, part=True) \
+                if data.y.size else [0.0, 0]
         sums = self.total(sums)
         return {m: sums[2 * j] / sums[2 * j + 1] if sums[2 * j + 1] else float("nan") for j, m in enumerate(metrics)}
 

@@ -793,6 +793,27 @@ def test_scorer_that_excludes_queries_is_the_exact_global_mean(client, data):
             ndcg_score(y, pred, qid=test["qid"], k=5, empty="exclude"), rel=1e-12, abs=0)
 
 
+def test_a_plain_function_that_excludes_every_query_of_a_part_adds_nothing(client, data):
+    """A plain function wrapping a metric with empty="exclude" returns nan on
+    a worker or partition whose queries it all excludes: that part adds no
+    query (its nan failed the fit and score, and the other worker then lost
+    XGBoost's all-reduce). With one kept query the mean is that query's."""
+    test, y_test = data["test"], data["y_test"].astype(float)
+    one = np.where(test["qid"] == test["qid"].iloc[0], y_test, 0.0)
+    one[0] = 2.0
+
+    def ndcg5x(y_true, y_score, qid):
+        return ndcg_score(y_true, y_score, qid=qid, k=5, empty="exclude")
+
+    X_eval = dd.from_pandas(test, npartitions=3, sort=False)
+    y_eval = dd.from_pandas(pd.Series(one), npartitions=3, sort=False)
+    model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 4}, client=client, eval_metric=ndcg5x)
+    model.fit(data["X"], data["dy"], eval_set=[(X_eval, y_eval)])
+    want = ndcg_score(one, model.to_local().predict(test), qid=test["qid"], k=5, empty="exclude")
+    assert model.evals_result_["validation_0"]["ndcg5x"][-1] == pytest.approx(want, rel=1e-12)
+    assert model.score(X_eval, y_eval) == pytest.approx(want, rel=1e-12)
+
+
 def test_a_refused_refit_leaves_the_model_as_it_was(client):
     """A second fit refused for its data keeps the first fit's model and
     fitted attributes: the propensities it trained with stay (the refused fit

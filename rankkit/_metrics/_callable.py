@@ -100,12 +100,15 @@ def metric_function(metric):
     return metric
 
 
-def callable_sum_count(name, function, y, raw, group_ptr, query_weight=None):
+def callable_sum_count(name, function, y, raw, group_ptr, query_weight=None, part=False):
     """``(sum, count)`` that a part of the queries adds to the mean over all
     of them: ``(value * n_queries, n_queries)``, or for a ranking scorer
     the sum and number of its queries not excluded (see the module
     docstring), weighted by ``query_weight`` when given (a ranking scorer
-    only: any other callable returns one number for the whole set)."""
+    only: any other callable returns one number for the whole set). On a
+    ``part`` of a set, a NaN from a plain function counts no query: a
+    metric with ``empty="exclude"`` gives NaN on a part whose queries it all
+    excludes, and the other parts still make the mean."""
     n_queries = group_ptr.shape[0] - 1
     qid = np.repeat(np.arange(n_queries), np.diff(group_ptr))
     if isinstance(function, _PerQuery):
@@ -121,6 +124,8 @@ def callable_sum_count(name, function, y, raw, group_ptr, query_weight=None):
         value = float(value)
     except (TypeError, ValueError):
         raise TypeError(f"eval_metric {name!r} returned {value!r}; it must return one number.") from None
+    if part and np.isnan(value):
+        return 0.0, 0
     if not np.isfinite(value):
         raise ValueError(
             f"eval_metric {name!r} returned {value}; it must return a finite number (larger is better)."
