@@ -276,6 +276,7 @@ def _check_args(args, names, parser):
     # rankers check only when they start training.
     engine = get_backend("numba" if args.backend == "auto" else args.backend)
     common = {p: getattr(args, p) for p in _OPTIONS if p != "backend"}
+
     def usage_error(exc, help_text=""):
         option = next((o for p, o in _OPTIONS.items() if f"'{p}' parameter" in str(exc)), "an option")
         parser.error(f"{option}: {exc} {help_text}".rstrip())

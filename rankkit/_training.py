@@ -299,7 +299,8 @@ class GradientPipeline:
             # "auto" measures the first iteration's gradients, whose labels
             # come from the first estimate (at scores 0): a copy makes it,
             # leaving the training's own estimator where it starts. The
-            # queries are counted as training counts them, by today's weights.
+            # queries are counted as training counts them: by the weights
+            # before the estimate reweighs the rows.
             preview = labels.preview(np.zeros(train.y.shape[0]))
             first = train._replace(y=preview.labels, weight=preview.weight)
             count = weighted_counts(train.group_ptr, train.weight)[0]

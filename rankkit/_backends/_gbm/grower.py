@@ -317,7 +317,7 @@ class TreeGrower:
         self._hist = [np.empty((0, 0, N_BINS, 2)), np.empty((0, 0, N_BINS, 2))]
         self.n_sampled = n
         self._segments = None
-        self._tiny = 0.0  # EMPTY_HESSIAN times the tree's hessian sum, set by grow
+        self._tiny = 0.0  # what a hessian sum must exceed to hold a row (.splitting), set by grow
 
     def _buffer(self, which, n_slots, n_feats):
         buf = self._hist[which]
