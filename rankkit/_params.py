@@ -101,7 +101,8 @@ BOOSTING_PARAMS = {
         "and drives early stopping. "
         "A callable ``f(y_true, y_score, qid) -> float`` (larger is better; rows sorted by query, "
         "``qid`` the query numbers) or a scikit-learn scorer is recorded under its ``__name__`` "
-        "(a ranking scorer under its metric string); it is not weighted by ``sample_weight``, and a "
+        "(a ranking scorer under its metric string); ``score``'s ``sample_weight`` weighs a rankkit ranking "
+        "scorer's queries as a named metric's, not any other callable's; a "
         "ranker with a callable eval_metric cannot be saved (model files hold no code)."),
     "early_stopping_rounds": Param(
         None, [Interval(Integral, 1, None, closed="left"), None], "int or None",

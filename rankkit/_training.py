@@ -33,7 +33,8 @@ import numpy as np
 
 from ._clicks import ClickLabels, DebiasedGradients
 from ._metrics._api import evaluate_sorted
-from ._metrics._callable import CALLABLE_METRICS, callable_sum_count, metric_function, metric_name
+from ._metrics._callable import (CALLABLE_METRICS, callable_sum_count, check_some_part_counted, metric_function,
+                                metric_name)
 from ._metrics._common import check_exp_gain, parse_metric
 from ._objectives._base import query_hessian_units
 from ._random import mix64
@@ -635,7 +636,11 @@ class PartMonitor:
         for metric in metrics:
             sums += metric_sum_count(metric, data.y, raw, data.group_ptr, settings, part=True) \
                 if data.y.size else [0.0, 0]
-        sums = self.total(sums)
+        sums = self.total(sums)  # the same on every worker: all raise together
+        functions = settings.get(CALLABLE_METRICS, {})
+        for j, metric in enumerate(metrics):
+            if metric in functions:
+                check_some_part_counted(metric, functions[metric], sums[2 * j + 1])
         return {m: sums[2 * j] / sums[2 * j + 1] if sums[2 * j + 1] else float("nan") for j, m in enumerate(metrics)}
 
     def __call__(self, t, raw_train, raw_evals):

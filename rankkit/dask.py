@@ -130,6 +130,7 @@ from ._dask_layout import (
     score_partition,
 )
 from ._groups import missing_qid_error
+from ._metrics._callable import CALLABLE_METRICS, check_some_part_counted
 from ._params import store_arguments
 from ._random import seed_from
 from ._sglb import shrink_schedule
@@ -609,6 +610,9 @@ class _DaskRanker:
                                          meta=pd.DataFrame({"sum": [0.0], "count": [0.0]}).iloc[:0])
         sums = client.compute(sums).result()
         count = float(sums["count"].sum())
+        functions = settings.get(CALLABLE_METRICS, {})
+        if metrics[0] in functions:
+            check_some_part_counted(metrics[0], functions[metrics[0]], count)
         return float(sums["sum"].sum()) / count if count > 0 else float("nan")
 
     def _local_params(self):

@@ -541,9 +541,10 @@ class Comparison:
         def tex(text):
             return text.translate(_LATEX_SPECIAL)
 
-        # The caption's own "<=" and "*" become math; names and headers are only escaped.
-        caption = self.caption(wtl=wtl).replace("p <= ", "p \x00 ").replace("* marks", "\x01 marks")
-        caption = tex(caption).replace("\x00", r"$\le$").replace("\x01", r"$^{*}$")
+        # The caption's own "* marks" (before the baseline's name) and "p <="
+        # (after it) become math; names and headers are only escaped.
+        head, _, tail = self.caption(wtl=wtl).replace("* marks", "\x01 marks", 1).rpartition("p <= ")
+        caption = tex(head + "p \x00 " + tail).replace("\x00", r"$\le$").replace("\x01", r"$^{*}$")
         lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
                  r"\toprule", " & ".join(tex(h) for h in header) + r" \\", r"\midrule"]
         # The ranker's name is text; the other cells are numbers and marks.

@@ -475,7 +475,8 @@ def plot_query_comparison(
         Size of the new figure when ``ax`` is None.
     grid : bool, default=True
     **kwargs
-        Passed to ``Axes.bar`` (except ``color``, which encodes the sign).
+        Passed to ``Axes.bar`` (except ``color``, which encodes the sign, and
+        ``label``: the legend counts the wins, ties and losses).
 
     Returns
     -------

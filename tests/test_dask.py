@@ -812,6 +812,12 @@ def test_a_plain_function_that_excludes_every_query_of_a_part_adds_nothing(clien
     want = ndcg_score(one, model.to_local().predict(test), qid=test["qid"], k=5, empty="exclude")
     assert model.evals_result_["validation_0"]["ndcg5x"][-1] == pytest.approx(want, rel=1e-12)
     assert model.score(X_eval, y_eval) == pytest.approx(want, rel=1e-12)
+    # nan on every part is the in-memory error, not a silent nan.
+    zeros = dd.from_pandas(pd.Series(np.zeros_like(one)), npartitions=3, sort=False)
+    with pytest.raises(ValueError, match="returned nan on every part"):
+        model.score(X_eval, zeros)
+    with pytest.raises(ValueError, match="returned nan on every part"):
+        model.fit(data["X"], data["dy"], eval_set=[(X_eval, zeros)])
 
 
 def test_a_refused_refit_leaves_the_model_as_it_was(client):

@@ -308,6 +308,10 @@ def test_compare_exports_escape_names_and_state_the_confidence():
     # Names are only escaped: the caption's "* marks" and "<=" became math inside them too.
     assert r"C\textbar{}D & " in tex and r"a * marks \textless{}=b & " in tex
     assert r"p $\le$ 0.05" in tex and r"$^{*}$ marks a significant" in tex
+    # ...and the baseline's name in the caption too.
+    tex = compare(pd.DataFrame(rows, columns=["query", "ranker", "metric", "value"]), baseline="a * marks <=b",
+                  n_resamples=200).to_latex()
+    assert r"difference from a * marks \textless{}=b (" in tex and tex.count(r"$\le$") == 1
     md = comp.to_markdown()
     assert "| C\\|D |" in md and all(line.count(" | ") == 2 for line in md.splitlines()[2:6])
 

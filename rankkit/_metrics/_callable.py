@@ -131,3 +131,14 @@ def callable_sum_count(name, function, y, raw, group_ptr, query_weight=None, par
             f"eval_metric {name!r} returned {value}; it must return a finite number (larger is better)."
         )
     return value * n_queries, n_queries
+
+
+def check_some_part_counted(name, function, count):
+    """A plain function's nan on every part of a set (``count`` 0 after the
+    parts' sums) is the error it is on the whole set in memory: a bug, or an
+    ``empty="exclude"`` that left no query, and no mean to report."""
+    if count == 0 and not isinstance(function, _PerQuery):
+        raise ValueError(
+            f"eval_metric {name!r} returned nan on every part of the set; it must return a finite number "
+            "(larger is better)."
+        )
