@@ -245,24 +245,25 @@ class _DaskRanker:
                                     qid_name=qid_name)
         return X, qid
 
-    def _n_features(self, X):
+    def _n_features(self, X, where="X"):
         if isinstance(X, dd.DataFrame):
-            self._check_numeric_columns(X)
+            self._check_numeric_columns(X, where)
             return len(X.columns)
         if X.ndim != 2:
             raise ValueError(f"X must be two-dimensional, got {X.ndim} dimensions.")
         return int(X.shape[1])
 
-    def _check_numeric_columns(self, X):
-        """An error naming the columns that are not numbers: categorical and
+    def _check_numeric_columns(self, X, where="X", skip=()):
+        """An error naming the columns that are not numbers (but ``skip``): categorical and
         text columns train in memory only (the in-memory backends split on
         categories), and said here beats a worker's conversion error."""
-        other = [c for c, d in X.dtypes.items()
-                 if not (pd.api.types.is_numeric_dtype(d) or pd.api.types.is_bool_dtype(d))]
+        other = [c for c, d in X.dtypes.items() if c not in skip
+                 and not (pd.api.types.is_numeric_dtype(d) or pd.api.types.is_bool_dtype(d))]
         if other:
             first = other[0]
             raise ValueError(
-                f"{type(self).__name__} trains on numeric columns only; {other} are not numbers "
+                ("" if where == "X" else f"{where}: ")
+                + f"{type(self).__name__} trains on numeric columns only; {other} are not numbers "
                 f"({X.dtypes[first]} for {first!r}). Encode them as numbers first (a category column's codes, "
                 f"X[{first!r}].cat.codes; a text column's, X[{first!r}].astype(pd.CategoricalDtype(categories)).cat.codes "
                 f"with one fixed list of categories for training and serving), or fit the in-memory {type(self)._local_class.__name__}, whose "
@@ -278,7 +279,7 @@ class _DaskRanker:
 
     def _check_features(self, X, where="X"):
         prefix = "" if where == "X" else f"{where}: "  # which eval set, as in memory
-        n = self._n_features(X)
+        n = self._n_features(X, where)
         if n != self.n_features_in_:
             raise ValueError(f"{prefix}X has {n} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
@@ -300,7 +301,7 @@ class _DaskRanker:
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: "
                              "pass the relevance labels.")
-        n_features = self._n_features(X)
+        n_features = self._n_features(X, where)
         label_name = "y" if where == "X" else f"the y of {where}"
         others = {label_name: y, qid_name: qid, "sample_weight": sample_weight, position_name: position}
         for name, values in others.items():
@@ -497,6 +498,11 @@ class _DaskRanker:
         # position beside its query's place (rankkit._dask_layout.lay_out_partition).
         modulus = None if clicks is None else clicks.n_positions + 1
         self._position_modulus = modulus
+        # The eval sets' columns before the training rows are shuffled, naming the set.
+        for i, pair in enumerate(eval_set or ()):
+            if isinstance(pair, (tuple, list)) and pair and isinstance(pair[0], dd.DataFrame):
+                self._check_numeric_columns(pair[0], where=f"eval_set[{i}]",
+                                            skip=(self.qid_col, self.position_col if self.position_bias else None))
         try:
             train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
             sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None, position), eval_position)

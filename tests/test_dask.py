@@ -329,6 +329,12 @@ def test_column_types(client):
         bad = dd.from_pandas(frame.assign(site=column), npartitions=2)
         with pytest.raises(ValueError, match=r"numeric columns only; \['site'\] are not numbers .*cat.codes"):
             DaskLambdaMARTRanker(**kw, client=client).fit(bad, dd.from_pandas(pd.Series(y), npartitions=2))
+    # In an eval set: named, and before the training rows are shuffled (a category query column is fine).
+    good = dd.from_pandas(frame.assign(qid=pd.Categorical(frame["qid"])), npartitions=2)
+    with pytest.raises(ValueError, match=r"^eval_set\[0\]: DaskLambdaMARTRanker trains on numeric columns only; "
+                                         r"\['site'\]"):
+        DaskLambdaMARTRanker(**kw, client=client).fit(good, dd.from_pandas(pd.Series(y), npartitions=2),
+                                                      eval_set=[(bad, dd.from_pandas(pd.Series(y), npartitions=2))])
     # XGBoost trains on float32: a value beyond its range is named, not an XGBoost internal error.
     huge = dd.from_pandas(frame.assign(a=frame["a"].astype("float64").fillna(0) * 1e39), npartitions=2)
     with pytest.raises(ValueError, match=r"Features \[0\] hold finite values beyond float32's range.*log\)\.$"):
