@@ -45,6 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._groups import split_column
+from ._validation import first_text
 
 # ---------------------------------------------------------------------------
 # Validation
@@ -64,8 +65,8 @@ def check_position(position, n_rows, *, name="position"):
         if pd.isna(values).any():
             raise ValueError(f"{name} is missing for {int(pd.isna(values).sum())} rows: every shown "
                              "document needs the rank it was shown at.")
-        text = next((v for v in values if isinstance(v, (str, bytes))), None)
-        if text is not None:  # astype(float64) would read "3" as the rank 3, where a str array is refused
+        text = first_text(values)
+        if text is not None:  # a str array is refused too
             raise TypeError(f"{name} must hold integer ranks (1 = top), got text such as {text!r}.")
         try:
             values = values.astype(np.float64)

@@ -88,14 +88,19 @@ def check_same_length(**arrays):
         raise ValueError(f"Inconsistent numbers of rows: {desc}. Pass one value per row.")
 
 
+def first_text(values):
+    """The first str or bytes in an object array (None if none): converting
+    such an array to float64 would read the text "3" as the number 3."""
+    return next((v for v in values.flat if isinstance(v, (str, bytes))), None)
+
+
 def check_sample_weight(w, n, *, name="sample_weight", positive=False):
     """``w`` as float64 row weights (None stays None); ``positive``: at least
     one weight must be above 0 (a fit or a mean over weighted queries)."""
     if w is None:
         return None
     raw = np.asarray(w)
-    # Converting to float64 would read the strings "1", "2" as numbers.
-    if raw.dtype.kind in "USa" or raw.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in raw.flat):
+    if raw.dtype.kind in "USa" or raw.dtype.kind == "O" and first_text(raw) is not None:
         raise TypeError(f"{name} must be numeric, got text (dtype {raw.dtype}).")
     w = raw.astype(np.float64, copy=False)
     if w.ndim == 2 and 1 in w.shape:
