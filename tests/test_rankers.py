@@ -494,6 +494,20 @@ def test_exp_gain_overflow_on_a_ranker_without_gain_says_how(data):
     assert np.isfinite(model.score(X, big, qid=qid))
 
 
+def test_exp_gain_overflow_under_stochasticrank_gain_none_advises_its_gain(data):
+    """StochasticRank's gain=None smooths the linear gain and reports the exp
+    gain: an overflow of the reported metric advises its own gain='linear',
+    not the rankers without a gain parameter."""
+    X, y, qid, _, _, _ = data
+    big = y * 400.0
+    params = dict(mu=0, n_estimators=3, n_jobs=1, random_state=0)
+    model = est.StochasticRankRanker(gain=None, **params).fit(X, big, qid=qid)
+    with pytest.raises(ValueError, match=r"pass gain='linear'") as error:
+        model.score(X, big, qid=qid)
+    assert "no gain parameter" not in str(error.value)
+    assert np.isfinite(est.StochasticRankRanker(gain="linear", **params).fit(X, big, qid=qid).score(X, big, qid=qid))
+
+
 def test_eval_set_errors_name_the_set(data):
     X, y, qid, Xt, yt, qt = data
     model = _ranker("queryrmse")

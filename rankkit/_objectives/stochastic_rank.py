@@ -385,6 +385,11 @@ class StochasticRank(MetricObjective):
     label_gain = "linear"
     _other_metrics_hint = " (ExpDCG is YetiRank's metric: use YetiRank)"
 
+    def _eval_metric_settings(self):
+        settings = super()._eval_metric_settings()
+        settings.setdefault("gain", "exp")  # gain=None smooths the linear gain and reports the exp gain
+        return settings
+
     def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys, eps=None):
         metric_id, k, exp_gain = self._metric()
         group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
