@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rankkit.objectives import HESSIAN_FLOOR, QueryRMSE
+from rankkit.objectives import HESSIAN_FLOOR, XENDCG, QueryRMSE, StochasticRank, YetiRank
 
 
 def query_rmse_loss(y, z, qid):
@@ -114,6 +114,19 @@ def test_bad_seed_and_weight_types():
         QueryRMSE().gradient_hessian(y, raw, group_ptr=[0, 2], sample_weight=["1", "1"])
     g, _ = QueryRMSE().gradient_hessian(y, raw, group_ptr=np.array([0, 2], dtype=np.uint32), seed=np.int64(3))
     assert g.shape == (2,)
+
+
+@pytest.mark.parametrize("cls", [YetiRank, StochasticRank, XENDCG])
+def test_seed_out_of_range_names_the_range(cls):
+    """Each kernel converted the seed its own way: -1 overflowed YetiRank's
+    uint64, 2**63 StochasticRank's int64, with errors that did not name seed."""
+    y, raw = np.array([0.0, 1.0, 2.0]), np.zeros(3)
+    for seed in (-1, 2**63, np.uint64(2**63 + 5), 2**64):
+        with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*63 - 1\], got"):
+            cls().gradient_hessian(y, raw, group_ptr=[0, 3], seed=seed)
+    for seed in (0, 2**63 - 1, np.uint64(5)):
+        g, _ = cls().gradient_hessian(y, raw, group_ptr=[0, 3], seed=seed)
+        assert np.all(np.isfinite(g))
 
 
 def test_engine_weights_all_zero_are_an_error():

@@ -267,7 +267,7 @@ class RankingObjective:
         sample_weight : array-like of shape (n_samples,), optional
             Multiplies each row's gradient and hessian.
         seed : int, optional
-            Seed of this call's randomness. By default a fresh seed is drawn
+            Seed of this call's randomness, in ``[0, 2**63 - 1]``. By default a fresh seed is drawn
             from ``random_state`` on every call, reproducibly.
 
         Returns
@@ -302,6 +302,8 @@ class RankingObjective:
             seed = self._next_seed()
         elif not isinstance(seed, numbers.Integral) or isinstance(seed, (bool, np.bool_)):
             raise TypeError(f"seed must be an int, got {seed!r}.")
+        elif not 0 <= int(seed) < 2**63:  # the kernels key their draws by a 63-bit seed
+            raise ValueError(f"seed must be an int in [0, 2**63 - 1], got {seed!r}.")
         grad, hess = self._gradient_hessian_sorted(
             np.ascontiguousarray(y), np.ascontiguousarray(raw), ptr, seed, keys
         )
