@@ -490,6 +490,12 @@ def test_cut_offs_beyond_int64_and_empty_cut_offs_are_errors():
         with pytest.raises(ValueError, match=rf"metric '{metric}': '@' must be followed by the cut-off k, "
                                              rf"e\.g\. '{name}@10'; write '{name}' without '@'"):
             evaluate_sorted(metric, np.array(y), np.array(s), [0, 2])
+    # int() reads these too ("1_0" as 10): only digits are a cut-off.
+    for metric in ("ndcg@1_0", "ndcg@+3", "ndcg@ 3", "ndcg@3.0", "ndcg@\u0663", "ndcg@ten"):
+        with pytest.raises(ValueError, match=r"the part after '@' must be an int written in digits, e\.g\. 'ndcg@10'"):
+            evaluate_sorted(metric, np.array(y), np.array(s), [0, 2])
+    assert evaluate_sorted("ndcg@010", np.array(y), np.array(s), [0, 2]) == evaluate_sorted(
+        "ndcg@10", np.array(y), np.array(s), [0, 2])
 
 
 @pytest.mark.parametrize("fn", [ndcg_score, dcg_score])

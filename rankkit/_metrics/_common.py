@@ -501,10 +501,10 @@ def parse_metric(metric, k=None, *, accepted=None):
                 f"metric {metric!r}: '@' must be followed by the cut-off k, e.g. '{name}@10'; "
                 f"write {name!r} without '@' for the whole list."
             )
-        try:
-            k_suffix = int(suffix)
-        except ValueError:
-            raise ValueError(f"metric {metric!r}: the part after '@' must be an int.") from None
+        if not (suffix.isascii() and suffix.isdigit()):  # int() also reads "1_0", " 3" and "+3"
+            raise ValueError(f"metric {metric!r}: the part after '@' must be an int written in digits, e.g. "
+                             f"'{name}@10'.")
+        k_suffix = int(suffix)
         if k_suffix <= 0:
             raise ValueError(f"metric {metric!r}: k must be a positive int.")
         check_k(k_suffix, name=f"metric {metric!r}: k")
