@@ -541,13 +541,28 @@ class DebiasedGradients:
         return data._replace(y=self.clicks.add_eval(check_clicks(data.y), data.position))
 
 
-def check_position_bias_params(position_bias, propensities):
-    """Cross-parameter checks of ``position_bias`` and ``propensities``."""
-    if position_bias == "known" and propensities is None:
+def check_position_bias_params(ranker):
+    """Cross-parameter checks of ``position_bias`` and the parameters that
+    only one of its modes uses: set where it is unused, each is an error,
+    not ignored."""
+    position_bias = ranker.position_bias
+    if position_bias == "known" and ranker.propensities is None:
         propensity_table(None, 1)  # raises the explanatory error
-    if position_bias != "known" and propensities is not None:
+    if position_bias != "known" and ranker.propensities is not None:
         raise ValueError(
             f'propensities= is used only with position_bias="known" (position_bias={position_bias!r}).'
+        )
+    if position_bias != "estimate" and ranker.propensity_estimator != "em":
+        raise ValueError(
+            f'propensity_estimator={ranker.propensity_estimator!r} is used only with position_bias="estimate" '
+            f'(position_bias={position_bias!r}): set position_bias="estimate" or leave propensity_estimator at "em".'
+        )
+    if ranker.position_bias_norm != 1.0 and (position_bias != "estimate" or ranker.propensity_estimator != "pairwise"):
+        raise ValueError(
+            f"position_bias_norm={ranker.position_bias_norm!r} is the p of the pairwise estimator's update, used "
+            f'only with position_bias="estimate" and propensity_estimator="pairwise" (here position_bias='
+            f"{position_bias!r}, propensity_estimator={ranker.propensity_estimator!r}): set those, or leave "
+            "position_bias_norm at 1.0."
         )
 
 
@@ -607,7 +622,7 @@ def start_click_training(ranker, objective, train, sets):
     and ``sets`` come back untouched and ``labels`` is None, so training is
     exactly as without this module."""
     mode = ranker.position_bias
-    check_position_bias_params(mode, ranker.propensities)
+    check_position_bias_params(ranker)
     ranker.position_bias_ = None
     if mode is None:
         return train, sets, None
@@ -659,7 +674,7 @@ def dask_click_settings(ranker, objective, *, fitting):
     become the IPW labels at ``ranker.position_bias_`` (the known
     propensities, set before the layout, or the fitted ones for ``score``).
     """
-    check_position_bias_params(ranker.position_bias, ranker.propensities)
+    check_position_bias_params(ranker)
     if ranker.position_bias is None:
         return None
     gain = objective_gain(objective)

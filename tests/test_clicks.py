@@ -217,6 +217,18 @@ def test_bad_clicks_and_parameters_are_clear_errors():
         _fit([1, 2, 3, 1, 2, 3], propensities=[1.0, 0.5])
     with pytest.raises(ValueError, match="used only with"):
         _fit([1, 2, 3, 1, 2, 3], position_bias="estimate", propensities=[1.0, 0.5, 0.3])
+    # The estimators' parameters were ignored silently where unused.
+    for params in (dict(position_bias="estimate", position_bias_norm=5.0),
+                   dict(position_bias="known", position_bias_norm=0.5)):
+        with pytest.raises(ValueError, match=r'position_bias_norm=.* used only with position_bias="estimate" and '
+                                             r'propensity_estimator="pairwise"'):
+            _fit([1, 2, 3, 1, 2, 3], **params)
+    with pytest.raises(ValueError, match=r'propensity_estimator=\'pairwise\' is used only with position_bias="estimate"'):
+        _fit([1, 2, 3, 1, 2, 3], propensity_estimator="pairwise")
+    with pytest.raises(ValueError, match=r"propensity_estimator=\'pairwise\' is used only"):
+        QueryRMSERanker(n_estimators=2, propensity_estimator="pairwise").fit(
+            np.zeros((4, 1)), [1.0, 0, 0, 1], qid=[0, 0, 1, 1])
+    _fit([1, 2, 3, 1, 2, 3], position_bias="estimate", propensity_estimator="pairwise", position_bias_norm=0.5)
     with pytest.raises(ValueError, match="counts above 1"):
         _fit([1, 2, 3, 1, 2, 3], clicks=np.array([3.0, 0, 0, 0, 1, 0]), position_bias="estimate")
 
