@@ -1,6 +1,8 @@
 """``backend_params`` on every backend: each engine's own parameter list,
 errors that name the key, the backend it belongs to and the valid spellings."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -228,3 +230,36 @@ def test_learning_rates_the_engines_cannot_hold_are_refused(backend, rate):
     X, y, qid = make_ranking(10, random_state=0)
     with pytest.raises(InvalidParameterError, match=rf"learning_rate.*backend='{backend}'.*backend=\"numba\""):
         LambdaMARTRanker(learning_rate=rate, n_estimators=2, backend=backend).fit(X, y, qid=qid)
+
+
+@pytest.mark.parametrize("backend", [b for b in ("xgboost", "lightgbm") if installed(b)])
+@pytest.mark.parametrize("setting", [dict(max_bin=2**32 + 16), dict(max_bin=2**31), dict(max_depth=2**32 + 3)])
+def test_settings_beyond_the_engines_int32_are_refused(backend, setting):
+    """LightGBM wrapped them round (max_bin=2**32 + 16 trained with 16 bins);
+    XGBoost failed with its own errors."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from rankkit import LambdaMARTRanker
+    from rankkit.datasets import make_ranking
+
+    X, y, qid = make_ranking(10, random_state=0)
+    (name, _), = setting.items()
+    with pytest.raises(InvalidParameterError, match=rf"'{name}' parameter of backend='{backend}' must be an int in "
+                                                    rf"the range \[\d, 2147483647\].*32-bit ints"):
+        LambdaMARTRanker(n_estimators=2, backend=backend, **setting).fit(X, y, qid=qid)
+
+
+@pytest.mark.skipif(not installed("xgboost"), reason="xgboost not installed")
+@pytest.mark.parametrize("name", ["min_child_weight", "reg_lambda"])
+def test_xgboost_float32_regularisers_are_refused_beyond_float32(name):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from rankkit import QueryRMSERanker
+    from rankkit.datasets import make_ranking
+
+    X, y, qid = make_ranking(10, random_state=0)
+    with pytest.raises(InvalidParameterError, match=rf"'{name}' parameter of backend='xgboost'.*float32"):
+        QueryRMSERanker(n_estimators=2, backend="xgboost", **{name: 1e39}).fit(X, y, qid=qid)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "QueryRMSERanker grew no split")  # min_child_weight=1e39 allows none
+        QueryRMSERanker(n_estimators=2, backend="numba", **{name: 1e39}).fit(X, y, qid=qid)  # float64: no limit

@@ -240,10 +240,17 @@ def test_a_category_column_where_fit_saw_numbers(data, backend):
 
 
 @pytest.mark.skipif(not installed("lightgbm"), reason="lightgbm not installed")
-def test_lightgbm_categorical_feature_given_twice(data):
+def test_lightgbm_categorical_feature_in_backend_params_is_refused(data):
+    """LightGBM's categorical_feature (any alias) bypassed rankkit's coding of
+    categories: on numeric columns it changed the model while LightGBM's
+    warning said it was ignored."""
     train, y, _, _ = data
-    with pytest.raises(ValueError, match="categorical_feature.*category columns.*drop one"):
-        QueryRMSERanker(backend="lightgbm", backend_params={"categorical_feature": [0]}, **BOOST).fit(train, y)
+    numeric = train.select_dtypes("number")
+    for key, value in (("categorical_feature", [0]), ("cat_feature", "0"), ("categorical_column", [0])):
+        for X in (train, numeric):
+            with pytest.raises(ValueError, match=rf"'{key}': rankkit marks categorical columns itself.*pandas' "
+                                                 r"category dtype"):
+                QueryRMSERanker(backend="lightgbm", backend_params={key: value}, **BOOST).fit(X, y)
 
 
 def test_categories_survive_a_file_object_round_trip(data):

@@ -58,7 +58,7 @@ Persistence: :meth:`Backend.save` returns the fitted model as a JSON-ready
 from __future__ import annotations
 
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
@@ -95,6 +95,13 @@ class Backend:
     #: zero leaves below 1e-35: beyond this range a rate fails in XGBoost or
     #: silently gives an all-zero model in LightGBM.
     _ENGINE_LEARNING_RATE = {"learning_rate": [Interval(Real, 1e-30, 1e30, closed="both")]}
+    #: Both read ``max_depth`` and ``max_bin`` as 32-bit ints: a larger value
+    #: wraps round (LightGBM then trains with ``max_bin=16`` for ``2**32 + 16``).
+    _ENGINE_INT32 = {name: [Interval(Integral, low, 2**31 - 1, closed="both")]
+                     for name, low in (("max_depth", 1), ("max_bin", 2))}
+    _ENGINE_HELP = ("XGBoost and LightGBM hold max_depth and max_bin in 32-bit ints, XGBoost min_child_weight and "
+                    "reg_lambda (times the ranker's curvature unit, docs/user_guide.md section 9) in float32; the "
+                    'numba engine (backend="numba") takes any learning rate.')
     #: What to do when a setting is beyond ``_engine_constraints``.
     _engine_constraints_help = ""
 

@@ -121,7 +121,8 @@ class LightGBMBackend(Backend):
     parameters (``lambdarank_*``, ``label_gain``), the number of iterations,
     eval metrics (``metric``, ``eval_at``), boosting types other than
     ``"gbdt"``, ``bagging_by_query`` (the backend does not see queries) and
-    ``linear_tree`` together with SGLB shrinkage.
+    ``linear_tree`` together with SGLB shrinkage, and ``categorical_feature``
+    (categorical columns are those of pandas' category dtype).
 
     Attributes (after :meth:`fit`)
     ------------------------------
@@ -140,8 +141,8 @@ class LightGBMBackend(Backend):
     """
 
     name = "lightgbm"
-    _engine_constraints = Backend._ENGINE_LEARNING_RATE
-    _engine_constraints_help = 'The numba engine (backend="numba") takes any learning rate.'
+    _engine_constraints = {**Backend._ENGINE_LEARNING_RATE, **Backend._ENGINE_INT32}
+    _engine_constraints_help = Backend._ENGINE_HELP
     supports_categorical = True
 
     # LightGBM refuses these in feature names ("special JSON characters"); a
@@ -195,6 +196,9 @@ class LightGBMBackend(Backend):
              | _group("data_random_seed") | _group("drop_seed"),
              "it overrides the ranker's random_state for one kind of draw: set random_state on the ranker"),
             (_group("num_class"), "a ranker gives one score per document"),
+            (_group("categorical_feature"),
+             "rankkit marks categorical columns itself and codes their values for the engine: give those columns "
+             "pandas' category dtype (docs/user_guide.md, section 6)"),
         ]
         sets = {alias: ranker for main, ranker in _RANKER_PARAMETERS.items() for alias in _group(main)}
         reasons.update(ranker_parameter_reasons(params, sets))
@@ -276,11 +280,6 @@ class LightGBMBackend(Backend):
         self.params_ = params = self._params()
         names = self._engine_feature_names(feature_names)
         categorical = [int(j) for j in categorical_features]
-        if categorical and params.get("categorical_feature") not in (None, "", []):
-            raise ValueError(
-                "backend_params sets LightGBM's categorical_feature, but X is a DataFrame with category "
-                "columns, which are the categorical features already: drop one of the two."
-            )
         if shrink is not None and params.get("linear_tree"):
             raise ValueError(
                 "backend_params={'linear_tree': True} cannot be combined with SGLB shrinkage "

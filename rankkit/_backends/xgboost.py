@@ -34,9 +34,11 @@ from __future__ import annotations
 import functools
 import json
 from concurrent.futures import ThreadPoolExecutor
+from numbers import Real
 
 import numpy as np
 import xgboost
+from sklearn.utils._param_validation import Interval
 
 from .._sglb import fold_scales
 from .._threads import resolve_n_jobs
@@ -215,8 +217,11 @@ class XGBoostBackend(Backend):
     """
 
     name = "xgboost"
-    _engine_constraints = Backend._ENGINE_LEARNING_RATE
-    _engine_constraints_help = 'The numba engine (backend="numba") takes any learning rate.'
+    # XGBoost also keeps min_child_weight and reg_lambda in float32.
+    _engine_constraints = {**Backend._ENGINE_LEARNING_RATE, **Backend._ENGINE_INT32,
+                           **{name: [Interval(Real, 0, _FLOAT32_MAX, closed="both")]
+                              for name in ("min_child_weight", "reg_lambda")}}
+    _engine_constraints_help = Backend._ENGINE_HELP
     supports_categorical = True
 
     # XGBoost refuses these in feature names (``DMatrix(feature_names=)``).
