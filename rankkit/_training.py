@@ -725,8 +725,12 @@ def why_constant(train, grad_fn, objective, min_child_weight, backend_params):
             f"min_child_weight={min_child_weight}, so every split leaves a child below it: "
             "lower min_child_weight."
         )
+    # The engines' minimum split gains (XGBoost's gamma and its alias, LightGBM's and the numba engine's).
+    gain_floors = [key for key, value in (backend_params or {}).items()
+                   if key in ("gamma", "min_split_loss", "min_split_gain", "min_gain_to_split") and value]
+    fix = f"lower min_child_weight or backend_params' {gain_floors[0]}" if gain_floors else "lower min_child_weight"
     return (
         f"Every split left a child whose hessian sum is below min_child_weight={min_child_weight} "
         f"(the training rows sum to {total:.3g}, in {units}) or gained nothing under "
-        f"backend_params={backend_params}: with this little data, lower min_child_weight."
+        f"backend_params={backend_params}: with this little data, {fix}."
     )

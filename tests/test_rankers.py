@@ -874,3 +874,21 @@ def test_duplicate_column_names_are_an_error(data):
     frame = pd.DataFrame(X, columns=["a", "a", *[f"f{j}" for j in range(2, X.shape[1])]])
     with pytest.raises(ValueError, match=r"X has duplicate column names \['a'\]: rename them"):
         _ranker("queryrmse").fit(frame, y, qid=qid)
+
+
+def test_a_huge_lambdamart_sigma_is_named_not_blamed_on_a_tiny_one():
+    X, y, qid = make_ranking(20, n_features=3, random_state=0)
+    with pytest.raises(ValueError, match=r"first iteration.*LambdaMART's hessians as sigma \*\* 2"):
+        est.LambdaMARTRanker(sigma=1e300, n_estimators=2, n_jobs=1).fit(X, y, qid=qid)
+
+
+@pytest.mark.parametrize("backend, key", [("numba", "min_split_gain"), ("xgboost", "gamma"),
+                                          ("lightgbm", "min_gain_to_split")])
+def test_no_split_under_a_minimum_split_gain_names_it(backend, key):
+    """The warning advised only min_child_weight when a minimum split gain in
+    backend_params was what stopped every split."""
+    if backend not in BACKENDS_UNDER_TEST:
+        pytest.skip(f"{backend} not installed")
+    X, y, qid = make_ranking(30, n_features=4, random_state=0)
+    with pytest.warns(UserWarning, match=rf"grew no split.*lower min_child_weight or backend_params' {key}\."):
+        est.QueryRMSERanker(n_estimators=2, n_jobs=1, backend=backend, backend_params={key: 1e30}).fit(X, y, qid=qid)

@@ -460,5 +460,8 @@ def test_a_sigma_that_overflows_the_first_gradients_is_named():
     from rankkit.datasets import make_ranking
 
     X, y, qid = make_ranking(20, n_features=3, random_state=0)
-    with pytest.raises(ValueError, match=r"first iteration, at scores 0.*StochasticRank's sigma"):
+    with pytest.raises(ValueError, match=r"first iteration, at scores 0.*StochasticRank's\s+gradients grow as 1 / sigma"):
         StochasticRankRanker(sigma=5e-324, n_estimators=2).fit(X, y, qid=qid)
+    # A sigma whose first gradients are finite but huge: the scores overflow at once.
+    with pytest.raises(ValueError, match=r"iteration 1 are NaN or infinite.*StochasticRank's gradients grow as 1 / sigma"):
+        StochasticRankRanker(sigma=1e-300, n_estimators=3, n_jobs=1).fit(X, y, qid=qid)

@@ -401,13 +401,14 @@ def check_gradients(grad, hess, n, t):
         if t == 0:  # every backend starts from scores 0: nothing has diverged yet
             raise ValueError(
                 "The gradients or hessians of the first iteration, at scores 0, are NaN or infinite: the "
-                "objective overflows on these labels with these parameters (a tiny smoothing scale such as "
-                "StochasticRank's sigma, sample weights of a huge scale, or, with a custom objective, what it "
-                "returns at scores 0)."
+                "objective overflows on these labels with these parameters (an extreme sigma: StochasticRank's "
+                "gradients grow as 1 / sigma, LambdaMART's hessians as sigma ** 2; sample weights of a huge "
+                "scale; or, with a custom objective, what it returns at scores 0)."
             )
         raise ValueError(
             f"The gradients or hessians of iteration {t} are NaN or infinite: the model's scores diverged. "
-            "Lower learning_rate (or, with a custom objective, check what it returns for large scores)."
+            "Lower learning_rate, or look for an extreme objective parameter (StochasticRank's gradients grow "
+            "as 1 / sigma); with a custom objective, check what it returns for large scores."
         )
     return grad, hess
 
