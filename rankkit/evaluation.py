@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -66,6 +68,28 @@ def _check_metric_params(metric_params):
     unknown = sorted(set(metric_params) - accepted)
     if unknown:
         raise TypeError(f"unknown metric parameter(s) {unknown}: the metrics take {sorted(accepted)}.")
+
+
+def _check_evaluation(metrics, ties, doc_ids, metric_params):
+    """Every setting of an evaluation checked before anything is computed or
+    fitted: the metric names, the parameter names and values (each value on
+    a metric that takes it, whether or not the table lists one), ``ties``
+    and ``doc_ids``. Returns the canonical metric names."""
+    metrics = _check_metrics(metrics)
+    _check_metric_params(metric_params)
+    if doc_ids is not None and ties != "trec":
+        raise ValueError(f"doc_ids is used only with ties='trec', got ties={ties!r}.")
+    if ties == "trec" and doc_ids is None:
+        raise ValueError("ties='trec' breaks ties by document id, as trec_eval does: pass doc_ids= (one id per row).")
+    probes = {"ndcg"}  # ties
+    for key in metric_params:
+        probes.add(next(name for name, function in METRICS.items() if key in inspect.signature(function).parameters))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a one-row probe is an empty query
+        for name in sorted(probes):
+            _, _, kwargs = _metric_kwargs(name, "worst" if ties == "trec" else ties, metric_params)
+            METRICS[name]([0.0], [0.0], qid=[0], **kwargs)
+    return metrics
 
 
 def _check_metrics(metrics):
@@ -156,8 +180,7 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
     0      5      a    mrr  1.000000
     1      5      b    mrr  0.333333
     """
-    metrics = _check_metrics(metrics)
-    _check_metric_params(metric_params)
+    metrics = _check_evaluation(metrics, ties, doc_ids, metric_params)
     if X is not None:
         # The rows and query ids as a scorer takes them: the models see X as given.
         X, qid = scoring_input(X, qid, qid_col)
@@ -167,9 +190,7 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
     codes, uniques = factorize_qid(qid, y.shape[0])
     groups = QueryGroups(codes, uniques)
     scores = _scores(rankers, X)
-    doc_key = doc_id_key(doc_ids, groups) if ties == "trec" and doc_ids is not None else None
-    if doc_ids is not None and ties != "trec":
-        raise ValueError(f"doc_ids is used only with ties='trec', got ties={ties!r}.")
+    doc_key = None if doc_ids is None else doc_id_key(doc_ids, groups)
     query_ids = np.asarray(uniques)
     y_sorted = groups.sort(y)
     frames = []
@@ -199,9 +220,10 @@ def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error",
     Parameters
     ----------
     runs : dict
-        ``{name: run}``, each a DataFrame from :func:`rankkit.trec.read_run`.
-    qrels : DataFrame
-        From :func:`rankkit.trec.read_qrels`.
+        ``{name: run}``, each a DataFrame from :func:`rankkit.trec.read_run`
+        or the path of a run file.
+    qrels : DataFrame or path
+        From :func:`rankkit.trec.read_qrels`, or the path of a qrels file.
     metrics : str or list of str, default=("ndcg@10",)
         As in :func:`evaluate`.
     missing_queries : {"error", "drop"}, default="error"
@@ -215,10 +237,17 @@ def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error",
     DataFrame
         The columns of :func:`evaluate`, the query ids as in the files.
     """
-    from rankkit.trec import align
+    from rankkit.trec import RUN_COLUMNS, QRELS_COLUMNS, align, read_qrels, read_run
 
     if not isinstance(runs, dict) or not runs:
-        raise TypeError("runs must be a non-empty dict {name: run DataFrame from rankkit.trec.read_run}.")
+        raise TypeError("runs must be a non-empty dict {name: run DataFrame from rankkit.trec.read_run, or a path}.")
+    fixed = sorted({"ties", "doc_ids"} & set(metric_params))
+    if fixed:
+        raise TypeError(f"evaluate_runs got {fixed}: it ranks by trec_eval's order, ties='trec' with the runs' "
+                        "document ids; use evaluate for another tie rule.")
+    _check_evaluation(metrics, "worst", None, metric_params)
+    runs = {name: _trec_frame(run, read_run, RUN_COLUMNS, f"runs[{name!r}]") for name, run in runs.items()}
+    qrels = _trec_frame(qrels, read_qrels, QRELS_COLUMNS, "qrels")
     frames = []
     for name, run in runs.items():
         y, score, qid, doc_ids = align(run, qrels, missing_queries=missing_queries)
@@ -228,6 +257,16 @@ def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error",
     # Grouped by metric then ranker, as evaluate's.
     order = {m: i for i, m in enumerate(dict.fromkeys(result["metric"]))}
     return result.sort_values("metric", key=lambda col: col.map(order), kind="stable").reset_index(drop=True)
+
+
+def _trec_frame(data, reader, columns, name):
+    """A run or qrels DataFrame, read first when ``data`` is a path."""
+    if isinstance(data, (str, os.PathLike)):
+        return reader(data)
+    if not isinstance(data, pd.DataFrame) or not set(columns) <= set(data.columns):
+        raise TypeError(f"{name} must be a DataFrame from rankkit.trec.{reader.__name__} (columns {columns}) or "
+                        f"the path of the file, got {type(data).__name__}.")
+    return data
 
 
 def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties="worst", doc_ids=None,
@@ -267,6 +306,7 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
     """
     from rankkit.model_selection import QueryKFold
 
+    _check_evaluation(metrics, ties, doc_ids, metric_params)  # before the fits, not after them
     fit_qid = qid is not None  # given apart from X: the rankers can only get them as qid=
     # The rows and query ids as a scorer takes them: the rankers fit and predict on X as given.
     X, qid = scoring_input(X, qid, qid_col)
@@ -508,6 +548,8 @@ class Comparison:
         return cells
 
     def _grid(self, digits, mark, wtl):
+        if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 0:
+            raise ValueError(f"digits must be a non-negative int (decimals shown), got {digits!r}.")
         metrics = list(dict.fromkeys(self.table["metric"]))
         rankers = list(dict.fromkeys(self.table["ranker"]))
         cells = self._cells(digits, mark)

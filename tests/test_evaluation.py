@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -256,6 +257,49 @@ def test_evaluate_bad_input(data):
         evaluate(scores, None, y, qid=qid, metrics=["map", "MAP"])
     with pytest.raises(TypeError, match="non-empty dict"):
         evaluate([scores["f0"]], None, y, qid=qid)
+    # A bad value of a parameter that no listed metric takes was accepted silently.
+    for params, match in [(dict(metrics="map", gain="linaer"), "gain must be"),
+                          (dict(decay=7), "decay must be"),
+                          (dict(err_max_label=-3), "err_max_label must be"),
+                          (dict(metrics="dcg", empty="exlude"), "empty must be"),
+                          (dict(relevance_threshold="x"), "relevance_threshold must be")]:
+        with pytest.raises((TypeError, ValueError), match=match):
+            evaluate(scores, None, y, qid=qid, **params)
+
+
+class _CountingRidge:
+    """A regressor that counts its fits."""
+
+    fits = 0
+
+    def fit(self, X, y, qid=None):
+        type(self).fits += 1
+        self.mean_ = float(np.mean(y))
+        return self
+
+    def predict(self, X):
+        return np.asarray(X, dtype=float)[:, 0]
+
+    def get_params(self, deep=True):
+        return {}
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(metrics=["ndgc@10"]), "Unknown metric"),
+    (dict(gain="linaer"), "gain must be"),
+    (dict(emtpy=0.0), "unknown metric parameter"),
+    (dict(ties="wrost"), "ties must be"),
+    (dict(ties="trec"), "pass doc_ids="),
+    (dict(doc_ids=np.arange(3)), "doc_ids is used only with ties='trec'"),
+])
+def test_cross_evaluate_checks_its_settings_before_fitting(data, params, match):
+    """Every fold of every ranker was fitted before a misspelt metric or a
+    bad setting failed."""
+    X, y, qid, _ = data
+    _CountingRidge.fits = 0
+    with pytest.raises((TypeError, ValueError), match=match):
+        cross_evaluate({"r": _CountingRidge()}, X, y, qid=qid, cv=3, **params)
+    assert _CountingRidge.fits == 0
 
 
 def test_compare_table_and_statistics(data):
@@ -292,6 +336,10 @@ def test_compare_exports(data):
     assert tex.startswith("\\begin{table}") and "\\toprule" in tex and "f0+noise" in tex
     assert "$^{*}$" in tex and "$\\le$" in tex
     assert isinstance(comp, Comparison) and repr(comp) == md
+    assert re.search(r"\| \d\.\d \[\d\.\d, \d\.\d\] \|", comp.to_markdown(digits=1).splitlines()[2])
+    for digits in (-1, 2.5, True):  # Python's format errors before ("Format specifier missing precision")
+        with pytest.raises(ValueError, match="digits must be a non-negative int"):
+            comp.to_latex(digits=digits)
 
 
 def test_compare_exports_escape_names_and_state_the_confidence():

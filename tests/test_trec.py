@@ -288,6 +288,20 @@ def test_evaluate_runs_equals_pytrec_eval_and_compares(shared_data, tmp_path):
     assert len(table) == 4 and table["n_queries"].eq(len(qrels_dict)).all()
     with pytest.raises(TypeError, match="non-empty dict"):
         evaluate_runs([runs["a"]], qrels)
+    # Paths are read; anything else is named (a str was indexed as a DataFrame).
+    by_path = evaluate_runs({"a": tmp_path / "a", "b": str(tmp_path / "b")}, str(tmp_path / "qrels"),
+                            metrics=["map", "precision@5"], empty=0.0)
+    pd.testing.assert_frame_equal(by_path, res)
+    with pytest.raises(TypeError, match=r"runs\['a'\] must be a DataFrame from rankkit.trec.read_run"):
+        evaluate_runs({"a": run_dict}, qrels)
+    with pytest.raises(TypeError, match=r"qrels must be a DataFrame from rankkit.trec.read_qrels"):
+        evaluate_runs(runs, qrels_dict)
+    # ties= and doc_ids= reached evaluate twice ("got multiple values for keyword argument").
+    for fixed in (dict(ties="worst"), dict(doc_ids=qid)):
+        with pytest.raises(TypeError, match=r"evaluate_runs got \['(ties|doc_ids)'\]: it ranks by trec_eval's order"):
+            evaluate_runs(runs, qrels, **fixed)
+    with pytest.raises(ValueError, match="gain must be"):
+        evaluate_runs(runs, qrels, metrics="map", gain="linaer")
 
 
 def test_scores_equal_in_single_precision_are_trec_eval_ties(tmp_path):
