@@ -9,7 +9,8 @@ a *qrels* file the judged documents of every query::
 
     qid 0 docno relevance
 
-(whitespace-separated; ``Q0`` and ``0`` are unused columns). ``trec_eval``
+(whitespace-separated; ``Q0`` and ``0`` are unused columns; blank lines and
+lines starting with ``#`` are skipped, as trec_eval 10 skips them). ``trec_eval``
 ranks a run by ``score`` descending, ties by ``docno`` descending as strings,
 and ignores the ``rank`` column. It reads the scores into single precision
 (its ``TEXT_RESULTS.sim`` is a C ``float``), so scores that differ only past
@@ -33,8 +34,12 @@ metrics are defined on the ranked list; rank every judged document, as
 
 from __future__ import annotations
 
+import bz2
 import csv
+import gzip
+import lzma
 import numbers
+import os
 
 import numpy as np
 import pandas as pd
@@ -164,30 +169,32 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
     return n
 
 
+def _text_lines(path):
+    """The lines of a text file, decompressed by its suffix as pandas would
+    (``.gz``, ``.bz2``, ``.xz``)."""
+    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(os.path.splitext(os.fspath(path))[1], open)
+    with opener(path, "rt") as handle:
+        return handle.read().splitlines()
+
+
 def _read(path, columns, what):
-    # Ids are strings as written: "NA", "null" or "nan" are ids, not missing values.
-    try:
-        frame = pd.read_csv(path, sep=r"\s+", header=None, dtype=str, engine="python", comment=None,
-                            keep_default_na=False, na_filter=False)
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{path}: the {what} file is empty.") from None
-    except pd.errors.ParserError as error:  # a line with more fields than the first
-        raise ValueError(f"{path}: every {what} line must have {len(columns)} whitespace-separated fields "
-                         f"({' '.join(columns)}); {str(error).split('. ')[0]}.") from None
-    if frame.shape[1] != len(columns):
-        raise ValueError(
-            f"{path}: a {what} line has {len(columns)} whitespace-separated fields "
-            f"({' '.join(columns)}), this file has {frame.shape[1]}."
-        )
-    # A line with fewer fields than the first is padded with NaN (even with na_filter=False):
-    # a run line without its tag was read as tag NaN, where trec_eval refuses the file.
-    short = frame.isna().any(axis=1).to_numpy()
-    if short.any():
-        row = int(np.flatnonzero(short)[0])
-        raise ValueError(f"{path}: every {what} line must have {len(columns)} whitespace-separated fields "
-                         f"({' '.join(columns)}); line {row + 1} has {int(frame.iloc[row].notna().sum())}.")
-    frame.columns = columns
-    return frame
+    """``(frame, line numbers)``: the fields of every line as strings, the
+    1-based line of every row (for errors). Blank lines and comment lines,
+    whose first non-blank character is ``#``, are skipped, as trec_eval 10
+    skips them. Ids are strings as written: "NA", "null" or "nan" are ids."""
+    rows, numbers = [], []
+    for number, line in enumerate(_text_lines(path), 1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) != len(columns):
+            raise ValueError(f"{path}: every {what} line must have {len(columns)} whitespace-separated fields "
+                             f"({' '.join(columns)}); line {number} has {len(fields)}.")
+        rows.append(fields)
+        numbers.append(number)
+    if not rows:
+        raise ValueError(f"{path}: the {what} file is empty.")
+    return pd.DataFrame(rows, columns=columns, dtype=str), numbers
 
 
 def read_run(path):
@@ -198,13 +205,13 @@ def read_run(path):
     and a document listed twice for one query, are errors (trec_eval refuses
     duplicates too).
     """
-    frame = _read(path, RUN_COLUMNS, "run")
-    frame["rank"] = _integers(frame["rank"], path, "rank")
+    frame, lines = _read(path, RUN_COLUMNS, "run")
+    frame["rank"] = _integers(frame["rank"], path, "rank", lines)
     text = frame["score"]
     frame["score"] = pd.to_numeric(text, errors="coerce").astype(np.float64)
     if not np.all(np.isfinite(frame["score"])):
         row = int(np.flatnonzero(~np.isfinite(frame["score"]))[0])
-        raise ValueError(f"{path}: line {row + 1} has the score {text[row]}; scores must be finite numbers.")
+        raise ValueError(f"{path}: line {lines[row]} has the score {text[row]}; scores must be finite numbers.")
     _check_unique(frame, path)
     return frame
 
@@ -215,19 +222,19 @@ def read_qrels(path):
     Columns ``qid``, ``iteration``, ``docno`` (str) and ``relevance`` (int),
     in file order. A document judged twice for one query is an error.
     """
-    frame = _read(path, QRELS_COLUMNS, "qrels")
-    frame["relevance"] = _integers(frame["relevance"], path, "relevance")
+    frame, lines = _read(path, QRELS_COLUMNS, "qrels")
+    frame["relevance"] = _integers(frame["relevance"], path, "relevance", lines)
     _check_unique(frame, path)
     return frame
 
 
-def _integers(text, path, field):
+def _integers(text, path, field, lines):
     """A column of integers, or an error naming the file, the line and the value."""
     values = pd.to_numeric(text, errors="coerce")
     bad = np.flatnonzero(~np.isfinite(values.to_numpy(np.float64)) | (values != np.round(values)).to_numpy())
     if bad.size:
         row = int(bad[0])
-        raise ValueError(f"{path}: line {row + 1} has the {field} {text[row]!r}; it must be an integer.")
+        raise ValueError(f"{path}: line {lines[row]} has the {field} {text[row]!r}; it must be an integer.")
     return values.astype(np.int64)
 
 
@@ -251,8 +258,8 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
         or dropped (trec_eval's default without ``-c``: the mean is over the
         queries of both files).
     relevance_level : int, default=1
-        trec_eval's ``-l``: a document is relevant iff its grade is at least
-        this. It is used here only to find judged documents the run does not
+        trec_eval's ``-l`` (a positive int): a document is relevant iff its
+        grade is at least this. It is used here only to find judged documents the run does not
         rank and trec_eval would count: those of grade at least this, and
         every positive grade (the ideal DCG counts them whatever ``-l``
         is); pass ``relevance_threshold=relevance_level - 1`` to the metrics.
@@ -269,6 +276,10 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
     """
     if missing_queries not in ("error", "drop"):
         raise ValueError(f"missing_queries must be 'error' or 'drop', got {missing_queries!r}.")
+    if isinstance(relevance_level, bool) or not isinstance(relevance_level, numbers.Integral) or relevance_level < 1:
+        # At 0 or below trec_eval would count unjudged documents apart (grade -1), which the grade 0 given them
+        # here cannot tell from judged non-relevant ones (pytrec_eval refuses such levels too).
+        raise ValueError(f"relevance_level must be a positive int (trec_eval's -l), got {relevance_level!r}.")
     run_q, qrels_q = set(run["qid"]), set(qrels["qid"])
     if run_q != qrels_q:
         only_run, only_qrels = sorted(run_q - qrels_q), sorted(qrels_q - run_q)

@@ -222,11 +222,15 @@ def test_align_refuses_any_unranked_positive_grade(tmp_path):
     run = pd.DataFrame({"qid": ["1"], "Q0": "Q0", "docno": ["a"], "rank": [1], "score": [3.0], "tag": "t"})
     with pytest.raises(ValueError, match="does not rank 1 relevant judged document"):
         align(run, qrels, relevance_level=2)
+    # At 0 unjudged documents (grade 0 here, -1 to trec_eval) became relevant; nothing was checked.
+    for level in (0, -5, 1.5, True, None, "2"):
+        with pytest.raises(ValueError, match=r"relevance_level must be a positive int \(trec_eval's -l\)"):
+            align(run, qrels, relevance_level=level)
 
 
 def test_malformed_lines_are_named(tmp_path):
     cases = {
-        "q1 Q0 a 1 1.0 t\nq1 Q0 b 2 0.5 t extra\n": r"every run line must have 6 .* Expected 6 fields in line 2, saw 7\.$",
+        "q1 Q0 a 1 1.0 t\nq1 Q0 b 2 0.5 t extra\n": r"every run line must have 6 .*; line 2 has 7\.$",
         "q1 Q0 a x 1.0 t\n": r"line 1 has the rank 'x'; it must be an integer",
         "": r"the run file is empty",
     }
@@ -237,6 +241,29 @@ def test_malformed_lines_are_named(tmp_path):
     (tmp_path / "qrels").write_text("q1 0 a 1.5\n")  # read as grade 1 before
     with pytest.raises(ValueError, match=r"line 1 has the relevance '1.5'; it must be an integer"):
         read_qrels(tmp_path / "qrels")
+
+
+def test_comment_and_blank_lines_are_skipped_as_trec_eval_10_does(tmp_path):
+    """trec_eval 10 reads '#' comment lines in runs and qrels; they were an
+    error that named the next line ("Expected 5 fields in line 2, saw 6")."""
+    (tmp_path / "run").write_text("# run of 2026-11-27\nq1 Q0 a 1 1.0 t\n\n  # indented comment\nq1 Q0 b 2 x t\n")
+    with pytest.raises(ValueError, match=r"line 5 has the score x"):  # the file's line, comments counted
+        read_run(tmp_path / "run")
+    (tmp_path / "run").write_text("# run\nq1 Q0 a 1 1.0 t\n\nq1 Q0 #b 2 0.5 t\n")
+    assert read_run(tmp_path / "run")["docno"].tolist() == ["a", "#b"]  # '#' inside a line is text
+    (tmp_path / "qrels").write_text("#qid iter docno rel\nq1 0 a 1\n")
+    assert read_qrels(tmp_path / "qrels")["relevance"].tolist() == [1]
+    (tmp_path / "qrels").write_text("# only a comment\n\n")
+    with pytest.raises(ValueError, match="the qrels file is empty"):
+        read_qrels(tmp_path / "qrels")
+
+
+def test_compressed_files_are_read(tmp_path):
+    import gzip
+
+    with gzip.open(tmp_path / "run.gz", "wt") as handle:
+        handle.write("q1 Q0 a 1 1.0 t\n")
+    assert read_run(tmp_path / "run.gz")["score"].tolist() == [1.0]
 
 
 def test_write_run_and_qrels_arguments(tmp_path):
