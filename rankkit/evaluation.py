@@ -33,7 +33,7 @@ from sklearn.utils import _safe_indexing
 from rankkit import _stats
 from rankkit._groups import QueryGroups, factorize_qid, missing_qid_error, split_qid
 from rankkit._metrics._api import METRICS, doc_id_key, evaluate_sorted, trec_eval_scores
-from rankkit._metrics._common import parse_metric
+from rankkit._metrics._common import TREC, TREC_TIES, parse_metric
 from rankkit._metrics._scorers import scoring_input
 from rankkit._validation import check_labels, check_scores
 
@@ -77,17 +77,18 @@ def _check_evaluation(metrics, ties, doc_ids, metric_params):
     and ``doc_ids``. Returns the canonical metric names."""
     metrics = _check_metrics(metrics)
     _check_metric_params(metric_params)
-    if doc_ids is not None and ties != "trec":
-        raise ValueError(f"doc_ids is used only with ties='trec', got ties={ties!r}.")
-    if ties == "trec" and doc_ids is None:
-        raise ValueError("ties='trec' breaks ties by document id, as trec_eval does: pass doc_ids= (one id per row).")
+    if doc_ids is not None and ties not in TREC_TIES:
+        raise ValueError(f"doc_ids is used only with ties='trec' or 'trec_double', got ties={ties!r}.")
+    if ties in TREC_TIES and doc_ids is None:
+        raise ValueError(f"ties={ties!r} breaks ties by document id, as trec_eval does: pass doc_ids= (one id per "
+                         "row).")
     probes = {"ndcg"}  # ties
     for key in metric_params:
         probes.add(next(name for name, function in METRICS.items() if key in inspect.signature(function).parameters))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a one-row probe is an empty query
         for name in sorted(probes):
-            _, _, kwargs = _metric_kwargs(name, "worst" if ties == "trec" else ties, metric_params)
+            _, _, kwargs = _metric_kwargs(name, "worst" if ties in TREC_TIES else ties, metric_params)
             METRICS[name]([0.0], [0.0], qid=[0], **kwargs)
     return metrics
 
@@ -150,11 +151,13 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
     metrics : str or list of str, default=("ndcg@10",)
         Metric names of :mod:`rankkit.metrics` with optional cut-off
         (``"ndcg@10"``, ``"map"``, ``"precision@5"``, ...).
-    ties : {"worst", "average", "best", "input", "trec"}, default="worst"
-        Tie policy of every metric; ``"trec"`` (trec_eval's order) needs
-        ``doc_ids``.
+    ties : {"worst", "average", "best", "input", "trec", "trec_double"}, default="worst"
+        Tie policy of every metric; ``"trec"`` and ``"trec_double"``
+        (trec_eval's order, scores in single precision as trec_eval up to
+        9.0.8 and pytrec_eval hold them, or in double as trec_eval 10 does;
+        :func:`rankkit.metrics.ndcg_score`) need ``doc_ids``.
     doc_ids : array-like of shape (n_samples,), default=None
-        Document ids, for ``ties="trec"``.
+        Document ids, for ``ties="trec"`` or ``"trec_double"``.
     qid_col : str or None, default="qid"
         Query column of a DataFrame ``X``.
     **metric_params
@@ -199,7 +202,7 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
         for ranker, score in scores.items():
             if score.shape[0] != y.shape[0]:
                 raise ValueError(f"ranker {ranker!r} has {score.shape[0]} scores for {y.shape[0]} rows.")
-            if ties == "trec":  # trec_eval compares scores in single precision
+            if ties == TREC:  # trec_eval up to 9.0.8 compares scores in single precision
                 score = trec_eval_scores(score)
             values = evaluate_sorted(name, y_sorted, groups.sort(score), groups.group_ptr, k=k,
                                      doc_key=doc_key, **kwargs)
@@ -209,13 +212,13 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
     return pd.concat(frames, ignore_index=True)
 
 
-def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error", **metric_params):
+def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error", ties="trec", **metric_params):
     """Per-query values of TREC runs against their qrels, with trec_eval's tie order.
 
     Every run is aligned with the qrels by :func:`rankkit.trec.align` (which
-    states the conventions and the errors) and evaluated with
-    ``ties="trec"``; runs may rank different documents, as long as they rank
-    every relevant judged one.
+    states the conventions and the errors) and evaluated with trec_eval's
+    order; runs may rank different documents, as long as they rank every
+    relevant judged one.
 
     Parameters
     ----------
@@ -228,6 +231,9 @@ def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error",
         As in :func:`evaluate`.
     missing_queries : {"error", "drop"}, default="error"
         As in :func:`rankkit.trec.align`.
+    ties : {"trec", "trec_double"}, default="trec"
+        trec_eval's order on scores in single precision (trec_eval up to
+        9.0.8, pytrec_eval, ir_measures) or in double (trec_eval 10).
     **metric_params
         As in :func:`evaluate`. For trec_eval's numbers pass
         ``gain="linear", empty=0.0``.
@@ -241,17 +247,18 @@ def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error",
 
     if not isinstance(runs, dict) or not runs:
         raise TypeError("runs must be a non-empty dict {name: run DataFrame from rankkit.trec.read_run, or a path}.")
-    fixed = sorted({"ties", "doc_ids"} & set(metric_params))
-    if fixed:
-        raise TypeError(f"evaluate_runs got {fixed}: it ranks by trec_eval's order, ties='trec' with the runs' "
-                        "document ids; use evaluate for another tie rule.")
+    if not isinstance(ties, str) or ties not in TREC_TIES:
+        raise ValueError(f"evaluate_runs ranks by trec_eval's order: ties must be 'trec' or 'trec_double', got "
+                         f"{ties!r}; use evaluate for another tie rule.")
+    if "doc_ids" in metric_params:
+        raise TypeError("evaluate_runs got doc_ids: the document ids are the runs'.")
     _check_evaluation(metrics, "worst", None, metric_params)
     runs = {name: _trec_frame(run, read_run, RUN_COLUMNS, f"runs[{name!r}]") for name, run in runs.items()}
     qrels = _trec_frame(qrels, read_qrels, QRELS_COLUMNS, "qrels")
     frames = []
     for name, run in runs.items():
         y, score, qid, doc_ids = align(run, qrels, missing_queries=missing_queries)
-        frames.append(evaluate({name: score}, None, y, qid=qid, metrics=metrics, ties="trec", doc_ids=doc_ids,
+        frames.append(evaluate({name: score}, None, y, qid=qid, metrics=metrics, ties=ties, doc_ids=doc_ids,
                                **metric_params))
     result = pd.concat(frames, ignore_index=True)
     # Grouped by metric then ranker, as evaluate's.

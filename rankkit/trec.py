@@ -12,12 +12,14 @@ a *qrels* file the judged documents of every query::
 (whitespace-separated; ``Q0`` and ``0`` are unused columns; blank lines and
 lines starting with ``#`` are skipped, as trec_eval 10 skips them). ``trec_eval``
 ranks a run by ``score`` descending, ties by ``docno`` descending as strings,
-and ignores the ``rank`` column. It reads the scores into single precision
-(its ``TEXT_RESULTS.sim`` is a C ``float``), so scores that differ only past
-about 7 significant digits are ties to it. :func:`write_run` writes ranks in
-that same order and the scores in full (``repr``), so the file reads back to
-the exact float64 scores; :func:`align` returns them rounded to single
-precision, as ``trec_eval`` sees them, so that ``ties="trec"`` finds its ties.
+and ignores the ``rank`` column. Up to version 9.0.8 (the one pytrec_eval
+and ir_measures bundle) it reads the scores into single precision (a C
+``float``), so scores that differ only past about 7 significant digits are
+ties to it: ``ties="trec"`` in :mod:`rankkit.metrics` compares them so.
+trec_eval 10 reads them in double precision: ``ties="trec_double"``.
+:func:`write_run` writes ranks in the single-precision order and the scores
+in full (``repr``), so the file reads back to the exact float64 scores,
+which :func:`align` returns.
 
 :func:`align` turns a run and qrels into per-row arrays for the metrics of
 :mod:`rankkit.metrics` with ``ties="trec"``, under trec_eval's conventions:
@@ -247,7 +249,7 @@ def _check_unique(frame, path):
 
 
 def align(run, qrels, *, missing_queries="error", relevance_level=1):
-    """Per-row arrays of a run and its qrels, for :mod:`rankkit.metrics` with ``ties="trec"``.
+    """Per-row arrays of a run and its qrels, for :mod:`rankkit.metrics` with trec_eval's ties.
 
     Parameters
     ----------
@@ -268,11 +270,11 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
     -------
     y_true, y_score : ndarray of float64
         Grade (0 for a document without judgment) and score of every run
-        line, the score rounded to single precision as trec_eval reads it
-        (a C ``float``), so that ``ties="trec"`` sees the ties it sees.
+        line, as read (``ties="trec"`` compares them in single precision,
+        ``"trec_double"`` as they are).
     qid, doc_ids : ndarray of str
         Query and document id of every run line; pass them as ``qid=`` and
-        ``doc_ids=`` with ``ties="trec"``.
+        ``doc_ids=`` with ``ties="trec"`` or ``"trec_double"``.
     """
     if missing_queries not in ("error", "drop"):
         raise ValueError(f"missing_queries must be 'error' or 'drop', got {missing_queries!r}.")
@@ -306,6 +308,4 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
         )
     # trec_eval: a negative grade is "in the pool, not judged", non-relevant like no grade at all.
     y = merged["relevance"].fillna(0).clip(lower=0).to_numpy(np.float64)
-    # trec_eval ranks by the single-precision score: scores equal in float32 are its ties.
-    return (y, trec_eval_scores(merged["score"].to_numpy(np.float64)), merged["qid"].to_numpy(str),
-            merged["docno"].to_numpy(str))
+    return y, merged["score"].to_numpy(np.float64), merged["qid"].to_numpy(str), merged["docno"].to_numpy(str)

@@ -8,6 +8,7 @@ every subset of block-mates that can precede a document). Slow by design.
 
 import itertools
 import math
+import struct
 
 
 def exp_gain(r):
@@ -97,10 +98,14 @@ def order_for_policy(labels, scores, ties, doc_ids=None):
     """Document indices ranked by score desc with the tie policy applied.
 
     ``trec``: equal scores by document id descending, compared as strings
-    (trec_eval's ``strcmp`` on ``docno``).
+    (trec_eval's ``strcmp`` on ``docno``), the scores in single precision
+    (trec_eval up to 9.0.8); ``trec_double``: the same in double precision
+    (trec_eval 10).
     """
     idx = range(len(labels))
-    if ties == "trec":
+    if ties in ("trec", "trec_double"):
+        if ties == "trec":
+            scores = [struct.unpack("f", struct.pack("f", v))[0] for v in scores]
         by_id = sorted(idx, key=lambda i: str(doc_ids[i]), reverse=True)
         return sorted(by_id, key=lambda i: -scores[i])
     if ties == "worst":

@@ -324,9 +324,10 @@ def test_evaluate_runs_equals_pytrec_eval_and_compares(shared_data, tmp_path):
     with pytest.raises(TypeError, match=r"qrels must be a DataFrame from rankkit.trec.read_qrels"):
         evaluate_runs(runs, qrels_dict)
     # ties= and doc_ids= reached evaluate twice ("got multiple values for keyword argument").
-    for fixed in (dict(ties="worst"), dict(doc_ids=qid)):
-        with pytest.raises(TypeError, match=r"evaluate_runs got \['(ties|doc_ids)'\]: it ranks by trec_eval's order"):
-            evaluate_runs(runs, qrels, **fixed)
+    with pytest.raises(ValueError, match=r"ties must be 'trec' or 'trec_double', got 'worst'"):
+        evaluate_runs(runs, qrels, ties="worst")
+    with pytest.raises(TypeError, match=r"evaluate_runs got doc_ids: the document ids are the runs'"):
+        evaluate_runs(runs, qrels, doc_ids=qid)
     with pytest.raises(ValueError, match="gain must be"):
         evaluate_runs(runs, qrels, metrics="map", gain="linaer")
 
@@ -349,6 +350,41 @@ def test_scores_equal_in_single_precision_are_trec_eval_ties(tmp_path):
     assert mrr_score(y_a, s_a, qid=q_a, ties="trec", doc_ids=d_a) == want["recip_rank"]
     assert ndcg_score(y_a, s_a, qid=q_a, ties="trec", doc_ids=d_a, gain="linear") == pytest.approx(want["ndcg"])
     assert evaluate_runs({"r": run}, qrels, metrics="mrr")["value"].tolist() == [want["recip_rank"]]
+
+
+def test_trec_double_equals_trec_eval_10(tmp_path):
+    """trec_eval 10 reads the scores in double precision: scores equal in float32 but not in float64
+    are ranked by score there, by document id in trec_eval 9 (``ties="trec"``). The expected values
+    were printed by trec_eval 10.0 (``trec_eval -q -m ndcg -m map -m recip_rank -m P.3 qrels run``,
+    four decimals) on these files: 6 queries of 8 documents, scores 10, 11 or 12 plus 0 or 1e-9."""
+    from rankkit.evaluation import evaluate_runs
+
+    base = "212212202021111110012122211012102112211111111220"
+    tiny = "000110011111110111010000101101110010100010000010"
+    grades = "020120101020210020002220210210011211121112200200"
+    run, qrels = [], []
+    for i, (b, e, g) in enumerate(zip(base, tiny, grades)):
+        q, d = f"q{i // 8}", f"d{i % 8}"
+        run.append(f"{q} Q0 {d} {i % 8 + 1} {10 + int(b) + int(e) * 1e-9!r} r")
+        qrels.append(f"{q} 0 {d} {g}")
+    (tmp_path / "run").write_text("\n".join(run) + "\n")
+    (tmp_path / "qrels").write_text("\n".join(qrels) + "\n")
+    want = {  # query: ndcg, map, recip_rank, P_3
+        "q0": (0.7179, 0.7679, 1.0, 0.6667), "q1": (0.9148, 0.8875, 1.0, 0.6667),
+        "q2": (0.7316, 0.6083, 0.5, 0.6667), "q3": (0.6484, 0.5193, 0.5, 0.3333),
+        "q4": (0.8241, 1.0, 1.0, 1.0), "q5": (0.6693, 0.5595, 0.5, 0.6667),
+    }
+    metrics = ["ndcg", "map", "mrr", "precision@3"]
+    kwargs = dict(metrics=metrics, gain="linear", empty=0.0)
+    got = evaluate_runs({"r": tmp_path / "run"}, tmp_path / "qrels", ties="trec_double", **kwargs)
+    table = got.pivot(index="query", columns="metric", values="value")[metrics]
+    np.testing.assert_allclose(table.loc[list(want)].to_numpy(), np.array(list(want.values())), atol=5e-5)
+    single = evaluate_runs({"r": tmp_path / "run"}, tmp_path / "qrels", **kwargs)
+    assert np.abs(single["value"].to_numpy() - got["value"].to_numpy()).max() > 0.05  # trec_eval 9's other ties
+    # The metric functions agree with evaluate_runs on the aligned arrays.
+    y, score, qid, doc_ids = align(read_run(tmp_path / "run"), read_qrels(tmp_path / "qrels"))
+    assert ndcg_score(y, score, qid=qid, ties="trec_double", doc_ids=doc_ids, gain="linear", per_query=True) == \
+        pytest.approx(table["ndcg"].to_numpy(), abs=0)
 
 
 def test_a_line_with_a_missing_field_is_an_error(tmp_path):

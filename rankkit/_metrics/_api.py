@@ -24,6 +24,7 @@ from rankkit._metrics._common import (
     METRIC_IDS,
     TIES,
     TREC,
+    TREC_TIES,
     check_exp_gain,
     check_linear_gain,
     err_scale,
@@ -35,10 +36,10 @@ from rankkit._validation import check_k, check_labels, check_same_length, check_
 
 
 def _check_ties(ties):
-    if not isinstance(ties, str) or (ties not in TIES and ties != TREC):
-        raise ValueError(f"ties must be one of {sorted([*TIES, TREC])}, got {ties!r}.")
+    if not isinstance(ties, str) or (ties not in TIES and ties not in TREC_TIES):
+        raise ValueError(f"ties must be one of {sorted([*TIES, *TREC_TIES])}, got {ties!r}.")
     # trec: the best mode on the document-id key (larger id first).
-    return TIES["best"] if ties == TREC else TIES[ties]
+    return TIES["best"] if ties in TREC_TIES else TIES[ties]
 
 
 def warn_no_query(who, *, weighted=False, stacklevel=2):
@@ -180,8 +181,8 @@ def evaluate_sorted(
         As in the public functions (e.g. :func:`ndcg_score`). Parameters that
         the metric does not use are ignored.
     doc_key : ndarray of float64 or None
-        With ``ties="trec"``: the query-sorted rank of every document id
-        (:func:`doc_id_key`); required then, unused otherwise.
+        With ``ties="trec"`` or ``"trec_double"``: the query-sorted rank of
+        every document id (:func:`doc_id_key`); required then, unused otherwise.
 
     Returns
     -------
@@ -205,9 +206,9 @@ def evaluate_sorted(
     if group_ptr.ndim != 1 or group_ptr.shape[0] < 1 or group_ptr[0] != 0 or group_ptr[-1] != y.shape[0]:
         raise ValueError("group_ptr must start at 0 and end at the number of rows.")
     n = y.shape[0]
-    if ties == TREC:
+    if ties in TREC_TIES:
         if doc_key is None:
-            raise ValueError("ties='trec' breaks ties by document id: pass doc_ids= (one id per row).")
+            raise ValueError(f"ties={ties!r} breaks ties by document id: pass doc_ids= (one id per row).")
         tie_key = np.ascontiguousarray(doc_key, dtype=np.float64)
     else:
         tie_key = y
@@ -247,10 +248,10 @@ def _score(name, y_true, y_score, qid, k, ties, per_query, doc_ids=None, **param
     """Validate, group by query, evaluate, then average or return per query."""
     if not isinstance(per_query, (bool, np.bool_)):
         raise TypeError(f"per_query must be True or False, got {per_query!r}.")
-    if doc_ids is not None and ties != TREC:
+    if doc_ids is not None and ties not in TREC_TIES:
         raise ValueError(
-            f"doc_ids is used only with ties='trec' (ties broken by document id), got ties={ties!r}; "
-            "pass ties='trec' or drop doc_ids."
+            f"doc_ids is used only with ties='trec' or 'trec_double' (ties broken by document id), got "
+            f"ties={ties!r}; pass ties='trec' or drop doc_ids."
         )
     if qid is None:
         raise ValueError(
@@ -262,14 +263,15 @@ def _score(name, y_true, y_score, qid, k, ties, per_query, doc_ids=None, **param
     check_same_length(y_true=y, y_score=s)
     groups = make_groups(qid, y.shape[0])
     doc_key = None
-    if ties == TREC:
+    if ties in TREC_TIES:
         if doc_ids is None:
             raise ValueError(
-                "ties='trec' breaks ties by document id, as trec_eval does: pass doc_ids= "
+                f"ties={ties!r} breaks ties by document id, as trec_eval does: pass doc_ids= "
                 "(one id per row), or choose another tie policy."
             )
         doc_key = doc_id_key(doc_ids, groups)
-        s = trec_eval_scores(s)
+        if ties == TREC:
+            s = trec_eval_scores(s)
     values = evaluate_sorted(
         name, groups.sort(y), groups.sort(s), groups.group_ptr, k=k, ties=ties, doc_key=doc_key, **params
     )
@@ -299,14 +301,15 @@ _PARAMETER_DOCS = {
     Query id of every row (required). Rows need not be sorted by query.""",
     "k": """k : int or None, default=None
     Cut-off: only the top ``k`` positions count; ``None`` is the whole list.""",
-    "ties": """ties : {"worst", "average", "best", "input", "trec"}, default="worst"
+    "ties": """ties : {"worst", "average", "best", "input", "trec", "trec_double"}, default="worst"
     Order of documents with equal scores: less relevant first (``worst``,
     as CatBoost's metrics), the exact expectation over uniformly random
     orders of every tied block (``average``), more relevant first
     (``best``), input row order (``input``), or document id descending as
-    compared by trec_eval (``trec``, needs ``doc_ids``; scores are compared
-    in single precision, as trec_eval reads them), so that the values equal
-    trec_eval's.""",
+    compared by trec_eval, so that the values equal trec_eval's (needs
+    ``doc_ids``): ``trec`` compares the scores in single precision, as
+    trec_eval up to 9.0.8 reads them (and pytrec_eval and ir_measures, which
+    bundle it), ``trec_double`` in double precision, as trec_eval 10 does.""",
     "per_query": """per_query : bool, default=False
     Return one value per query (in order of first appearance of the
     query id) instead of the mean.""",
@@ -323,9 +326,9 @@ _PARAMETER_DOCS = {
     A document is relevant iff its label exceeds this (0.0 is trec_eval's
     ``rel >= 1`` for integer labels).""",
     "doc_ids": """doc_ids : array-like of shape (n_samples,) or None, default=None
-    Document id of every row, for ``ties="trec"`` only. Compared as text,
-    as trec_eval compares ``docno`` (``"10"`` comes before ``"9"``); an id
-    repeated within a query is an error.""",
+    Document id of every row, for ``ties="trec"`` or ``"trec_double"``
+    only. Compared as text, as trec_eval compares ``docno`` (``"10"`` comes
+    before ``"9"``); an id repeated within a query is an error.""",
     "err_mapping": """err_mapping : {None, "chapelle"}, default=None
     ``None``: labels are relevance probabilities and must lie in [0, 1].
     ``"chapelle"``: graded labels map to ``R = (2^r - 1) / 2^{r_max}``.""",

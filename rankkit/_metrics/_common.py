@@ -58,7 +58,12 @@ TIES = {"worst": WORST, "average": AVERAGE, "best": BEST, "input": INPUT}
 #: ``ties="trec"``: trec_eval's order, score descending then document id
 #: descending (``strcmp``). The kernels run it as the ``best`` mode on a tie
 #: key that ranks the document ids, so it needs no sort mode of its own.
+#: trec_eval up to 9.0.8 (and pytrec_eval, ir_measures, which bundle it)
+#: holds the scores in single precision, so ``"trec"`` compares them so;
+#: trec_eval 10 holds them in double precision: ``"trec_double"``.
 TREC = "trec"
+TREC_DOUBLE = "trec_double"
+TREC_TIES = (TREC, TREC_DOUBLE)
 
 #: ``err_scale`` of labels that are stop probabilities already (no mapping).
 NO_ERR_MAPPING = 0.0

@@ -223,10 +223,10 @@ def make_ranking_scorer(metric, *, qid_col="qid", **metric_kwargs):
         )
     if qid_col is not None and not isinstance(qid_col, str):
         raise TypeError(f"qid_col must be a column name (str) or None, got {qid_col!r}.")
-    if metric_kwargs.get("ties") == "trec":
+    if metric_kwargs.get("ties") in ("trec", "trec_double"):
         raise ValueError(
-            f"make_ranking_scorer({metric!r}): ties='trec' needs document ids, which a scorer does not "
-            "receive; use ties='worst' or 'average' here, and rankkit.evaluation for trec_eval numbers."
+            f"make_ranking_scorer({metric!r}): ties={metric_kwargs['ties']!r} needs document ids, which a scorer "
+            "does not receive; use ties='worst' or 'average' here, and rankkit.evaluation for trec_eval numbers."
         )
     if name in ("err", "pfound"):
         metric_kwargs.setdefault("err_mapping", "chapelle")
