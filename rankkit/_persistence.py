@@ -18,7 +18,8 @@ same model gives the same bytes) of
        "params": {...}, "fitted": {...}, "backend_state": {...},
        "files": ["booster.ubj"],
        "serving": {"model_file": "booster.ubj", "query_column": "qid",
-                   "feature_names": [...] or null, "categories": {"<index>": [...]}}}
+                   "feature_names": [...] or null, "categories": {"<index>": [...]},
+                   "category_dtypes": {"<index>": "str"}}}
 
   ``params`` are the ranker's ``get_params(deep=False)``; ``fitted`` its
   fitted attributes but the engine objects (``backend_``, ``booster_``,
@@ -33,7 +34,9 @@ same model gives the same bytes) of
   needs: the engine's model file, and how to build its feature matrix from
   a DataFrame (drop the query column; the columns in this order; in a
   categorical column, category ``i`` of the list is the code ``i`` and
-  anything else NaN).
+  anything else NaN; ``category_dtypes`` gives the dtype that turns each
+  list back into the categories, dates being ISO strings and durations
+  counts of their unit).
 * the engine's model in the engine's own format, servable without rankkit:
   ``booster.ubj`` (XGBoost UBJSON: ``xgboost.Booster(model_file=...)``),
   ``model.txt`` (LightGBM's text model: ``lightgbm.Booster(model_str=...)``)
@@ -237,6 +240,7 @@ def save_model(ranker, path):
     check_is_fitted(ranker, "backend_")
     state, files = ranker.backend_.save()
     names = getattr(ranker, "feature_names_in_", None)
+    categories = {j: _encode(np.asarray(c), "categories_") for j, c in getattr(ranker, "categories_", {}).items()}
     header = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -252,8 +256,9 @@ def save_model(ranker, path):
             "model_file": next(iter(files)),  # the backend lists the servable model first
             "query_column": ranker.qid_col,
             "feature_names": None if names is None else [str(n) for n in names],
-            "categories": {str(j): _encode(np.asarray(c), "categories_")["__ndarray__"]
-                           for j, c in getattr(ranker, "categories_", {}).items()},
+            "categories": {str(j): c["__ndarray__"] for j, c in categories.items()},
+            # What turns the JSON lists back into the categories: dates are ISO strings, durations counts.
+            "category_dtypes": {str(j): c["dtype"] for j, c in categories.items()},
         },
     }
     text = json.dumps(header, indent=1, allow_nan=False).encode()

@@ -594,3 +594,31 @@ def test_dates_durations_and_series_parameters_are_saved(tmp_path):
     binned = LambdaMARTRanker(n_estimators=5, backend="xgboost", random_state=0).fit(df.drop(columns=["day", "age"]), y)
     with pytest.raises(TypeError, match=r"category Interval.*rename_categories\(str\)"):
         binned.save_model(tmp_path / "b.rkm")
+
+
+@pytest.mark.parametrize("backend", [b for b in ("xgboost", "lightgbm") if installed(b)])
+def test_the_serving_recipe_codes_dates_durations_and_infinite_categories(backend, tmp_path):
+    """docs/persistence.md's serving recipe looked the raw values up in the
+    header's lists: a date column (ISO strings there) or a duration column
+    (counts) became all NaN, silently, and an infinite category (a tagged
+    object) failed."""
+    import re
+    from pathlib import Path
+
+    df, y, _ = make_ranking(60, n_features=3, as_frame=True, random_state=0)
+    rng = np.random.default_rng(0)
+    df["day"] = pd.Categorical(pd.to_datetime(rng.choice(["2020-01-01", "2021-01-01", "2022-06-01"], len(df))))
+    df["age"] = pd.Categorical(pd.to_timedelta(rng.choice([1, 2, 3], len(df)), unit="h"))
+    df["cap"] = pd.Categorical(rng.choice([0.5, 1.5, np.inf], len(df)))
+    y = np.asarray(y, dtype=float).copy()
+    y[(df["day"].cat.codes == 0).to_numpy()] = 4  # make the columns matter
+    y[(df["age"].cat.codes == 2).to_numpy()] = 3
+    y[np.isinf(df["cap"].astype(float)).to_numpy()] = 2
+    ranker = LambdaMARTRanker(n_estimators=20, backend=backend, n_jobs=1, random_state=0).fit(df, y)
+    importance = dict(zip(ranker.feature_names_in_, ranker.feature_importances_))
+    assert min(importance["day"], importance["age"], importance["cap"]) > 0
+    ranker.save_model(tmp_path / "ranker.rkm")
+    text = (Path(__file__).resolve().parents[1] / "docs" / "persistence.md").read_text()
+    recipe = re.findall(r"```python\n(.*?)```", text, flags=re.S)[1]
+    exec(compile(recipe.replace('"ranker.rkm"', repr(str(tmp_path / "ranker.rkm"))), "docs/persistence.md",
+                 "exec"), {"df": df, "ranker": ranker})  # the recipe asserts its scores equal predict
