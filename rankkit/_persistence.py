@@ -240,7 +240,8 @@ def save_model(ranker, path):
     check_is_fitted(ranker, "backend_")
     state, files = ranker.backend_.save()
     names = getattr(ranker, "feature_names_in_", None)
-    categories = {j: _encode(np.asarray(c), "categories_") for j, c in getattr(ranker, "categories_", {}).items()}
+    categories = {j: _encode(np.asarray(c), f"attribute categories_[{j}]")
+                  for j, c in getattr(ranker, "categories_", {}).items()}
     header = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
