@@ -533,12 +533,23 @@ class Comparison:
         self.confidence = confidence
         self.n_resamples = n_resamples
 
+    @property
+    def confidence_percent(self):
+        """The interval's confidence as text, ``"95%"``: with as many digits
+        as it takes not to read 100% (0.9999999 is ``"99.99999%"``)."""
+        digits = 6
+        text = f"{self.confidence * 100:.{digits}g}"
+        while float(text) >= 100 and self.confidence < 1 and digits < 17:
+            digits += 1
+            text = f"{self.confidence * 100:.{digits}g}"
+        return text + "%"
+
     def caption(self, *, wtl=True):
         """What the table's numbers and marks mean, in one paragraph."""
         n = sorted(set(self.table["n_queries"]))
         corrected = "" if self.correction is None else f", {self.correction.capitalize()}-corrected over the table"
         return (
-            f"Mean over {'/'.join(map(str, n))} queries with a {self.confidence * 100:g}% percentile bootstrap "
+            f"Mean over {'/'.join(map(str, n))} queries with a {self.confidence_percent} percentile bootstrap "
             f"interval ({self.n_resamples} resamples of the queries). * marks a significant difference from "
             f"{self.baseline} ({_TEST_NAMES[self.test]}, two-sided{corrected}, p <= {self.alpha:g})"
             + ("; W/T/L: queries won, tied, lost against the baseline." if wtl else ".")

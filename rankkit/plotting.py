@@ -613,7 +613,7 @@ def plot_comparison(comparison, metric=None, *, ax=None, title=None, figsize=Non
     labels = [r.ranker + (" (baseline)" if r.ranker == comparison.baseline else (" *" if r.significant else ""))
               for r in rows.itertuples(index=False)]
     ax.set_yticks(y, labels)
-    ax.set_xlabel(f"mean {metric} with {comparison.confidence * 100:g}% bootstrap interval")  # as the caption
+    ax.set_xlabel(f"mean {metric} with {comparison.confidence_percent} bootstrap interval")  # as the caption
     if title is None:
         title = f"{metric}: * differs from {comparison.baseline} ({comparison.test} test, p <= {comparison.alpha:g})"
     ax.set_title(title)

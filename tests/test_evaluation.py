@@ -351,6 +351,9 @@ def test_compare_exports_escape_names_and_state_the_confidence():
     comp = compare(pd.DataFrame(rows, columns=["query", "ranker", "metric", "value"]), confidence=0.975,
                    n_resamples=200)
     assert "a 97.5% percentile bootstrap" in comp.caption()  # it said 98%
+    frame = pd.DataFrame(rows, columns=["query", "ranker", "metric", "value"])
+    for confidence, text in ((0.95, "95%"), (0.9999999, "99.99999%"), (1 - 1e-12, "99.9999999999%")):
+        assert compare(frame, confidence=confidence, n_resamples=200).confidence_percent == text  # "100%"
     tex = comp.to_latex()
     assert r"x\^{}2\~{}y\{a\}\textbackslash{} & " in tex  # ^ and ~ broke LaTeX, braces and \ too
     # Names are only escaped: the caption's "* marks" and "<=" became math inside them too.
