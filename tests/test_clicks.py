@@ -223,7 +223,8 @@ def test_bad_clicks_and_parameters_are_clear_errors():
         with pytest.raises(ValueError, match=r'position_bias_norm=.* used only with position_bias="estimate" and '
                                              r'propensity_estimator="pairwise"'):
             _fit([1, 2, 3, 1, 2, 3], **params)
-    with pytest.raises(ValueError, match=r'propensity_estimator=\'pairwise\' is used only with position_bias="estimate"'):
+    with pytest.raises(ValueError, match=r"propensity_estimator='pairwise' is used only with "
+                                         r'position_bias="estimate"'):
         _fit([1, 2, 3, 1, 2, 3], propensity_estimator="pairwise")
     with pytest.raises(ValueError, match=r"propensity_estimator=\'pairwise\' is used only"):
         QueryRMSERanker(n_estimators=2, propensity_estimator="pairwise").fit(

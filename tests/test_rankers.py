@@ -892,3 +892,15 @@ def test_no_split_under_a_minimum_split_gain_names_it(backend, key):
     X, y, qid = make_ranking(30, n_features=4, random_state=0)
     with pytest.warns(UserWarning, match=rf"grew no split.*lower min_child_weight or backend_params' {key}\."):
         est.QueryRMSERanker(n_estimators=2, n_jobs=1, backend=backend, backend_params={key: 1e30}).fit(X, y, qid=qid)
+
+
+def test_numba_gradients_whose_sums_square_past_float64_are_an_error():
+    """Labels of 1e155 gave a model of two distinct scores without a word
+    (the split gains overflowed); 1e200 blamed min_child_weight."""
+    X, y, qid = make_ranking(30, n_features=4, random_state=0)
+    for scale in (1e155, 1e200):
+        with pytest.raises(ValueError, match=r"gradients of iteration 0 reach .*squared in the split gains.*"
+                                             r"divide them by a constant"):
+            est.QueryRMSERanker(n_estimators=3, n_jobs=1, backend="numba").fit(X, y * scale, qid=qid)
+    model = est.QueryRMSERanker(n_estimators=3, n_jobs=1, backend="numba").fit(X, y * 1e140, qid=qid)
+    assert len(np.unique(model.predict(X))) > 50

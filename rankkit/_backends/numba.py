@@ -42,6 +42,8 @@ BACKEND_PARAMS = {
 # Random streams of iteration t: 3 t (row subsample), 3 t + 1 (columns) and
 # 3 t + 2 (random split strength).
 _STREAMS = 3
+#: A gradient sum beyond this squares past float64's range (1.8e308) in the split gains.
+_GRADIENT_SUM_LIMIT = 1e150
 
 
 def _check_X(X, name="X", n_features=None):
@@ -313,6 +315,17 @@ class NumbaBackend(Backend):
 
     def _grow(self, t, grad, hess):
         n, p, grower = grad.shape[0], self._p, self._grower
+        # Extremes, not np.abs: no temporary array per iteration.
+        largest = max(float(grad.max(initial=0.0)), -float(grad.min(initial=0.0)))
+        if largest * n > _GRADIENT_SUM_LIMIT:
+            cause = ("Look for a scale that is extreme: labels (QueryRMSE and XE-NDCG fit theirs; divide them by a "
+                     "constant), sample weights, or an objective parameter (StochasticRank's gradients grow as "
+                     "1 / sigma)." if t == 0 else  # every backend starts from scores 0
+                     "The model's scores diverged: lower learning_rate.")
+            raise ValueError(
+                f"The gradients of iteration {t} reach {largest:.3g}: summed over {n} rows and squared in the "
+                f"split gains, they pass float64's range, and the trees would be wrong. {cause}"
+            )
         sampled, g_tree, h_tree, feats = self._sample(t, grad, hess)
         noise_sd = 0.0
         hess_total = float(hess.sum()) if p["random_strength"] > 0 else 0.0
