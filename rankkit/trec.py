@@ -172,10 +172,14 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
 
 
 def _text_lines(path):
-    """The lines of a text file, decompressed by its suffix as pandas would
-    (``.gz``, ``.bz2``, ``.xz``)."""
+    """The lines of a text file (UTF-8, a byte-order mark dropped),
+    decompressed by its suffix as pandas would (``.gz``, ``.bz2``, ``.xz``),
+    or of an open file."""
+    if hasattr(path, "read"):
+        text = path.read()
+        return (text.decode("utf-8-sig") if isinstance(text, bytes) else text).splitlines()
     opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(os.path.splitext(os.fspath(path))[1], open)
-    with opener(path, "rt") as handle:
+    with opener(path, "rt", encoding="utf-8-sig") as handle:
         return handle.read().splitlines()
 
 
@@ -200,7 +204,7 @@ def _read(path, columns, what):
 
 
 def read_run(path):
-    """Read a TREC run file into a DataFrame.
+    """Read a TREC run file (a path, or an open file) into a DataFrame.
 
     Columns ``qid``, ``Q0``, ``docno``, ``tag`` (str), ``rank`` (int) and
     ``score`` (float64), in file order. A score that is not a finite number,
@@ -219,7 +223,7 @@ def read_run(path):
 
 
 def read_qrels(path):
-    """Read a TREC qrels file into a DataFrame.
+    """Read a TREC qrels file (a path, or an open file) into a DataFrame.
 
     Columns ``qid``, ``iteration``, ``docno`` (str) and ``relevance`` (int),
     in file order. A document judged twice for one query is an error.
@@ -261,10 +265,11 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
         queries of both files).
     relevance_level : int, default=1
         trec_eval's ``-l`` (a positive int): a document is relevant iff its
-        grade is at least this. It is used here only to find judged documents the run does not
-        rank and trec_eval would count: those of grade at least this, and
-        every positive grade (the ideal DCG counts them whatever ``-l``
-        is); pass ``relevance_threshold=relevance_level - 1`` to the metrics.
+        grade is at least this. It is used here only to find judged
+        documents the run does not rank and trec_eval would count: those of
+        grade at least this, and every positive grade (the ideal DCG counts
+        them whatever ``-l`` is); pass ``relevance_threshold=relevance_level
+        - 1`` to the metrics.
 
     Returns
     -------

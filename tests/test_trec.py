@@ -258,12 +258,17 @@ def test_comment_and_blank_lines_are_skipped_as_trec_eval_10_does(tmp_path):
         read_qrels(tmp_path / "qrels")
 
 
-def test_compressed_files_are_read(tmp_path):
+def test_compressed_files_open_files_and_byte_order_marks_are_read(tmp_path):
     import gzip
+    import io
 
     with gzip.open(tmp_path / "run.gz", "wt") as handle:
         handle.write("q1 Q0 a 1 1.0 t\n")
     assert read_run(tmp_path / "run.gz")["score"].tolist() == [1.0]
+    (tmp_path / "bom").write_text("\ufeffq1\tQ0 a 1 1.0 t\r\n", encoding="utf-8")
+    assert read_run(tmp_path / "bom")["qid"].tolist() == ["q1"]  # not "\ufeffq1"
+    assert read_qrels(io.StringIO("q1 0 a 2\n"))["relevance"].tolist() == [2]
+    assert read_run(io.BytesIO(b"q1 Q0 a 1 1.0 t\n"))["docno"].tolist() == ["a"]
 
 
 def test_write_run_and_qrels_arguments(tmp_path):

@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.metrics._scorer import _BaseScorer
 
 from rankkit._groups import make_groups, qid_column_advice, split_qid
-from rankkit._metrics._common import METRIC_IDS, parse_metric
+from rankkit._metrics._common import METRIC_IDS, TREC_TIES, parse_metric
 from rankkit._validation import check_sample_weight
 
 __all__ = ["make_ranking_scorer", "get_ranking_scorer", "SCORER_METRICS"]
@@ -223,7 +223,7 @@ def make_ranking_scorer(metric, *, qid_col="qid", **metric_kwargs):
         )
     if qid_col is not None and not isinstance(qid_col, str):
         raise TypeError(f"qid_col must be a column name (str) or None, got {qid_col!r}.")
-    if metric_kwargs.get("ties") in ("trec", "trec_double"):
+    if metric_kwargs.get("ties") in TREC_TIES:
         raise ValueError(
             f"make_ranking_scorer({metric!r}): ties={metric_kwargs['ties']!r} needs document ids, which a scorer "
             "does not receive; use ties='worst' or 'average' here, and rankkit.evaluation for trec_eval numbers."

@@ -267,8 +267,9 @@ class RankingObjective:
         sample_weight : array-like of shape (n_samples,), optional
             Multiplies each row's gradient and hessian.
         seed : int, optional
-            Seed of this call's randomness, in ``[0, 2**63 - 1]``. By default a fresh seed is drawn
-            from ``random_state`` on every call, reproducibly.
+            Seed of this call's randomness, in ``[0, 2**63 - 1]``. By default
+            a fresh seed is drawn from ``random_state`` on every call,
+            reproducibly.
 
         Returns
         -------
