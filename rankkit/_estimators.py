@@ -323,7 +323,8 @@ class BaseRanker(BaseEstimator):
             weights), so a query of weight 0 trains as if it were left out
             and weight 2 as two copies of it, random noise apart (the
             objectives', and the numba engine's split noise, whose decay
-            counts every row) and the features' bin edges (from all rows).
+            counts every row) and the features' bin edges (which rows of
+            weight 0 can still shape).
             So, as in XGBoost and LightGBM, weights all
             ``c`` train as ``c`` copies of the data: ``c`` times the evidence
             against the same ``reg_lambda`` and ``min_child_weight``, not the

@@ -10,7 +10,8 @@ a *qrels* file the judged documents of every query::
     qid 0 docno relevance
 
 (whitespace-separated; ``Q0`` and ``0`` are unused columns; blank lines and
-lines starting with ``#`` are skipped, as trec_eval 10 skips them). ``trec_eval``
+lines starting with ``#`` are skipped: trec_eval 10 reads such comment lines
+too). ``trec_eval``
 ranks a run by ``score`` descending, ties by ``docno`` descending as strings,
 and ignores the ``rank`` column. Up to version 9.0.8 (the one pytrec_eval
 and ir_measures bundle) it reads the scores into single precision (a C
@@ -41,7 +42,6 @@ import csv
 import gzip
 import lzma
 import numbers
-import os
 
 import numpy as np
 import pandas as pd
@@ -171,23 +171,37 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
     return n
 
 
+#: The first bytes of the compressed formats read, and how to decompress them.
+_COMPRESSED = ((b"\x1f\x8b", gzip.decompress), (b"BZh", bz2.decompress), (b"\xfd7zXZ\x00", lzma.decompress))
+_UNREAD = {b"PK\x03\x04": "a ZIP archive", b"\x28\xb5\x2f\xfd": "Zstandard-compressed"}
+
+
 def _text_lines(path):
-    """The lines of a text file (UTF-8, a byte-order mark dropped),
-    decompressed by its suffix as pandas would (``.gz``, ``.bz2``, ``.xz``),
-    or of an open file."""
+    """The lines of a text file or an open file: UTF-8 (a byte-order mark
+    dropped), gzip, bzip2 or xz compressed whatever the file's name."""
     if hasattr(path, "read"):
-        text = path.read()
-        return (text.decode("utf-8-sig") if isinstance(text, bytes) else text).splitlines()
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(os.path.splitext(os.fspath(path))[1], open)
-    with opener(path, "rt", encoding="utf-8-sig") as handle:
-        return handle.read().splitlines()
+        data = path.read()
+    else:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    if isinstance(data, bytes):
+        for magic, decompress in _COMPRESSED:
+            if data.startswith(magic):
+                data = decompress(data)
+                break
+        for magic, kind in _UNREAD.items():
+            if data.startswith(magic):
+                raise ValueError(f"{path} is {kind}: extract the file first (gzip, bzip2 and xz are read).")
+        data = data.decode("utf-8-sig")
+    return data.splitlines()
 
 
 def _read(path, columns, what):
     """``(frame, line numbers)``: the fields of every line as strings, the
     1-based line of every row (for errors). Blank lines and comment lines,
-    whose first non-blank character is ``#``, are skipped, as trec_eval 10
-    skips them. Ids are strings as written: "NA", "null" or "nan" are ids."""
+    whose first non-blank character is ``#`` (trec_eval 10 reads comment
+    lines too), are skipped. Ids are strings as written: "NA", "null" or
+    "nan" are ids."""
     rows, numbers = [], []
     for number, line in enumerate(_text_lines(path), 1):
         fields = line.split()

@@ -262,9 +262,18 @@ def test_compressed_files_open_files_and_byte_order_marks_are_read(tmp_path):
     import gzip
     import io
 
-    with gzip.open(tmp_path / "run.gz", "wt") as handle:
-        handle.write("q1 Q0 a 1 1.0 t\n")
-    assert read_run(tmp_path / "run.gz")["score"].tolist() == [1.0]
+    import bz2
+    import lzma
+    import zipfile
+
+    for name, opener in (("run.gz", gzip.open), ("run.GZ", gzip.open), ("run.bz2", bz2.open), ("run", lzma.open)):
+        with opener(tmp_path / name, "wt") as handle:  # the content, not the name, says how to read it
+            handle.write("q1 Q0 a 1 1.0 t\n")
+        assert read_run(tmp_path / name)["score"].tolist() == [1.0]
+    with zipfile.ZipFile(tmp_path / "run.zip", "w") as archive:
+        archive.writestr("run", "q1 Q0 a 1 1.0 t\n")
+    with pytest.raises(ValueError, match="is a ZIP archive: extract the file first"):
+        read_run(tmp_path / "run.zip")
     (tmp_path / "bom").write_text("\ufeffq1\tQ0 a 1 1.0 t\r\n", encoding="utf-8")
     assert read_run(tmp_path / "bom")["qid"].tolist() == ["q1"]  # not "\ufeffq1"
     assert read_qrels(io.StringIO("q1 0 a 2\n"))["relevance"].tolist() == [2]
