@@ -323,6 +323,8 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
     # The splitter gets the ids as qid=, and so X without their column (it would find them twice).
     X_split, _ = split_qid(X, None, qid_col)
     y = check_labels(y, name="y")
+    if doc_ids is not None:  # their length and uniqueness per query, before the fits too
+        doc_id_key(doc_ids, QueryGroups(*factorize_qid(qid, y.shape[0])))
     if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
         cv = QueryKFold(n_splits=int(cv))
     if (isinstance(cv, bool) or not isinstance(cv, numbers.Integral)) and not hasattr(cv, "split"):

@@ -291,11 +291,15 @@ class _CountingRidge:
     (dict(ties="wrost"), "ties must be"),
     (dict(ties="trec"), "pass doc_ids="),
     (dict(doc_ids=np.arange(3)), "doc_ids is used only with ties='trec'"),
+    (dict(ties="trec", doc_ids=np.arange(3)), "doc_ids must hold one document id per row"),
+    (dict(ties="trec_double", doc_ids="same"), "lists each document once"),
 ])
 def test_cross_evaluate_checks_its_settings_before_fitting(data, params, match):
     """Every fold of every ranker was fitted before a misspelt metric or a
     bad setting failed."""
     X, y, qid, _ = data
+    if isinstance(params.get("doc_ids"), str):  # one id repeated in every query
+        params = {**params, "doc_ids": np.zeros(len(y), dtype=int)}
     _CountingRidge.fits = 0
     with pytest.raises((TypeError, ValueError), match=match):
         cross_evaluate({"r": _CountingRidge()}, X, y, qid=qid, cv=3, **params)

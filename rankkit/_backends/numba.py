@@ -42,8 +42,9 @@ BACKEND_PARAMS = {
 # Random streams of iteration t: 3 t (row subsample), 3 t + 1 (columns) and
 # 3 t + 2 (random split strength).
 _STREAMS = 3
-#: A gradient sum beyond this squares past float64's range (1.8e308) in the split gains.
-_GRADIENT_SUM_LIMIT = 1e150
+#: A bound on a node's gradient sum G beyond which the split gains G^2 / H are
+#: too near float64's largest number (1.8e308) to trust: its square is 1e304.
+_GRADIENT_SUM_LIMIT = 1e152
 
 
 def _check_X(X, name="X", n_features=None):
@@ -315,7 +316,7 @@ class NumbaBackend(Backend):
 
     def _grow(self, t, grad, hess):
         n, p, grower = grad.shape[0], self._p, self._grower
-        # Extremes, not np.abs: no temporary array per iteration.
+        # Extremes, not np.abs: no temporary array per iteration. n times the largest bounds every node's sum.
         largest = max(float(grad.max(initial=0.0)), -float(grad.min(initial=0.0)))
         if largest * n > _GRADIENT_SUM_LIMIT:
             cause = ("Look for a scale that is extreme: labels (QueryRMSE and XE-NDCG fit theirs; divide them by a "
@@ -323,8 +324,9 @@ class NumbaBackend(Backend):
                      "1 / sigma)." if t == 0 else  # every backend starts from scores 0
                      "The model's scores diverged: lower learning_rate.")
             raise ValueError(
-                f"The gradients of iteration {t} reach {largest:.3g}: summed over {n} rows and squared in the "
-                f"split gains, they pass float64's range, and the trees would be wrong. {cause}"
+                f"The gradients of iteration {t} reach {largest:.3g}: their sums over {n} rows may pass "
+                f"{_GRADIENT_SUM_LIMIT:.0e}, and the split gains square them, too near float64's largest number "
+                f"for the trees to be right. {cause}"
             )
         sampled, g_tree, h_tree, feats = self._sample(t, grad, hess)
         noise_sd = 0.0
