@@ -23,6 +23,7 @@ best two rankers on the test queries (:mod:`rankkit.plotting`).
 """
 
 import argparse
+import io
 import os
 import sys
 import time
@@ -125,6 +126,10 @@ def load_data(args):
     else:
         files = _fold_files(args.data)
         loaded = _load_fold(files)
+        for split, (_, y, _) in loaded.items():
+            if y.size and y.min() < 0:  # LETOR's semi-supervised sets mark unjudged documents -1
+                raise ValueError(f"--data: {files[split]} has the label {y.min():g}; rankers take relevance grades "
+                                 ">= 0. Drop or relabel those documents first.")
         parts = {"rest" if "vali" not in files else "train": loaded["train"], "test": loaded["test"]}
         if "vali" in files:
             parts["vali"] = loaded["vali"]
@@ -258,6 +263,12 @@ def _check_args(args, names, parser):
         if extension not in formats:
             parser.error(f"--plot: {args.plot!r} needs one of the extensions matplotlib writes: "
                          f"{', '.join('.' + f for f in sorted(formats))}.")
+        try:  # some formats need more than matplotlib (.pgf: a TeX installation, to measure text)
+            probe = Figure()
+            probe.text(0.5, 0.5, "NDCG@10")
+            probe.savefig(io.BytesIO(), format=extension)
+        except Exception as exc:  # noqa: BLE001 -- whatever the backend raises, said before training
+            parser.error(f"--plot: matplotlib cannot write .{extension} files here ({exc}); use .png or .pdf.")
     from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
     from rankkit._backends import get_backend

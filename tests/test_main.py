@@ -3,6 +3,7 @@ queries, LETOR folders, the ranker choice and the figure."""
 
 import gzip
 import re
+import shutil
 import subprocess
 import sys
 
@@ -130,6 +131,32 @@ def test_folds_too_small_for_the_comparison(tmp_path, capsys):
             main(["--data", str(tmp_path / split), "--rankers", "queryrmse", "--n-estimators", "2"])
         out = capsys.readouterr()
         assert name in out.err and "fitting" not in out.out
+
+
+def test_negative_labels_in_a_letor_folder_are_a_usage_error(tmp_path, capsys):
+    """LETOR's semi-supervised sets mark unjudged documents -1: the first
+    ranker's traceback (an engine's, naming no file) came after loading."""
+    fold = tmp_path / "Fold1"
+    fold.mkdir()
+    for part in ("train", "test"):
+        X, y, qid = make_ranking(8, n_features=4, max_docs=8, min_docs=3, random_state=0)
+        y = np.asarray(y, dtype=float)
+        if part == "test":
+            y[2] = -1
+        dump_svmlight_file(X, y, str(fold / f"{part}.txt"), query_id=qid, zero_based=False)
+    with pytest.raises(SystemExit):
+        main(["--data", str(tmp_path), "--rankers", "xgboost,lambdamart", "--n-estimators", "2"])
+    out = capsys.readouterr()
+    assert "test.txt has the label -1; rankers take relevance grades >= 0" in out.err and "fitting" not in out.out
+
+
+@pytest.mark.skipif(shutil.which("xelatex") is not None, reason="a TeX installation writes .pgf")
+def test_a_plot_format_matplotlib_cannot_write_here_is_a_usage_error(tmp_path, capsys):
+    """.pgf is a matplotlib extension that needs TeX: the figure failed after every ranker had trained."""
+    with pytest.raises(SystemExit):
+        main([*TINY, "--rankers", "lambdamart", "--plot", str(tmp_path / "f.pgf")])
+    out = capsys.readouterr()
+    assert "--plot: matplotlib cannot write .pgf files here" in out.err and "fitting" not in out.out
 
 
 def test_bad_options(tmp_path, capsys):
