@@ -70,6 +70,14 @@ def wilcoxon(a, b):
     return float(res.statistic), float(res.pvalue)
 
 
+def _products(matrix, values):
+    """``matrix @ values`` by NumPy's own loops, not BLAS: a BLAS product
+    sums in an order that depends on its thread count (one or two units in
+    the last place), so the same ``random_state`` gave another table on
+    another machine; and BLAS threads would be outside any ``n_jobs``."""
+    return np.einsum("ij,j...->i...", matrix, values, optimize=False)
+
+
 def randomization(a, b, *, n_resamples=10_000, random_state=0):
     """Fisher's paired randomisation (permutation) test: ``(mean difference, p)``.
 
@@ -90,14 +98,14 @@ def randomization(a, b, *, n_resamples=10_000, random_state=0):
     tol = observed * 1e-14 * n
     if n <= EXACT_RANDOMIZATION_MAX_N:
         signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
-        means = np.abs(signs @ d) / n
+        means = np.abs(_products(signs, d)) / n
         return float(d.mean()), float(np.mean(means >= observed - tol))
     rng = np.random.default_rng(random_state)
     hits = 0
     for start in range(0, n_resamples, 2048):
         size = min(2048, n_resamples - start)
         signs = rng.integers(0, 2, size=(size, n)) * 2 - 1
-        hits += int(np.sum(np.abs(signs @ d) / n >= observed - tol))
+        hits += int(np.sum(np.abs(_products(signs, d)) / n >= observed - tol))
     return float(d.mean()), (hits + 1) / (n_resamples + 1)
 
 
@@ -145,7 +153,7 @@ def bootstrap_means(values, *, n_resamples=10_000, random_state=0):
     difference). Every resample draws ``n_queries`` queries with replacement
     and the same draw serves every column, so differences between columns
     are paired. A resample's draws are counted per query (``bincount``) and
-    the means are one matrix product: no ``(resamples, queries, columns)``
+    the means are one product (:func:`_products`): no ``(resamples, queries, columns)``
     array, and batches keep the draws to about two million at a time.
     """
     values = np.asarray(values, dtype=np.float64)
@@ -158,7 +166,7 @@ def bootstrap_means(values, *, n_resamples=10_000, random_state=0):
         draws = rng.integers(0, n, size=(size, n))
         flat = (np.arange(size)[:, None] * n + draws).ravel()
         counts = np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.float64)
-        out[start:start + size] = counts @ values / n
+        out[start:start + size] = _products(counts, values) / n
     return out
 
 

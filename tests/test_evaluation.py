@@ -469,3 +469,20 @@ def test_intervals_hold_their_mean_when_every_value_is_equal():
     table = compare(pd.DataFrame(rows), baseline="b").table
     assert (table["ci_low"] <= table["mean"]).all() and (table["mean"] <= table["ci_high"]).all()
     assert (table["delta_ci_low"] <= table["delta"]).all() and (table["delta"] <= table["delta_ci_high"]).all()
+
+
+def test_compare_is_the_same_whatever_blas_threads():
+    """The bootstrap's means were one BLAS product, whose sums moved by a unit
+    in the last place with BLAS's thread count: another table for the same
+    random_state on another machine."""
+    from threadpoolctl import threadpool_limits
+
+    n = 500
+    rng = np.random.default_rng(n)
+    results = pd.concat([pd.DataFrame({"query": np.arange(n), "ranker": r, "metric": "ndcg@10",
+                                       "value": rng.random(n)}) for r in "abc"], ignore_index=True)
+    tables = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="blas"):
+            tables.append(compare(results, test="randomization", n_resamples=2000, random_state=0).table)
+    pd.testing.assert_frame_equal(tables[0], tables[1], check_exact=True)
