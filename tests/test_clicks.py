@@ -844,3 +844,34 @@ def test_auto_diffusion_temperature_measures_the_first_iteration(monkeypatch, es
                              position_bias="estimate", propensity_estimator=estimator)
     model.fit(Xc, clicks, qid=sid, position=position, sample_weight=weight)
     assert model.diffusion_temperature_ == pytest.approx(auto_diffusion_temperature(first["grad"], 0.1), rel=1e-12)
+
+
+def test_a_ranking_scorer_refuses_click_positions():
+    """Routed to the ranker alone, positions left the scorer to score a fold's
+    clicks as grades, silently unlike scoring=None (the ranker's score)."""
+    import sklearn
+    from sklearn.model_selection import cross_validate
+
+    from rankkit.metrics import make_ranking_scorer
+    from rankkit.model_selection import QueryKFold
+
+    X, y, qid = make_ranking(40, n_features=5, max_docs=15, random_state=0)
+    X_log, clicks, sessions, position = simulate_clicks(X, y, qid, X[:, 0], n_sessions=300, top_k=10,
+                                                        aggregate=False, random_state=0)
+    ranker = LambdaMARTRanker(n_estimators=3, n_jobs=1, random_state=0, position_bias="known",
+                              propensities=lambda k: 1.0 / k)
+    scorer = make_ranking_scorer("ndcg@10")
+    with sklearn.config_context(enable_metadata_routing=True):
+        scores = cross_validate(ranker, X_log, clicks, cv=QueryKFold(3), params={"qid": sessions, "position": position})
+        assert np.all(np.isfinite(scores["test_score"]))
+        with pytest.raises(ValueError, match=r"scores y as relevance grades and got the positions of click labels "
+                                             r"\(position=\).*scoring=None"):
+            cross_validate(ranker, X_log, clicks, cv=QueryKFold(3), params={"qid": sessions, "position": position},
+                           scoring=scorer, error_score="raise")
+    frame = pd.DataFrame(X_log).assign(qid=sessions, position=position)
+    fitted = clone(ranker).fit(frame, clicks)
+    with pytest.raises(ValueError, match=r"got the positions of click labels \(the column 'position'\)"):
+        scorer(fitted, frame, clicks)
+    # Relevance labels without positions: the scorer's own job, for a ranker trained on clicks too.
+    assert scorer(fitted, pd.DataFrame(X).assign(qid=qid), y) == pytest.approx(
+        ndcg_score(y, fitted.predict(pd.DataFrame(X)), qid=qid, k=10))

@@ -106,7 +106,9 @@ class _RankingScorer(_BaseScorer):
     # Request qid by default so routed CV passes each test fold's query ids;
     # sample_weight is known but not requested, as for the rankers' score
     # (routing it unrequested is then scikit-learn's error, not a silent drop).
-    __metadata_request__score = {"qid": True, "sample_weight": None}
+    # position is requested to be refused: routed to the ranker alone, the
+    # scorer would score its fold's clicks as grades without a word.
+    __metadata_request__score = {"qid": True, "sample_weight": None, "position": True}
 
     def __init__(self, metric, k, qid_col, metric_kwargs):
         super().__init__(_ranking_score, 1, dict(metric_kwargs), response_method="predict")
@@ -137,10 +139,21 @@ class _RankingScorer(_BaseScorer):
     def _score(self, method_caller, estimator, X, y_true, **kwargs):
         qid = kwargs.pop("qid", None)
         sample_weight = kwargs.pop("sample_weight", None)
+        position = kwargs.pop("position", None)
         if kwargs:
             raise TypeError(
                 f"{self!r} received unexpected metadata {sorted(kwargs)}; a ranking scorer "
                 "only takes qid and sample_weight."
+            )
+        ranker = estimator[-1] if hasattr(estimator, "steps") else estimator  # a Pipeline's ranker
+        column = getattr(ranker, "position_col", None) if getattr(ranker, "position_bias", None) else None
+        if position is not None or (column is not None and column in getattr(X, "columns", ())):
+            raise ValueError(
+                f"{self!r} scores y as relevance grades and got the positions of click labels "
+                f"({'position=' if position is not None else f'the column {column!r}'}): it would score the "
+                "clicks as if they were grades. Score a ranker on clicks with scoring=None (its score "
+                "debiases the clicks by position, docs/user_guide.md section 11), or with a scorer on "
+                "relevance labels without positions."
             )
         X, qid = scoring_input(X, qid, self._qid_col)
         if qid is None:
