@@ -203,9 +203,16 @@ _THREADS_THAT_RAN = """
         predict = share_outside_main(lambda: model.predict(X))
         score = share_outside_main(lambda: model.score(X, y, qid=qid))
         print(fit, predict, score)
-    # Trained on two threads, served on one: n_jobs changed after fit binds predict and score.
+    # Trained on two threads, served on one: n_jobs changed after fit binds predict and score,
+    # and rankkit's scorer (it ran its metric on every numba thread).
+    import sklearn
+    from rankkit.metrics import make_ranking_scorer
+    scorer = make_ranking_scorer("ndcg@10")
     model.set_params(n_jobs=1)
-    print("served", share_outside_main(lambda: model.predict(X)), share_outside_main(lambda: model.score(X, y, qid=qid)))
+    with sklearn.config_context(enable_metadata_routing=True):  # qid= to a scorer
+        print("served", share_outside_main(lambda: model.predict(X)),
+              share_outside_main(lambda: model.score(X, y, qid=qid)),
+              share_outside_main(lambda: scorer(model, X, y, qid=qid)))
 """
 
 
@@ -228,7 +235,8 @@ def test_n_jobs_1_runs_fit_predict_and_score_on_one_thread(backend):
     one, two = ([float(v) for v in line.split()] for line in lines[-3:-1])
     assert max(one) < 0.01, f"n_jobs=1: share of CPU outside the calling thread in fit/predict/score: {one}"
     served = [float(v) for v in lines[-1].split()[1:]]
-    assert max(served) < 0.01, f"set_params(n_jobs=1) after a fit with 2: predict/score outside the thread: {served}"
+    assert max(served) < 0.01, \
+        f"set_params(n_jobs=1) after a fit with 2: predict/score/scorer outside the thread: {served}"
     clicks = float(lines[-4].split()[1])
     assert clicks < 0.01, f"n_jobs=1, position_bias='estimate': share of CPU outside the calling thread: {clicks}"
     assert two[0] > 0.1

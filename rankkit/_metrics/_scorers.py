@@ -35,6 +35,7 @@ from sklearn.metrics._scorer import _BaseScorer
 
 from rankkit._groups import make_groups, qid_column_advice, split_qid
 from rankkit._metrics._common import METRIC_IDS, TREC_TIES, parse_metric
+from rankkit._threads import limit_threads
 from rankkit._validation import check_sample_weight
 
 __all__ = ["make_ranking_scorer", "get_ranking_scorer", "SCORER_METRICS"]
@@ -166,9 +167,10 @@ class _RankingScorer(_BaseScorer):
             )
         y_pred = method_caller(estimator, "predict", X, pos_label=None)
         func = _metric_functions()[self._metric]
-        if sample_weight is None:
-            return float(func(y_true, y_pred, qid=qid, k=self._k, **self._kwargs))
-        values = func(y_true, y_pred, qid=qid, k=self._k, per_query=True, **self._kwargs)
+        with limit_threads(getattr(ranker, "n_jobs", None)):  # the threads of the ranker's own score
+            if sample_weight is None:
+                return float(func(y_true, y_pred, qid=qid, k=self._k, **self._kwargs))
+            values = func(y_true, y_pred, qid=qid, k=self._k, per_query=True, **self._kwargs)
         return _weighted_query_mean(values, qid, sample_weight)
 
 
