@@ -11,8 +11,24 @@ from ._validation import check_labels, check_scores
 CLICK_MODELS = ("pbm", "cascade", "noisy")
 
 
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_eta(eta):
+    if not (_is_number(eta) and eta >= 0):  # inf: only the top position is examined
+        raise ValueError(f"eta must be a number >= 0 (examination (1 / k) ** eta), got {eta!r}.")
+
+
 def pbm_propensities(max_position, eta=1.0):
     """The PBM examination probabilities ``(1 / k) ** eta`` for ``k = 1..max_position``."""
+    if not (_is_int(max_position) and max_position >= 1):
+        raise ValueError(f"max_position must be a positive int, got {max_position!r}.")
+    _check_eta(eta)
     return (1.0 / np.arange(1, int(max_position) + 1)) ** float(eta)
 
 
@@ -25,21 +41,29 @@ def _relevance_probability(y, max_label, noise):
     return np.clip(p, 0.0, 1.0)  # eps + (1 - eps) can round above 1
 
 
-def _check_args(model, n_sessions, eta, noise, top_k, n_rankings, ranking_noise):
-    if not isinstance(n_rankings, (int, np.integer)) or n_rankings < 1:
+def _check_args(model, n_sessions, eta, noise, top_k, n_rankings, ranking_noise, max_label, aggregate,
+                return_impressions):
+    # Bools are refused where ints are meant (True read as 1 session), text where numbers are.
+    if not (_is_int(n_rankings) and n_rankings >= 1):
         raise ValueError(f"n_rankings must be a positive int, got {n_rankings!r}.")
-    if not (ranking_noise >= 0 and np.isfinite(ranking_noise)):
+    if not (_is_number(ranking_noise) and 0 <= ranking_noise < np.inf):
         raise ValueError(f"ranking_noise must be a finite number >= 0, got {ranking_noise!r}.")
     if model not in CLICK_MODELS:
         raise ValueError(f"click model {model!r} is not one of {list(CLICK_MODELS)}.")
-    if not isinstance(n_sessions, (int, np.integer)) or n_sessions < 1:
+    if not (_is_int(n_sessions) and n_sessions >= 1):
         raise ValueError(f"n_sessions must be a positive int, got {n_sessions!r}.")
-    if not eta >= 0:
-        raise ValueError(f"eta must be >= 0, got {eta!r}.")
-    if not 0 <= noise < 1:
-        raise ValueError(f"noise must lie in [0, 1), got {noise!r}.")
-    if top_k is not None and (not isinstance(top_k, (int, np.integer)) or top_k < 1):
+    _check_eta(eta)
+    if not (_is_number(noise) and 0 <= noise < 1):
+        raise ValueError(f"noise must be a number in [0, 1), got {noise!r}.")
+    if top_k is not None and not (_is_int(top_k) and top_k >= 1):
         raise ValueError(f"top_k must be a positive int or None, got {top_k!r}.")
+    # An infinite top label makes every attractiveness (2^r - 1) / (2^max - 1) zero: no click at all.
+    if max_label is not None and not (_is_number(max_label) and 0 <= max_label < np.inf):
+        raise ValueError(f"max_label must be a finite label >= 0 (the top of the label scale) or None, got "
+                         f"{max_label!r}.")
+    for name, value in (("aggregate", aggregate), ("return_impressions", return_impressions)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {value!r}.")
 
 
 def _shown_lists(scores, groups, top_k, n_rankings, ranking_noise, rng):
@@ -169,7 +193,8 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
     >>> bool(position.min() == 1 and clicks.min() >= 0)
     True
     """
-    _check_args(model, n_sessions, eta, noise, top_k, n_rankings, ranking_noise)
+    _check_args(model, n_sessions, eta, noise, top_k, n_rankings, ranking_noise, max_label, aggregate,
+                return_impressions)
     if return_impressions and not aggregate:
         raise ValueError("return_impressions=True applies to aggregate=True: with aggregate=False every row is "
                          "one impression (one session's view of a document).")

@@ -135,6 +135,25 @@ def test_simulator_rejects_bad_arguments():
         simulate_clicks(X, y, qid, X[:, 0], max_label=1)
     with pytest.raises(ValueError, match="return_impressions=True applies to aggregate=True"):
         simulate_clicks(X, y, qid, X[:, 0], aggregate=False, return_impressions=True)
+    # Accepted before: True as 1 session, a truthy "no" as aggregate=True, an infinite top label (no click at
+    # all), text as numbers; or a bare TypeError naming no parameter.
+    for params, name in [(dict(n_sessions=True), "n_sessions"), (dict(top_k=True), "top_k"),
+                         (dict(n_rankings=True), "n_rankings"), (dict(aggregate="no"), "aggregate"),
+                         (dict(max_label=np.inf), "max_label"), (dict(max_label="3"), "max_label"),
+                         (dict(eta="1"), "eta"), (dict(eta=np.nan), "eta"), (dict(ranking_noise=None), "ranking_noise"),
+                         (dict(ranking_noise="a"), "ranking_noise"), (dict(noise="0.1"), "noise")]:
+        with pytest.raises(ValueError, match=rf"^{name} must be"):
+            simulate_clicks(X, y, qid, X[:, 0], **params)
+    simulate_clicks(X, y, qid, X[:, 0], n_sessions=np.int64(5), eta=np.float32(1.0), max_label=4)  # NumPy scalars
+
+
+def test_pbm_propensities_are_checked():
+    """They fed propensities= unchecked: eta=-1 gave [1, 2, 3], 2.7 positions 2."""
+    np.testing.assert_allclose(pbm_propensities(3, 2), [1, 1 / 4, 1 / 9])
+    for args, name in [((3, -1), "eta"), ((3, np.nan), "eta"), ((2.7,), "max_position"), ((0,), "max_position"),
+                       ((True,), "max_position")]:
+        with pytest.raises(ValueError, match=rf"^{name} must be"):
+            pbm_propensities(*args)
 
 
 def test_simulator_rejects_rows_of_other_lengths():
