@@ -95,7 +95,9 @@ class QueryKFold(BaseCrossValidator):
     from ``n_samples / n_splits`` by at most about two query lengths (and
     every fold holds at least one query). A query longer than a fold starts
     a fold when the queries before it come nearer the previous fold's size
-    without it, and the folds after it share the remaining documents evenly.
+    without it, and the folds after it share the remaining documents evenly
+    (the folds before it are cut at the first targets: a long query late in
+    the order leaves them uneven).
     Balancing documents rather than queries keeps the training cost and the
     metric's variance comparable across folds when list lengths vary.
 
@@ -170,7 +172,8 @@ class QueryKFold(BaseCrossValidator):
         # Cut after the query whose running count first reaches the target
         # i * n / k, keeping at least one query per fold. A query longer than
         # a fold can carry the count past later targets: the folds after it
-        # then share the rows that remain evenly (targets from where it ends),
+        # then share the rows that remain evenly (targets from where it ends,
+        # for every later fold: back on the first targets they would not),
         # rather than taking one query each and leaving the rest to the last.
         # Such a query starts a fold when the fold it would end is nearer its
         # target without it: cut before it, not stuffed with it (10 / 50 / 20
@@ -178,10 +181,12 @@ class QueryKFold(BaseCrossValidator):
         cuts = np.empty(n_splits - 1, dtype=np.int64)
         done = 0  # queries before the fold being cut
         long_query = sizes[order] > n_samples / n_splits
+        even_shares = False  # once past a target, every later fold takes an even share of what remains
         for i in range(n_splits - 1):
             rows = cum[done - 1] if done else 0
             target = (i + 1) * (n_samples / n_splits)
-            if rows >= target:
+            if even_shares or rows >= target:
+                even_shares = True
                 target = rows + (n_samples - rows) / (n_splits - i)
             cut = int(np.searchsorted(cum, target, side="left")) + 1
             if done < cut - 1 < n_queries and long_query[cut - 1] and target - cum[cut - 2] < cum[cut - 1] - target:

@@ -336,6 +336,12 @@ def test_query_kfold_shares_the_rest_evenly_after_a_huge_query():
     folds = [len(test) for _, test in QueryKFold(5).split(X, qid=qid)]
     assert folds[0] == 1000
     assert sum(folds) == qid.shape[0] and max(folds[1:]) - min(folds[1:]) <= 100
+    # ...every fold after it, not only while the even share stays above the first targets
+    # (300 then 10 x 30 in 5 folds gave 300 / 80 / 80 / 20 / 120).
+    for sizes, k, after in (([300] + [10] * 30, 5, 10), ([200] + [20] * 9, 4, 20), ([100] + [5] * 20, 5, 5)):
+        qid = np.repeat(np.arange(len(sizes)), sizes)
+        folds = [len(test) for _, test in QueryKFold(k).split(np.zeros((qid.shape[0], 1)), qid=qid)]
+        assert folds[0] == sizes[0] and max(folds[1:]) - min(folds[1:]) <= after, folds
 
 
 def test_query_kfold_a_query_longer_than_a_fold_starts_one():
