@@ -57,10 +57,10 @@ def _check_args(model, n_sessions, eta, noise, top_k, n_rankings, ranking_noise,
         raise ValueError(f"noise must be a number in [0, 1), got {noise!r}.")
     if top_k is not None and not (_is_int(top_k) and top_k >= 1):
         raise ValueError(f"top_k must be a positive int or None, got {top_k!r}.")
-    # An infinite top label makes every attractiveness (2^r - 1) / (2^max - 1) zero: no click at all.
-    if max_label is not None and not (_is_number(max_label) and 0 <= max_label < np.inf):
-        raise ValueError(f"max_label must be a finite label >= 0 (the top of the label scale) or None, got "
-                         f"{max_label!r}.")
+    # A top label whose 2^max overflows makes every attractiveness (2^r - 1) / (2^max - 1) zero: no click.
+    if max_label is not None and not (_is_number(max_label) and 0 <= max_label < 1024):
+        raise ValueError(f"max_label must be a label in [0, 1024) (the top of the label scale, below the "
+                         f"labels whose 2^r overflows) or None, got {max_label!r}.")
     for name, value in (("aggregate", aggregate), ("return_impressions", return_impressions)):
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {value!r}.")
@@ -211,6 +211,9 @@ def simulate_clicks(X, y, qid, scores, *, n_sessions=10_000, model="pbm", eta=1.
     ys, ss = groups.sort(y), groups.sort(scores)
     shown, position, lists = _shown_lists(ss, groups, top_k, n_rankings, ranking_noise, rng)
     rmax = float(ys.max()) if max_label is None else float(max_label)
+    if rmax >= 1024:  # 2^r overflows: every attractiveness would be nan or 0
+        raise ValueError(f"y has the label {ys.max():g}: the click models' attractiveness (2^r - 1) / "
+                         "(2^max_label - 1) needs labels below 1024; pass graded labels (0-4, say).")
     if max_label is not None and not ys.max() <= rmax:
         raise ValueError(f"max_label={max_label!r} is below the largest label {ys.max():g} of y: it is the top of "
                          "the label scale (relevance (2^r - 1) / (2^max_label - 1) must not exceed 1); pass "

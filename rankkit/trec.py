@@ -42,6 +42,7 @@ import csv
 import gzip
 import lzma
 import numbers
+import re
 
 import numpy as np
 import pandas as pd
@@ -171,8 +172,10 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
     return n
 
 
-#: The first bytes of the compressed formats read, and how to decompress them.
-_COMPRESSED = ((b"\x1f\x8b", gzip.decompress), (b"BZh", bz2.decompress), (b"\xfd7zXZ\x00", lzma.decompress))
+#: The first bytes of the compressed formats read, and how to decompress them (bzip2: "BZh", the block
+#: size digit, then the block magic, so that a text starting "BZh" stays text).
+_COMPRESSED = ((re.compile(rb"\x1f\x8b"), gzip.decompress), (re.compile(rb"BZh[1-9]1AY&SY"), bz2.decompress),
+               (re.compile(rb"\xfd7zXZ\x00"), lzma.decompress))
 _UNREAD = {b"PK\x03\x04": "a ZIP archive", b"\x28\xb5\x2f\xfd": "Zstandard-compressed"}
 
 
@@ -186,14 +189,15 @@ def _text_lines(path):
             data = handle.read()
     if isinstance(data, bytes):
         for magic, decompress in _COMPRESSED:
-            if data.startswith(magic):
+            if magic.match(data):
                 data = decompress(data)
                 break
         for magic, kind in _UNREAD.items():
             if data.startswith(magic):
-                raise ValueError(f"{path} is {kind}: extract the file first (gzip, bzip2 and xz are read).")
+                name = getattr(path, "name", "the file") if hasattr(path, "read") else path
+                raise ValueError(f"{name} is {kind}: extract the file first (gzip, bzip2 and xz are read).")
         data = data.decode("utf-8-sig")
-    return data.splitlines()
+    return data.removeprefix("\ufeff").splitlines()  # a byte-order mark, also from a file opened as text
 
 
 def _read(path, columns, what):

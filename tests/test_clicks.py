@@ -139,12 +139,15 @@ def test_simulator_rejects_bad_arguments():
     # all), text as numbers; or a bare TypeError naming no parameter.
     for params, name in [(dict(n_sessions=True), "n_sessions"), (dict(top_k=True), "top_k"),
                          (dict(n_rankings=True), "n_rankings"), (dict(aggregate="no"), "aggregate"),
-                         (dict(max_label=np.inf), "max_label"), (dict(max_label="3"), "max_label"),
+                         (dict(max_label=np.inf), "max_label"), (dict(max_label=1100), "max_label"),
+                         (dict(max_label="3"), "max_label"),
                          (dict(eta="1"), "eta"), (dict(eta=np.nan), "eta"), (dict(ranking_noise=None), "ranking_noise"),
                          (dict(ranking_noise="a"), "ranking_noise"), (dict(noise="0.1"), "noise")]:
         with pytest.raises(ValueError, match=rf"^{name} must be"):
             simulate_clicks(X, y, qid, X[:, 0], **params)
     simulate_clicks(X, y, qid, X[:, 0], n_sessions=np.int64(5), eta=np.float32(1.0), max_label=4)  # NumPy scalars
+    with pytest.raises(ValueError, match="y has the label 1100: .*needs labels below 1024"):
+        simulate_clicks(X, np.where(y > 3, 1100.0, y), qid, X[:, 0])
 
 
 def test_pbm_propensities_are_checked():
@@ -869,6 +872,7 @@ def test_a_ranking_scorer_refuses_click_positions():
     """Routed to the ranker alone, positions left the scorer to score a fold's
     clicks as grades, silently unlike scoring=None (the ranker's score)."""
     import sklearn
+    from sklearn.exceptions import UnsetMetadataPassedError
     from sklearn.model_selection import cross_validate
 
     from rankkit.metrics import make_ranking_scorer
@@ -883,10 +887,16 @@ def test_a_ranking_scorer_refuses_click_positions():
     with sklearn.config_context(enable_metadata_routing=True):
         scores = cross_validate(ranker, X_log, clicks, cv=QueryKFold(3), params={"qid": sessions, "position": position})
         assert np.all(np.isfinite(scores["test_score"]))
+        # Routed to the ranker, positions reach a scorer that does not request them: an error before any fit.
+        with pytest.raises(UnsetMetadataPassedError, match="position"):
+            cross_validate(ranker, X_log, clicks, cv=QueryKFold(3), params={"qid": sessions, "position": position},
+                           scoring=scorer)
+        # Requested, they are refused with the way out.
         with pytest.raises(ValueError, match=r"scores y as relevance grades and got the positions of click labels "
                                              r"\(position=\).*scoring=None"):
             cross_validate(ranker, X_log, clicks, cv=QueryKFold(3), params={"qid": sessions, "position": position},
-                           scoring=scorer, error_score="raise")
+                           scoring=make_ranking_scorer("ndcg@10").set_score_request(position=True),
+                           error_score="raise")
     frame = pd.DataFrame(X_log).assign(qid=sessions, position=position)
     fitted = clone(ranker).fit(frame, clicks)
     with pytest.raises(ValueError, match=r"got the positions of click labels \(the column 'position'\)"):

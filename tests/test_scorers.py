@@ -420,7 +420,7 @@ def test_cross_validate_with_a_weighted_scorer(ranker_data, routing):
     w = np.random.default_rng(1).uniform(0.1, 3, len(y))
     scorer = get_ranking_scorer("ndcg@10").set_score_request(sample_weight=True)
     # Asking for sample_weight keeps the default request of qid.
-    assert scorer.get_metadata_routing().score.requests == {"qid": True, "sample_weight": True, "position": True}
+    assert scorer.get_metadata_routing().score.requests == {"qid": True, "sample_weight": True, "position": None}
     est = LambdaMARTRanker(n_estimators=3, max_depth=2, n_jobs=1, random_state=0).set_fit_request(sample_weight=True)
     cv = QueryKFold(3)
     res = cross_validate(est, X, y, cv=cv, scoring=scorer, params={"qid": qid, "sample_weight": w},
@@ -468,12 +468,12 @@ def test_a_later_score_request_keeps_sample_weight(ranker_data, routing):
     w = np.random.default_rng(1).uniform(0.1, 3, len(y))
     weighted = get_ranking_scorer("ndcg@10").set_score_request(sample_weight=True)
     again = get_ranking_scorer("ndcg@10").set_score_request(sample_weight=True).set_score_request(qid=True)
-    assert again.get_metadata_routing().score.requests == {"qid": True, "sample_weight": True, "position": True}
+    assert again.get_metadata_routing().score.requests == {"qid": True, "sample_weight": True, "position": None}
     aliased = get_ranking_scorer("ndcg@10").set_score_request(sample_weight=True).set_score_request(qid="q")
-    assert aliased.get_metadata_routing().score.requests == {"qid": "q", "sample_weight": True, "position": True}
+    assert aliased.get_metadata_routing().score.requests == {"qid": "q", "sample_weight": True, "position": None}
     # An unrequested sample_weight stays known, so routing it is scikit-learn's error.
     assert get_ranking_scorer("mrr").set_score_request(qid="q").get_metadata_routing().score.requests == {
-        "qid": "q", "sample_weight": None, "position": True}
+        "qid": "q", "sample_weight": None, "position": None}
     est = LambdaMARTRanker(n_estimators=3, max_depth=2, n_jobs=1, random_state=0).set_fit_request(sample_weight=True)
     params = {"qid": qid, "sample_weight": w}
     expected = cross_validate(est, X, y, cv=QueryKFold(3), scoring=weighted, params=params)["test_score"]

@@ -278,6 +278,8 @@ def test_compressed_files_open_files_and_byte_order_marks_are_read(tmp_path):
     assert read_run(tmp_path / "bom")["qid"].tolist() == ["q1"]  # not "\ufeffq1"
     assert read_qrels(io.StringIO("q1 0 a 2\n"))["relevance"].tolist() == [2]
     assert read_run(io.BytesIO(b"q1 Q0 a 1 1.0 t\n"))["docno"].tolist() == ["a"]
+    assert read_run(io.StringIO("\ufeffq1 Q0 a 1 1.0 t\n"))["qid"].tolist() == ["q1"]  # a file opened as text
+    assert read_qrels(io.BytesIO(b"BZh9 0 d1 1\n"))["qid"].tolist() == ["BZh9"]  # text, not a bzip2 header
 
 
 def test_write_run_and_qrels_arguments(tmp_path):

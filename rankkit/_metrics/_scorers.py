@@ -107,9 +107,10 @@ class _RankingScorer(_BaseScorer):
     # Request qid by default so routed CV passes each test fold's query ids;
     # sample_weight is known but not requested, as for the rankers' score
     # (routing it unrequested is then scikit-learn's error, not a silent drop).
-    # position is requested to be refused: routed to the ranker alone, the
-    # scorer would score its fold's clicks as grades without a word.
-    __metadata_request__score = {"qid": True, "sample_weight": None, "position": True}
+    # position is known but not requested either: routed to the ranker alone,
+    # the scorer would score its folds' clicks as grades without a word, so
+    # routing it is scikit-learn's error before any fit (and, requested, ours).
+    __metadata_request__score = {"qid": True, "sample_weight": None, "position": None}
 
     def __init__(self, metric, k, qid_col, metric_kwargs):
         super().__init__(_ranking_score, 1, dict(metric_kwargs), response_method="predict")
