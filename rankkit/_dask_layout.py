@@ -259,7 +259,10 @@ class LaidOut:
         self.debiased = debiased  # labels debiased from clicks (rankkit._clicks.debias_partition)
         self.features = [f"f{j}" for j in range(n_features)]
         self.query_keys = query_keys  # list: per partition, the keys of its queries
-        self.max_label = max_label
+        # The largest label as the workers read the labels, in float32 (XGBoost's DMatrix): float32(3.2)
+        # exceeds 3.2, and ERR's err_max_label pinned to it must not be below a worker's label.
+        rounded = float(np.float32(max_label)) if abs(max_label) <= np.finfo(np.float32).max else max_label
+        self.max_label = max(max_label, rounded)
         self.has_weight = has_weight
         self.counted = counted  # (queries, rows) counted by weight, over all the partitions
 

@@ -134,7 +134,7 @@ from ._metrics._callable import CALLABLE_METRICS, check_some_part_counted
 from ._params import store_arguments
 from ._random import seed_from
 from ._sglb import shrink_schedule
-from ._training import EvalMonitor, PartMonitor, curvature_unit, pin_err_max_label
+from ._training import EvalMonitor, PartMonitor, _metric_objective, curvature_unit, pin_err_max_label
 from .callback import CallbackList
 
 __all__ = [
@@ -186,8 +186,9 @@ def _set_settings(settings, laid, objective):
 
 def _with_err_max_label(settings, max_label):
     """ERR's Chapelle mapping scales by the largest label: of all the rows, not
-    of one worker's (the in-memory ranker sees all of them)."""
-    if settings.get("err_mapping") is not None and settings.get("err_max_label") is None:
+    of one worker's (the in-memory ranker sees all of them); ``max_label``
+    None leaves it to the labels each part holds."""
+    if max_label is not None and settings.get("err_mapping") is not None and settings.get("err_max_label") is None:
         return {**settings, "err_max_label": max_label}
     return settings
 
@@ -506,11 +507,25 @@ class _DaskRanker:
         try:
             train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
             sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None, position), eval_position)
-            objective = pin_err_max_label(objective, train.max_label,
-                                          [(name, laid.max_label) for name, laid in sets if laid is not None])
+            # ERR's Chapelle scale left to the data is the largest label of all the rows in memory; each
+            # worker sees its own, so it is pinned to all of them (the debiased labels with known
+            # propensities too). Estimated, they change every iteration: see below.
+            if self.position_bias != "estimate":
+                objective = pin_err_max_label(objective, train.max_label,
+                                              [(name, laid.max_label) for name, laid in sets if laid is not None])
         finally:
             del self._position_modulus
         metrics, settings = self._eval_metrics(objective, train.max_label)
+        inner = _metric_objective(objective)
+        if (self.position_bias == "estimate" and getattr(inner, "err_mapping", None) is not None
+                and inner.err_max_label is None
+                and any(str(m).split("@")[0] in ("err", "pfound") for m in [getattr(inner, "metric", ""), *metrics])):
+            raise ValueError(
+                "ERR or PFound with err_mapping='chapelle' scale the labels by the largest one, and with "
+                "position_bias='estimate' the debiased labels change every iteration on every worker: rankkit.dask "
+                "cannot follow that scale as the in-memory ranker does. Pass err_max_label= (a bound on the "
+                "debiased labels), or train in memory."
+            )
         monitor = EvalMonitor(self, None, sets, metrics, settings,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=None, relabelled=self._relabelled(sets))
@@ -521,8 +536,10 @@ class _DaskRanker:
             EvalMonitor(local, None, [(name, None if data is None else name) for name, data in sets], metrics, {},
                         early_stopping_rounds=monitor.early_stopping_rounds, verbose=verbose, callbacks=None,
                         relabelled=self._relabelled(sets)),
+            # While the propensities are estimated the labels change every iteration: no scale to fix.
             {name: _with_err_max_label(_set_settings(settings, train if data is None else data, objective),
-                                       (train if data is None else data).max_label)
+                                       None if self.position_bias == "estimate"
+                                       else (train if data is None else data).max_label)
              for name, data in [*sets, (EvalMonitor.TRAINING, None)]},
         )
         backend = XGBoostDaskBackend(

@@ -309,6 +309,50 @@ def test_err_scale_is_the_in_memory_one(client):
     assert model.score(X_eval, high) == pytest.approx(local.score(frame[test], y[test]), rel=1e-9)
 
 
+def test_err_scale_holds_labels_that_float32_rounds_up(client):
+    """The scale was pinned to the largest label in float64 while the workers
+    read the labels in float32 (XGBoost's DMatrix): labels up to 3.2, which
+    float32 rounds up, failed on a worker ("err_max_label=3.2 is below the
+    largest label 3.2")."""
+    X, y, qid = make_ranking(60, n_features=4, max_docs=15, random_state=0)
+    frame = pd.DataFrame(np.round(X, 1), columns=[f"x{j}" for j in range(4)]).assign(qid=qid)
+    y = y * 0.8
+    assert np.float32(y.max()) > y.max()
+    kw = dict(SMALL, n_estimators=3, metric="err", err_mapping="chapelle", eval_metric="err@5")
+    local = rankkit.LambdaMARTRanker(**kw).fit(frame, y, eval_set=[(frame.copy(), y.copy())])
+    parts = dd.from_pandas(frame, npartitions=2, sort=False), dd.from_pandas(pd.Series(y), npartitions=2)
+    evals = dd.from_pandas(frame.copy(), npartitions=2, sort=False), dd.from_pandas(pd.Series(y), npartitions=2)
+    model = DaskLambdaMARTRanker(**kw, client=client).fit(*parts, eval_set=[evals])
+    assert model.objective_.err_max_label == pytest.approx(y.max(), rel=1e-7)
+    np.testing.assert_allclose(model.evals_result_["validation_0"]["err@5"],
+                               local.evals_result_["validation_0"]["err@5"], rtol=1e-6)
+    assert model.score(*parts) == pytest.approx(local.score(frame, y), rel=1e-6)
+
+
+def test_err_on_click_labels_on_dask(client):
+    """ERR's Chapelle scale on debiased clicks. Known propensities: the scale
+    is the largest debiased label of all the rows, as in memory (it failed on
+    the workers, float32 rounding the labels above it). Estimated ones: every
+    fit failed, the scale pinned to the largest click (1), below the debiased
+    labels; the scale changes every iteration, which the workers cannot
+    follow, so it is an error naming err_max_label, and with it the fit is the
+    in-memory one."""
+    clicks_frame, clicks = _click_frame(n_sessions=200)
+    parts = dd.from_pandas(clicks_frame, npartitions=2), dd.from_pandas(pd.Series(clicks), npartitions=2)
+    kw = dict(CLICK_KW, metric="err", err_mapping="chapelle", position_bias="known", propensities=lambda k: 1.0 / k)
+    local = rankkit.LambdaMARTRanker(**kw).fit(clicks_frame, clicks)
+    model = DaskLambdaMARTRanker(**kw, client=client).fit(*parts)
+    np.testing.assert_allclose(model.to_local().predict(clicks_frame), local.predict(clicks_frame), rtol=0, atol=1e-6)
+    kw = dict(CLICK_KW, metric="err", err_mapping="chapelle", position_bias="estimate")
+    with pytest.raises(ValueError, match=r"position_bias='estimate'.*Pass err_max_label="):
+        DaskLambdaMARTRanker(**kw, client=client).fit(*parts)
+    kw["err_max_label"] = 20.0
+    local = rankkit.LambdaMARTRanker(**kw).fit(clicks_frame, clicks)
+    model = DaskLambdaMARTRanker(**kw, client=client).fit(*parts)
+    np.testing.assert_allclose(model.position_bias_, local.position_bias_, rtol=1e-9)
+    np.testing.assert_allclose(model.to_local().predict(clicks_frame), local.predict(clicks_frame), rtol=0, atol=1e-6)
+
+
 def test_column_types(client):
     """pandas' nullable and pyarrow number columns train as in memory; a
     category or text column is refused up front, naming it."""
