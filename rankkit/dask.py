@@ -89,6 +89,7 @@ to the floating-point order of XGBoost's histogram sums, not bit for bit.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 
@@ -655,6 +656,10 @@ class _DaskRanker:
         for name, value in self.__dict__.items():
             if name.endswith("_") and not name.startswith("_") and name not in params:
                 setattr(local, name, value)
+        # Its own engine, whose threads follow n_jobs on this machine: the booster
+        # keeps the thread count that n_jobs gave on a worker (n_jobs=-1: the worker's cores).
+        local.backend_ = copy.deepcopy(self.backend_)
+        local.backend_.set_threads(local.n_jobs)
         return local
 
 

@@ -230,6 +230,23 @@ def test_to_local_predicts_identically_and_pickles(client, data):
     assert model.score(data["X"], data["dy"], sample_weight=dw) == pytest.approx(weighted, abs=1e-12)
 
 
+def test_to_local_predicts_with_n_jobs_on_this_machine(client, data):
+    """n_jobs=-1 resolved on a worker (one thread each here) stayed in the
+    booster of to_local(): its predictions ran on one thread on any machine."""
+    import json
+
+    from rankkit._threads import resolve_n_jobs
+
+    model = DaskLambdaMARTRanker(**{**SMALL, "n_jobs": -1}, client=client).fit(data["X"], data["dy"])
+    local = model.to_local()
+    threads = json.loads(local.backend_.booster_.save_config())["learner"]["generic_param"]["nthread"]
+    assert int(threads) == resolve_n_jobs(-1) > 1
+    np.testing.assert_array_equal(local.predict(data["local"]),
+                                  client.compute(model.predict(data["X"])).result().to_numpy())
+    worker = json.loads(model.backend_.booster_.save_config())["learner"]["generic_param"]["nthread"]
+    assert int(worker) == 1  # the Dask ranker's own engine is left as the workers made it
+
+
 def test_dask_arrays_with_qid(client, data):
     X = da.from_array(data["local"].drop(columns="qid").to_numpy(), chunks=(700, 5))
     qid = da.from_array(data["local"]["qid"].to_numpy(), chunks=700)
