@@ -403,6 +403,9 @@ def _check_results(results):
         raise TypeError(f"results must be the DataFrame of evaluate or cross_evaluate (columns {COLUMNS}).")
     if results.duplicated(["query", "ranker", "metric"]).any():
         raise ValueError("results has two values for one (query, ranker, metric): concatenated twice?")
+    if results.empty:  # e.g. every query excluded by empty="exclude"
+        raise ValueError("results has no rows: no query had a value (with empty='exclude', no query had a relevant "
+                         "document), so there is nothing to compare.")
 
 
 def compare(results, *, baseline=None, test="t", correction="holm", alpha=0.05, confidence=0.95,

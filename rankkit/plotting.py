@@ -198,12 +198,16 @@ def plot_metric(
     >>> [line.get_label() for line in ax.lines][0]
     'validation_0'
     """
+    if "label" in kwargs:
+        raise TypeError("plot_metric labels each curve by its set (and metric); set the labels afterwards with "
+                        "ax.legend(labels) or line.set_label().")
     history, fitted = _evals_result(ranker)
-    if not history or not any(history.values()):
+    if not any(len(values) for curves in history.values() for values in curves.values()):
         raise ValueError(
-            "The ranker has no eval history to plot: evals_result_ is empty because fit was "
-            "called without an eval set. Fit with eval_set=[(X_val, y_val)] and "
-            "eval_qid=[qid_val] (or DataFrames with the query column) to record learning curves."
+            "There is no eval history to plot: evals_result_ is empty because fit was called without an eval "
+            "set. Fit with eval_set=[(X_val, y_val)] and eval_qid=[qid_val] (or DataFrames with the query "
+            "column) to record learning curves." if fitted is not None else
+            f"There is no eval history to plot: the dict given has no value ({history!r})."
         )
     if eval_sets is None:
         eval_sets = list(history)
@@ -220,7 +224,9 @@ def plot_metric(
     elif metric in recorded:
         metrics = [metric]
     else:
-        raise ValueError(f"metric={metric!r} was not recorded; evals_result_ has {recorded}.")
+        raise ValueError(f"metric={metric!r} was not recorded for {eval_sets}; they have {recorded}"
+                         + ("." if len(eval_sets) == len(history) else
+                            f" (every set: {list(dict.fromkeys(m for c in history.values() for m in c))})."))
 
     if best_iteration == "auto":
         best_iteration = None if fitted is None else _early_stopped_at(fitted)
@@ -624,7 +630,8 @@ def plot_comparison(comparison, metric=None, *, ax=None, title=None, figsize=Non
 
 # -- position bias ------------------------------------------------------------------------------------
 def _propensity_curve(values, name):
-    """One curve of propensities as a 1-D float array: non-empty, finite and > 0."""
+    """One curve of propensities as a 1-D float array, relative to position 1
+    (as a ranker's ``position_bias_``): non-empty, finite and > 0."""
     try:
         curve = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -635,7 +642,7 @@ def _propensity_curve(values, name):
                          f"{curve.shape}; several curves go in a dict {{label: array}}.")
     if not np.all(np.isfinite(curve) & (curve > 0)):
         raise ValueError(f"{name} must hold finite propensities > 0, got {curve[~(np.isfinite(curve) & (curve > 0))][0]!r}.")
-    return curve
+    return curve / curve[0]
 
 
 def plot_position_bias(ranker, *, reference=None, max_position=None, ax=None, title="Position bias",
@@ -653,7 +660,8 @@ def plot_position_bias(ranker, *, reference=None, max_position=None, ax=None, ti
     reference : dict of {label: array-like}, array-like or None, default=None
         Curves to draw beside it, e.g. ``{"true": (1 / k) ** eta}`` from
         :func:`rankkit.datasets.pbm_propensities` (position ``k`` at index ``k - 1``);
-        one array is one curve labelled ``"reference"``.
+        one array is one curve labelled ``"reference"``. Arrays, here and as
+        ``ranker``, are drawn relative to their position 1.
     max_position : int or None, default=None
         Draw positions ``1..max_position``; None: every position.
     ax : matplotlib.axes.Axes or None, default=None

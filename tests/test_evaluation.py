@@ -486,3 +486,12 @@ def test_compare_is_the_same_whatever_blas_threads():
         with threadpool_limits(threads, user_api="blas"):
             tables.append(compare(results, test="randomization", n_resamples=2000, random_state=0).table)
     pd.testing.assert_frame_equal(tables[0], tables[1], check_exact=True)
+
+
+def test_compare_of_no_results_says_so():
+    """Every query excluded (empty='exclude' without a relevant document) gave
+    an IndexError."""
+    results = evaluate({"a": [0.1, 0.2], "b": [0.2, 0.1]}, None, [0, 0], qid=[1, 1], metrics="mrr", empty="exclude")
+    assert results.empty
+    with pytest.raises(ValueError, match="results has no rows"):
+        compare(results)

@@ -557,3 +557,30 @@ def test_plot_position_bias_refuses_curves_that_are_not_propensities():
             plot_position_bias(good, reference=bad)
     ax = plot_position_bias(good, reference={"a": [1.0, 0.6], "b": [1.0, 0.4, 0.2]})
     assert [line.get_label() for line in ax.get_lines()] == ["estimated", "a", "b"]
+
+
+def test_plot_metric_label_empty_history_and_missing_metric_messages():
+    """label= was a matplotlib TypeError; a dict of empty curves drew an empty
+    axes; a metric missing from the chosen sets listed only their metrics."""
+    from matplotlib.figure import Figure
+
+    from rankkit.plotting import plot_metric
+
+    with pytest.raises(TypeError, match="plot_metric labels each curve"):
+        plot_metric({"validation_0": {"ndcg": [0.5, 0.6]}}, ax=Figure().subplots(), label="x")
+    for history in ({"validation_0": {"ndcg": []}}, {}, {"validation_0": {}}):
+        with pytest.raises(ValueError, match="the dict given has no value"):
+            plot_metric(history, ax=Figure().subplots())
+    with pytest.raises(ValueError, match=r"'ndcg' was not recorded for \['a'\]; they have \['mrr'\] "
+                                         r"\(every set: \['mrr', 'ndcg'\]\)"):
+        plot_metric({"a": {"mrr": [1, 2]}, "b": {"ndcg": [1, 2]}}, "ndcg", eval_sets=["a"], ax=Figure().subplots())
+
+
+def test_plot_position_bias_draws_arrays_relative_to_position_1():
+    from matplotlib.figure import Figure
+
+    from rankkit.plotting import plot_position_bias
+
+    ax = plot_position_bias([0.6, 0.3, 0.2], reference={"true": [0.5, 0.25, 0.1]}, ax=Figure().subplots())
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [1.0, 0.5, 1 / 3])
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), [1.0, 0.5, 0.2])
