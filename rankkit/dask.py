@@ -490,7 +490,7 @@ class _DaskRanker:
             if not is_dask(shown):  # the layout's error, before .max() is asked of it
                 raise TypeError(f"position must be a dask collection partitioned like X "
                                 f"(a dask Series or array), got {type(shown).__name__}.")
-            deepest = float(shown.max().compute())
+            deepest = float(client.compute(shown.max()).result())  # on this ranker's cluster, not the default
             n_positions = int(deepest) if np.isfinite(deepest) and deepest >= 1 else 1  # else the layout explains
             if self.position_bias == "known":
                 self.position_bias_ = propensity_table(self.propensities, n_positions)
