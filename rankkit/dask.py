@@ -235,6 +235,9 @@ class _DaskRanker:
         DataFrame or ``qid=``; a clear error when there are none or both."""
         if not is_dask(X):
             row_blocks(X, where)  # raises the type error
+        if isinstance(X, dd.DataFrame) and X.columns.duplicated().any():  # as in memory, not a worker's error
+            raise ValueError(f"{where} has duplicate column names "
+                             f"{sorted(set(X.columns[X.columns.duplicated()]))}: rename them.")
         if isinstance(X, dd.DataFrame) and self.qid_col is not None and self.qid_col in X.columns:
             if qid is not None:
                 raise ValueError(

@@ -405,6 +405,10 @@ def test_column_types(client):
     with pytest.raises(ValueError, match=r"y of X holds labels beyond float32's range.*Rescale them"):
         rankkit.dask.DaskQueryRMSERanker(**kw, client=client).fit(
             dd.from_pandas(frame, npartitions=2), dd.from_pandas(pd.Series(y * 1e300), npartitions=2))
+    # Duplicate names: the in-memory message, not a dependency's error.
+    twice = dd.from_pandas(frame.rename(columns={"b": "a"}), npartitions=2)
+    with pytest.raises(ValueError, match=r"X has duplicate column names \['a'\]: rename them"):
+        DaskLambdaMARTRanker(**kw, client=client).fit(twice, dd.from_pandas(pd.Series(y), npartitions=2))
 
 
 def test_eval_set_errors_name_the_set(client, data):
