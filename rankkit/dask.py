@@ -315,6 +315,12 @@ class _DaskRanker:
             if not is_dask(values):
                 raise TypeError(f"{name} must be a dask collection partitioned like {where} "
                                 f"(a dask Series or array), got {type(values).__name__}.")
+            shape = (None, len(values.columns)) if isinstance(values, dd.DataFrame) else values.shape
+            if len(shape) > 2 or (len(shape) == 2 and shape[1] != 1):
+                # As in memory; a worker's "X has 454 rows but 908 labels" before.
+                raise ValueError(f"{name} must be one-dimensional (one value per row), got "
+                                 f"{shape[1] if len(shape) == 2 else len(shape)} "
+                                 f"{'columns' if len(shape) == 2 else 'dimensions'}.")
             check_aligned(X, values, name, where)
         dtypes = X.dtypes if isinstance(X, dd.DataFrame) else [X.dtype]
         dtype = np.float32 if all(str(d) == "float32" for d in dtypes) else np.float64

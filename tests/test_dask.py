@@ -405,6 +405,10 @@ def test_column_types(client):
     with pytest.raises(ValueError, match=r"y of X holds labels beyond float32's range.*Rescale them"):
         rankkit.dask.DaskQueryRMSERanker(**kw, client=client).fit(
             dd.from_pandas(frame, npartitions=2), dd.from_pandas(pd.Series(y * 1e300), npartitions=2))
+    # A two-column y: the in-memory message, not a worker's row count.
+    with pytest.raises(ValueError, match=r"^y must be one-dimensional \(one value per row\), got 2 columns"):
+        DaskLambdaMARTRanker(**kw, client=client).fit(dd.from_pandas(frame, npartitions=2),
+                                                      dd.from_pandas(pd.DataFrame({"a": y, "b": y}), npartitions=2))
     # Duplicate names: the in-memory message, not a dependency's error.
     twice = dd.from_pandas(frame.rename(columns={"b": "a"}), npartitions=2)
     with pytest.raises(ValueError, match=r"X has duplicate column names \['a'\]: rename them"):
