@@ -110,7 +110,7 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
 from . import _estimators
-from ._backends.xgboost_dask import XGBoostDaskBackend
+from ._backends.xgboost_dask import XGBoostDaskBackend, worker_threads
 from ._clicks import (
     click_settings, dask_click_settings, debiased_metric_settings, missing_positions_error,
     position_without_debiasing_error, propensity_table,
@@ -587,6 +587,16 @@ class _DaskRanker:
         self._check_features(X)
         return X
 
+    def _worker_backend(self):
+        """The fitted engine the workers predict with: with ``n_jobs`` changed
+        since ``fit`` (``set_params``), a copy whose threads follow it on the
+        workers, as the in-memory ranker's follow it on its machine."""
+        if self.backend_.n_jobs == self.n_jobs:
+            return self.backend_
+        backend = copy.deepcopy(self.backend_)
+        backend.set_threads(worker_threads(self._get_client(), self.n_jobs))
+        return backend
+
     def predict(self, X, iteration_range=None):
         """Raw ranking scores (higher ranks first), a dask collection
         partitioned like ``X``: a Series for a DataFrame (same index), an
@@ -598,7 +608,7 @@ class _DaskRanker:
         X = self._features(X)
         if iteration_range is not None:
             iteration_range = self._check_iteration_range(iteration_range)
-        backend = dask.delayed(self.backend_, pure=True)
+        backend = dask.delayed(self._worker_backend(), pure=True)
         if isinstance(X, dd.DataFrame):
             return X.map_partitions(_predict_partition, backend, iteration_range, meta=pd.Series(dtype=np.float64))
         X = X.rechunk({1: -1})
@@ -638,7 +648,7 @@ class _DaskRanker:
                 f"scale (err_max_label={laid.max_label:g} or more)."
             )
         settings = _with_err_max_label(_set_settings(settings, laid, self.objective_), laid.max_label)
-        backend = dask.delayed(self.backend_, pure=True)
+        backend = dask.delayed(self._worker_backend(), pure=True)
         sums = laid.frame.map_partitions(score_partition, backend, laid.features, metrics[0], settings,
                                          meta=pd.DataFrame({"sum": [0.0], "count": [0.0]}).iloc[:0])
         sums = client.compute(sums).result()

@@ -247,6 +247,30 @@ def test_to_local_predicts_with_n_jobs_on_this_machine(client, data):
     assert int(worker) == 1  # the Dask ranker's own engine is left as the workers made it
 
 
+def test_predict_follows_n_jobs_set_after_fit(client, data):
+    """As in memory, set_params(n_jobs=) after fit reaches the engine the
+    workers predict with (it kept fit's thread count), and the scores stay."""
+    import json
+
+    from rankkit._backends.xgboost import XGBoostBackend
+
+    def shipped_threads(collection):
+        graph = dict(collection.__dask_graph__())
+        engines = [getattr(v, "value", v) for v in graph.values()]
+        return [int(json.loads(e.booster_.save_config())["learner"]["generic_param"]["nthread"])
+                for e in engines if isinstance(e, XGBoostBackend)]
+
+    model = DaskLambdaMARTRanker(**SMALL, client=client).fit(data["X"], data["dy"])
+    before = client.compute(model.predict(data["X"])).result().to_numpy()
+    model.set_params(n_jobs=3)
+    prediction = model.predict(data["X"])
+    assert shipped_threads(prediction) == [3]
+    np.testing.assert_array_equal(client.compute(prediction).result().to_numpy(), before)
+    model.set_params(n_jobs=-1)  # every thread a worker has: one here
+    assert shipped_threads(model.predict(data["X"])) == [1]
+    assert model.backend_.n_jobs == 1  # the fitted engine itself is left as fit made it
+
+
 def test_dask_arrays_with_qid(client, data):
     X = da.from_array(data["local"].drop(columns="qid").to_numpy(), chunks=(700, 5))
     qid = da.from_array(data["local"]["qid"].to_numpy(), chunks=700)

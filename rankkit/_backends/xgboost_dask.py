@@ -215,6 +215,16 @@ class _Progress:
         self.client.unsubscribe_topic(self.topic)
 
 
+def worker_threads(client, n_jobs):
+    """``n_jobs`` as a thread count on the workers of ``client``: a negative
+    one counts back from the threads of a worker (the fewest, when they
+    differ), not from the driver's cores, so ``-1`` is every thread a worker has."""
+    if n_jobs is None or n_jobs > 0:
+        return n_jobs
+    threads = min(client.nthreads().values())
+    return max(1, threads + 1 + int(n_jobs))
+
+
 class XGBoostDaskBackend(XGBoostBackend):
     """The XGBoost backend trained by ``xgboost.dask.train`` (module docstring).
 
@@ -259,13 +269,7 @@ class XGBoostDaskBackend(XGBoostBackend):
         return params
 
     def _worker_threads(self):
-        """``n_jobs`` as a thread count on the workers: a negative one counts
-        back from the threads of a worker (the fewest, when they differ), not
-        from the driver's cores, so ``-1`` is every thread a worker has."""
-        if self.n_jobs is None or self.n_jobs > 0:
-            return self.n_jobs
-        threads = min(self.client.nthreads().values())
-        return max(1, threads + 1 + int(self.n_jobs))
+        return worker_threads(self.client, self.n_jobs)
 
     def fit(self, X, grad_fn, *, eval_X=(), shrink=None, callback=None, feature_names=None,
             categorical_features=()):
