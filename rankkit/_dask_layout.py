@@ -83,7 +83,10 @@ def check_aligned(X, other, name, where):
     )
     if n_x != n_o:
         raise ValueError(f"{name} has {n_o} partitions but {where} has {n_x}: {hint}")
-    if isinstance(X, da.Array) and isinstance(other, da.Array) and other.chunks[0] != X.chunks[0]:
+    # Unknown chunk sizes (NaN: a DataFrame's to_dask_array(), a boolean mask) are checked
+    # partition by partition when the rows are read (assemble).
+    if (isinstance(X, da.Array) and isinstance(other, da.Array) and other.chunks[0] != X.chunks[0]
+            and not np.isnan(X.chunks[0] + other.chunks[0]).any()):
         raise ValueError(f"{name} has row chunks {other.chunks[0]} but {where} has {X.chunks[0]}: {hint}")
 
 

@@ -283,6 +283,25 @@ def test_dask_arrays_with_qid(client, data):
     assert not hasattr(model, "feature_names_in_") and model.n_features_in_ == 12
 
 
+def test_dask_arrays_of_unknown_chunk_sizes(client, data):
+    """Arrays from a DataFrame's to_dask_array() have unknown (NaN) row chunks:
+    accepted when they hold the same rows, checked partition by partition."""
+    frame = data["X"].assign(y=data["dy"])
+    features = [c for c in data["local"].columns if c != "qid"]
+    X, y, qid = (frame[features].to_dask_array(), frame["y"].to_dask_array(), frame["qid"].to_dask_array())
+    assert np.isnan(y.chunks[0]).all()
+    X = X.compute_chunk_sizes()  # known row chunks beside unknown ones
+    model = DaskLambdaMARTRanker(**SMALL, client=client).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(client.compute(model.predict(X)).result(),
+                                  model.to_local().predict(data["local"][features].to_numpy()))
+    shorter = frame.partitions[:3]  # one partition short
+    with pytest.raises(ValueError, match="y has 3 partitions but X has 4"):
+        DaskLambdaMARTRanker(**SMALL, client=client).fit(X, shorter["y"].to_dask_array(), qid=qid)
+    uneven = dd.from_pandas(data["local"].assign(y=data["y"]).iloc[3:], npartitions=4, sort=False)
+    with pytest.raises(ValueError, match="is not partitioned like X: partition"):
+        DaskLambdaMARTRanker(**SMALL, client=client).fit(X, uneven["y"].to_dask_array(), qid=qid)
+
+
 def test_eval_history_is_the_exact_global_mean_with_sglb(client, data):
     """The eval metric each iteration is the mean over all eval queries of the
     (shrunk) model after that iteration, exactly: the folded model scores the
