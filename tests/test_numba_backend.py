@@ -507,6 +507,26 @@ def test_values_spanning_more_than_float64s_range_get_finite_edges():
     np.testing.assert_array_equal(huge, small)
 
 
+def test_adjacent_floats_get_separate_bins():
+    """Halfway between a float and the next one rounds to one of them (to the
+    upper one for about half of all floats): the edge must stay below the
+    upper value, or both share a bin and the feature cannot split them."""
+    from rankkit import QueryRMSERanker
+    from rankkit._backends._gbm.binning import fit_bin_edges, transform
+
+    for a in (0.1 + 0.7, 0.7, 0.3, 123.456, -2.5, 1e-300):
+        b = np.nextafter(a, np.inf)
+        for border_type in ("quantile", "greedy_logsum"):
+            edges, edges_ptr = fit_bin_edges(np.array([[a], [b], [a]]), 255, border_type)
+            bins = transform(np.array([[a], [b]]), edges, edges_ptr)[0, :, 0]
+            assert bins[0] < bins[1], (a, edges)
+    a = 0.1 + 0.7  # 0.7999999999999999, whose halfway point to 0.8 rounds to 0.8
+    X = np.array([[a], [0.8]] * 20)
+    y = np.array([0.0, 1.0] * 20)
+    scores = QueryRMSERanker(n_estimators=5, backend="numba", n_jobs=1).fit(X, y, qid=np.repeat(np.arange(10), 4))
+    assert scores.predict(X[:2])[0] < scores.predict(X[:2])[1]
+
+
 def test_max_depth_beyond_16_is_refused_naming_the_other_backends():
     """Trees' tables grow as 2 ** max_depth (depth 30 asked for 112 GiB)."""
     from sklearn.utils._param_validation import InvalidParameterError

@@ -85,11 +85,15 @@ def greedy_logsum_edges(distinct, counts, max_bins):
 
 
 def _midpoint(a, b):
-    """Halfway between ``a`` and ``b``, also when ``b - a`` overflows (values
-    of both signs beyond half of float64's range)."""
+    """Halfway between ``a < b``, also when ``b - a`` overflows (values of
+    both signs beyond half of float64's range); ``a`` itself when ``b`` is
+    the next float after it and the halfway point rounds to ``b`` (a bin
+    counts the edges below a value, so an edge at ``b`` would put ``b`` in
+    ``a``'s bin)."""
     with np.errstate(over="ignore", invalid="ignore"):
         mid = a + (b - a) / 2.0
-    return np.where(np.isfinite(mid), mid, a / 2.0 + b / 2.0)
+    mid = np.where(np.isfinite(mid), mid, a / 2.0 + b / 2.0)
+    return np.where(mid < b, mid, a)
 
 
 def fit_bin_edges(X, max_bins, border_type="quantile"):
