@@ -80,6 +80,7 @@ from ._training import (
     GradientPipeline,
     QueryData,
     check_err_metrics_can_map,
+    check_err_scale_is_fixed,
     check_y,
     curvature_unit,
     eval_metrics,
@@ -379,6 +380,7 @@ class BaseRanker(BaseEstimator):
         train, sets, clicks = self._training_data(objective, (X, y, qid, group, position), sample_weight,
                                                   (eval_set, eval_qid, eval_group, eval_position))
         metrics, settings = self._eval_metrics(objective, np.max(train.y, initial=0.0))
+        check_err_scale_is_fixed(self.position_bias, objective, metrics)
         debiased = {} if self.position_bias is None else {
             name: debiased_metric_settings(settings, objective)
             for name, data in [*sets, (EvalMonitor.TRAINING, None)] if data is None or data.position is not None}
@@ -420,18 +422,19 @@ class BaseRanker(BaseEstimator):
         ``eval_set, eval_qid, eval_group, eval_position``), and the debiased
         click labels (:class:`rankkit._clicks.ClickLabels`, from
         :func:`rankkit._clicks.start_click_training`; None without
-        ``position_bias``). On graded labels, ERR's ``err_max_label`` left to
-        the data becomes the largest training label
+        ``position_bias``). ERR's ``err_max_label`` left to the data becomes
+        the largest training label, debiased with known propensities
         (:func:`rankkit._training.pin_err_max_label`)."""
         X, y, qid, group, position = training
         qid = self._qid_from_group(X, qid, group)
         train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
         eval_set, eval_qid, eval_group, eval_position = evals
         sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training, eval_position)
-        if self.position_bias is None:  # debiased click gains have no label scale to pin
+        train, sets, clicks = start_click_training(self, objective, train, sets)
+        if self.position_bias != "estimate":  # known propensities: the debiased labels, and their top, are fixed
             pin_err_max_label(objective, np.max(train.y, initial=-np.inf),
                               [(name, np.max(data.y, initial=-np.inf)) for name, data in sets if data is not None])
-        return start_click_training(self, objective, train, sets)
+        return train, sets, clicks
 
     def _early_stopping_rounds(self, fit_value):
         """The constructor's ``early_stopping_rounds``, or the deprecated ``fit`` argument."""
@@ -566,12 +569,13 @@ class BaseRanker(BaseEstimator):
             data = data._replace(y=debiased_score_labels(self, self.objective_, data.y, data.position))
             settings = debiased_metric_settings(settings, self.objective_)
         pinned = settings.get("err_max_label")
-        if (pinned is not None and getattr(self, "err_max_label", 0) is None and data.position is None
+        if (pinned is not None and getattr(self, "err_max_label", 0) is None
                 and metrics[0].split("@")[0] in ("err", "pfound") and data.y.size and data.y.max() > pinned):
             # The metric's own message would name an err_max_label the user never passed.
+            label = "label" if data.position is None else "debiased label (clicks at position_bias_)"
             raise ValueError(
-                f"This ranker maps ERR labels by its largest training label, {pinned:g} (err_max_label=None), "
-                f"and y has the label {data.y.max():g}: refit with err_max_label set to the top of your label "
+                f"This ranker maps ERR labels by its largest training {label}, {pinned:g} (err_max_label=None), "
+                f"and y has the {label} {data.y.max():g}: refit with err_max_label set to the top of your label "
                 f"scale (err_max_label={data.y.max():g} or more)."
             )
         self._predict_threads()

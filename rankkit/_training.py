@@ -116,6 +116,23 @@ def pin_err_max_label(objective, train_max, eval_maxes=()):
     return objective
 
 
+def check_err_scale_is_fixed(position_bias, objective, metrics):
+    """ERR and PFound with Chapelle's mapping and ``err_max_label=None`` scale
+    the labels by the largest training one; with estimated propensities the
+    debiased labels, and so that scale, change every iteration: refused,
+    in memory and on Dask, rather than scores that depend on other queries."""
+    inner = _metric_objective(objective)
+    if (position_bias == "estimate" and getattr(inner, "err_mapping", None) is not None
+            and inner.err_max_label is None
+            and any(str(m).split("@")[0] in ("err", "pfound") for m in [getattr(inner, "metric", ""), *metrics])):
+        raise ValueError(
+            "ERR or PFound with err_mapping='chapelle' scale the labels by the largest training label, and with "
+            "position_bias='estimate' the debiased labels change every iteration: the scale, and each query's "
+            "ERR, would follow the other queries. Pass err_max_label= (a bound on the debiased labels), or "
+            "position_bias='known'."
+        )
+
+
 def check_err_metrics_can_map(metrics, settings, objective, max_label):
     """ERR and PFound eval metrics on graded labels need Chapelle's mapping,
     which an objective without ``err_mapping`` (XE-NDCG, QueryRMSE) cannot

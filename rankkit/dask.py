@@ -135,7 +135,14 @@ from ._metrics._callable import CALLABLE_METRICS, check_some_part_counted
 from ._params import store_arguments
 from ._random import seed_from
 from ._sglb import shrink_schedule
-from ._training import EvalMonitor, PartMonitor, _metric_objective, curvature_unit, pin_err_max_label
+from ._training import (
+    EvalMonitor,
+    PartMonitor,
+    _metric_objective,
+    check_err_scale_is_fixed,
+    curvature_unit,
+    pin_err_max_label,
+)
 from .callback import CallbackList
 
 __all__ = [
@@ -526,16 +533,7 @@ class _DaskRanker:
         finally:
             del self._position_modulus
         metrics, settings = self._eval_metrics(objective, train.max_label)
-        inner = _metric_objective(objective)
-        if (self.position_bias == "estimate" and getattr(inner, "err_mapping", None) is not None
-                and inner.err_max_label is None
-                and any(str(m).split("@")[0] in ("err", "pfound") for m in [getattr(inner, "metric", ""), *metrics])):
-            raise ValueError(
-                "ERR or PFound with err_mapping='chapelle' scale the labels by the largest one, and with "
-                "position_bias='estimate' the debiased labels change every iteration on every worker: rankkit.dask "
-                "cannot follow that scale as the in-memory ranker does. Pass err_max_label= (a bound on the "
-                "debiased labels), or train in memory."
-            )
+        check_err_scale_is_fixed(self.position_bias, objective, metrics)
         monitor = EvalMonitor(self, None, sets, metrics, settings,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=None, relabelled=self._relabelled(sets))

@@ -601,6 +601,35 @@ def test_eval_set_with_positions_is_scored_on_debiased_labels():
     assert recorded != pytest.approx(ranker.score(valid.drop(columns="position"), y_valid))
 
 
+def test_err_on_clicks_keeps_the_training_scale():
+    """ERR with Chapelle's mapping and err_max_label=None maps every set a
+    click ranker scores by its largest debiased training label, as on graded
+    labels (and as rankkit.dask does): each query's ERR does not depend on the
+    queries scored with it. Estimated propensities move that scale every
+    iteration: an error asking for err_max_label."""
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=400)
+    kw = dict(n_estimators=4, n_jobs=1, random_state=0, metric="err", err_mapping="chapelle", eval_metric="err@5")
+    ranker = LambdaMARTRanker(**kw, position_bias="known", propensities=lambda k: 1.0 / k)
+    ranker.fit(Xc, clicks, qid=sid, position=position)
+    assert ranker.objective_.err_max_label == pytest.approx(np.log2(1 + (clicks * position).max()))
+    queries = np.unique(sid)
+    part = np.isin(sid, queries[::2])
+
+    def score(rows):
+        return ranker.score(Xc[rows], clicks[rows], qid=sid[rows], position=position[rows])
+
+    n_part = np.unique(sid[part]).size
+    whole = (score(part) * n_part + score(~part) * (queries.size - n_part)) / queries.size
+    assert score(np.ones_like(part)) == pytest.approx(whole, rel=1e-12)
+    deeper = position.copy()
+    deeper[clicks > 0] += 100  # debiased labels above the training ones
+    with pytest.raises(ValueError, match=r"largest training debiased label .*err_max_label="):
+        ranker.score(Xc, clicks, qid=sid, position=deeper)
+    with pytest.raises(ValueError, match=r"position_bias='estimate'.*Pass err_max_label="):
+        LambdaMARTRanker(**kw, position_bias="estimate").fit(Xc, clicks, qid=sid, position=position)
+    LambdaMARTRanker(**kw, position_bias="estimate", err_max_label=20.0).fit(Xc, clicks, qid=sid, position=position)
+
+
 def test_click_models_save_and_load(tmp_path):
     import rankkit
 
