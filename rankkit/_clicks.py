@@ -45,11 +45,15 @@ from typing import NamedTuple
 import numpy as np
 
 from ._groups import split_column
-from ._validation import first_text
+from ._validation import first_text, vector
 
 # ---------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------
+#: The deepest position: propensity tables and estimates hold one value per position above it.
+MAX_POSITION = 2**20
+
+
 def check_position(position, n_rows, *, name="position"):
     """1-based integer positions, one per row, as int64."""
     values = np.asarray(position)
@@ -88,6 +92,10 @@ def check_position(position, n_rows, *, name="position"):
     values = values.astype(np.int64)
     if values.size and values.min() < 1:
         raise ValueError(f"{name} must be 1-based ranks (1 = the top result); got {values.min()}.")
+    if values.size and values.max() > MAX_POSITION:
+        # The propensities are tables over every position down to the deepest.
+        raise ValueError(f"{name} holds {values.max()}, deeper than rankkit takes ({MAX_POSITION}): positions are "
+                         "the ranks documents were shown at (1 = top). Is it a document id or a timestamp?")
     return values
 
 
@@ -116,10 +124,9 @@ def check_unique_positions(position, group_ptr, *, name="position", query_ids=No
 
 
 def check_clicks(y, *, name="y"):
-    """Click labels: finite, non-negative (0/1 clicks, counts or click-through rates)."""
-    y = np.asarray(y, dtype=np.float64)
-    if not np.all(np.isfinite(y)):
-        raise ValueError(f"{name} holds NaN or infinite clicks: clicks are counts or rates >= 0.")
+    """Click labels: one-dimensional, numeric, finite, non-negative (0/1
+    clicks, counts or click-through rates), under the rules of graded labels."""
+    y = vector(y, name, "clicks (counts or rates >= 0)")
     if y.size and y.min() < 0:
         raise ValueError(f"{name} holds negative clicks (min {y.min():g}): clicks are counts >= 0.")
     return y
@@ -149,17 +156,20 @@ def propensity_table(propensities, max_position, *, name="propensities"):
             raise ValueError(f"{name}(positions) must return one value per position; got shape "
                              f"{theta.shape} for {positions.shape[0]} positions.")
     else:
-        theta = theta.ravel()
+        if theta.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, one propensity per position (theta_1, theta_2, "
+                             f"...); got shape {theta.shape}.")
         if theta.shape[0] < max_position:
             raise ValueError(f"{name} has {theta.shape[0]} entries but documents were shown down to "
                              f"position {max_position}: give one propensity per position.")
-        theta = theta[:max_position]
+    # Every entry of an array, also beyond the deepest training position: eval sets, score
+    # and a saved model read them later.
     bad = ~((theta > 0) & (theta <= 1))
     if bad.any():
         k = int(np.flatnonzero(bad)[0]) + 1
         raise ValueError(f"{name} must lie in (0, 1] (examination probabilities); position {k} has "
-                         f"{theta[k - 1]!r}.")
-    return theta / theta[0]
+                         f"{float(theta[k - 1])!r}.")
+    return theta[:max_position] / theta[0]
 
 
 # ---------------------------------------------------------------------------

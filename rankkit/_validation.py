@@ -25,7 +25,7 @@ class Interval(_SklearnInterval):
         return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
 
 
-def _vector(a, name, what):
+def vector(a, name, what):
     """``a`` as a 1-D float64 array of finite numbers (``what`` names them in errors)."""
     a = np.asarray(a)
     if a.ndim == 2 and 1 in a.shape:
@@ -46,7 +46,7 @@ def check_labels(y, *, name="y_true", allow_negative=False):
     (ERR's labels without a mapping must also be probabilities:
     :func:`rankkit._metrics._common.err_scale` checks that.)
     """
-    y = _vector(y, name, "relevance labels")
+    y = vector(y, name, "relevance labels")
     if not allow_negative and y.size and y.min() < 0:
         raise ValueError(
             f"{name} contains negative labels (min {y.min():g}); relevance labels must be >= 0."
@@ -56,7 +56,7 @@ def check_labels(y, *, name="y_true", allow_negative=False):
 
 def check_scores(s, *, name="y_score"):
     """Float64 1-D finite scores."""
-    return _vector(s, name, "scores")
+    return vector(s, name, "scores")
 
 
 #: Largest cut-off: the kernels take ``k`` as an int64.

@@ -237,6 +237,22 @@ def test_bad_clicks_and_parameters_are_clear_errors():
             _fit([1, 2, 3, 1, 2, 3], propensities=bad)
     with pytest.raises(ValueError, match="one propensity per position"):
         _fit([1, 2, 3, 1, 2, 3], propensities=[1.0, 0.5])
+    # Entries beyond the deepest training position are read later (eval sets, score): checked at fit.
+    with pytest.raises(ValueError, match=r"\(0, 1\].*position 5 has nan"):
+        _fit([1, 2, 3, 1, 2, 3], propensities=[1.0, 0.5, 0.3, 0.2, np.nan])
+    with pytest.raises(ValueError, match=r"propensities must be one-dimensional.*shape \(2, 3\)"):
+        _fit([1, 2, 3, 1, 2, 3], propensities=np.array([[1.0, 0.5, 0.3], [0.25, 0.2, 0.17]]))
+    # Clicks follow the rules of graded labels: one column, numbers.
+    clicks = np.array([1.0, 0, 0, 0, 1, 0])
+    assert np.array_equal(_fit([1, 2, 3, 1, 2, 3], clicks=clicks[:, None], random_state=0).predict(np.zeros((1, 2))),
+                          _fit([1, 2, 3, 1, 2, 3], clicks=clicks, random_state=0).predict(np.zeros((1, 2))))
+    with pytest.raises(ValueError, match=r"y must be one-dimensional, got shape \(6, 2\)"):
+        _fit([1, 2, 3, 1, 2, 3], clicks=np.c_[clicks, clicks])
+    with pytest.raises(TypeError, match="y must be numeric clicks"):
+        _fit([1, 2, 3, 1, 2, 3], clicks=clicks.astype(str))
+    # A document id or a timestamp passed as the position: a table that deep would not fit in memory.
+    with pytest.raises(ValueError, match=r"position holds 1000000000000, deeper than rankkit takes"):
+        _fit([1, 2, 10**12, 1, 2, 3])
     with pytest.raises(ValueError, match="used only with"):
         _fit([1, 2, 3, 1, 2, 3], position_bias="estimate", propensities=[1.0, 0.5, 0.3])
     # The estimators' parameters were ignored silently where unused.
