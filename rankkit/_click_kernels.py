@@ -51,21 +51,27 @@ def pair_click_losses(clicks, raw, position, group_ptr, t_plus, t_minus, loss_pl
                 loss_minus[j] += cost / tp
 
 
-def model_rank_discounts(raw, group_ptr):
-    """``1 / log2(1 + r)`` of every row's rank ``r`` (1-based, ties in row
-    order) in its query by the current scores: the DCG discount of the
-    model's ranking, which weighs a pair's cost by how much swapping it
-    changes DCG, as LambdaMART's loss does in Unbiased LambdaMART."""
+def model_rank_discounts(raw, group_ptr, clicks, position):
+    """``1 / log2(1 + r)`` of every row's rank ``r`` (1-based) in its query by
+    the current scores: the DCG discount of the model's ranking, which weighs
+    a pair's cost by how much swapping it changes DCG, as LambdaMART's loss
+    does in Unbiased LambdaMART. Ties (all of them at the first iteration)
+    follow LambdaMART's ``worst`` rule, fewer clicks first, then the shown
+    position, which is unique in a group: the discounts do not depend on the
+    order of the rows."""
     query = np.repeat(np.arange(group_ptr.shape[0] - 1), np.diff(group_ptr))
-    order = np.lexsort((np.arange(raw.shape[0]), -raw, query))
+    order = np.lexsort((position, clicks, -raw, query))
     rank = np.empty(raw.shape[0], dtype=np.int64)
     rank[order] = np.arange(raw.shape[0]) - group_ptr[query[order]]
     return 1.0 / np.log2(2.0 + rank)
 
 
-def pairwise_propensities(clicks, raw, position, group_ptr, t_plus, t_minus, norm, work, total=None):
+def pairwise_propensities(clicks, raw, position, group_ptr, t_plus, t_minus, norm, work, total=None,
+                          row_weight=None):
     """One update of ``(t+, t-)``: ``t[k] = (L[k] / L[1]) ** (1 / (1 + norm))``,
-    ``L`` the per-position sums of :func:`pair_click_losses` (XGBoost's
+    ``L`` the per-position sums of :func:`pair_click_losses`, each row's
+    losses times ``row_weight`` (its query's weight: a query of weight 2
+    counts its pairs twice; None: 1) (XGBoost's
     ``lambdarank_bias_norm`` is ``norm``). A position whose sum is 0 (no
     pair: no click there, or no document unclicked below a click) has no
     evidence of its own and takes the value of the position above it (it
@@ -74,8 +80,10 @@ def pairwise_propensities(clicks, raw, position, group_ptr, t_plus, t_minus, nor
     ``total([L+, L-]) -> [L+, L-]`` sums the per-position sums over all the
     parts of the rows when these rows are a part (``rankkit.dask``); pairs
     never cross queries, and a query lives in one part."""
-    discount = model_rank_discounts(raw, group_ptr)
+    discount = model_rank_discounts(raw, group_ptr, clicks, position)
     pair_click_losses(clicks, raw, position, group_ptr, t_plus, t_minus, work[0], work[1], discount)
+    if row_weight is not None:
+        work *= row_weight
     n_positions = t_plus.shape[0]
     sums = [np.bincount(position - 1, weights=work[0], minlength=n_positions),
             np.bincount(position - 1, weights=work[1], minlength=n_positions)]

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._groups import split_column
+from ._groups import query_weights, split_column
 from ._validation import first_text, vector
 
 # ---------------------------------------------------------------------------
@@ -376,10 +376,13 @@ class PairwiseEstimator:
     debiases the clicked documents' labels, ``1 / t-`` weighs the unclicked
     documents' gradients."""
 
-    def __init__(self, clicks, position, group_ptr, norm, *, n_positions=None, total=None):
+    def __init__(self, clicks, position, group_ptr, norm, weight=None, *, n_positions=None, total=None):
         self.clicks = clicks
         self.position = position
         self.group_ptr = group_ptr
+        # A query's pairs count by its weight, the mean of its rows' (as everywhere in rankkit).
+        self.row_weight = None if weight is None else np.repeat(query_weights(weight, group_ptr),
+                                                                np.diff(group_ptr))
         self.norm = float(norm)
         self.total = total  # the per-position sums over all the parts (as RegressionEM's)
         n_positions = int(position.max()) if n_positions is None else int(n_positions)
@@ -392,7 +395,7 @@ class PairwiseEstimator:
 
         self.t_plus, self.t_minus = pairwise_propensities(
             self.clicks, raw, self.position, self.group_ptr, self.t_plus, self.t_minus, self.norm, self.work,
-            total=None if self.total is None else lambda sums: all_sums(self.total, sums))
+            total=None if self.total is None else lambda sums: all_sums(self.total, sums), row_weight=self.row_weight)
         return self.relative(), self.t_minus
 
     def relative(self):
@@ -477,7 +480,7 @@ class ClickLabels:
             self.theta = self.estimator.relative()
         else:
             self.estimator = PairwiseEstimator(self.clicks, self.position, train.group_ptr, settings.norm,
-                                               n_positions=n_positions, total=total)
+                                               train.weight, n_positions=n_positions, total=total)
             self.theta = self.estimator.relative()
             self.weight = np.ones_like(self.clicks) if train.weight is None else train.weight.copy()
         ipw_labels(self.clicks, self.theta[self.position - 1], self.gain, out=self.labels)

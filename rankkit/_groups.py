@@ -293,3 +293,11 @@ def qid_from_group_sizes(X, qid, group, qid_col, *, where="X", qid_name="qid", g
             f"Drop the column or pass qid_col=None to use {group_name}=."
         )
     return qid_from_sizes(group, _num_samples(X), name=group_name)
+
+
+def query_weights(weight, group_ptr):
+    """Each query's weight: the mean of its rows' weights (LightGBM's query
+    weights), so giving every row of a query ``w`` weighs the query ``w``."""
+    if group_ptr.shape[0] < 2:
+        return np.zeros(0)
+    return np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr)

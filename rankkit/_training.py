@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._clicks import ClickLabels, DebiasedGradients
+from ._groups import query_weights
 from ._metrics._api import evaluate_sorted
 from ._metrics._callable import (CALLABLE_METRICS, callable_sum_count, check_some_part_counted, metric_function,
                                 metric_name)
@@ -46,14 +47,6 @@ DEFAULT_METRIC = "ndcg@10"
 #: Documents that count as one unit of curvature when queries are longer
 #: (:func:`curvature_unit`).
 UNIT_DOCUMENTS = 20
-
-
-def query_weights(weight, group_ptr):
-    """Each query's weight: the mean of its rows' weights (LightGBM's query
-    weights), so giving every row of a query ``w`` weighs the query ``w``."""
-    if group_ptr.shape[0] < 2:
-        return np.zeros(0)
-    return np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr)
 
 
 def weighted_counts(group_ptr, weight):

@@ -4,13 +4,13 @@ visited in plain Python, the executable specification."""
 import math
 
 
-def model_rank_discounts(raw, group_ptr):
+def model_rank_discounts(raw, group_ptr, clicks, position):
     """``1 / log2(1 + r)``, ``r`` the 1-based rank of each row in its query by
-    score (ties: row order)."""
+    score (ties: fewer clicks first, then the shown position)."""
     out = [0.0] * len(raw)
     for q in range(len(group_ptr) - 1):
         rows = list(range(group_ptr[q], group_ptr[q + 1]))
-        for r, i in enumerate(sorted(rows, key=lambda i: (-raw[i], i))):
+        for r, i in enumerate(sorted(rows, key=lambda i: (-raw[i], clicks[i], position[i]))):
             out[i] = 1.0 / math.log2(2.0 + r)
     return out
 
@@ -22,7 +22,7 @@ def pair_click_losses(clicks, raw, position, group_ptr, t_plus, t_minus):
     ``loss_plus[i]`` and ``C / t+[k_i]`` to ``loss_minus[j]``."""
     n = len(clicks)
     plus, minus = [0.0] * n, [0.0] * n
-    d = model_rank_discounts(raw, group_ptr)
+    d = model_rank_discounts(raw, group_ptr, clicks, position)
     for q in range(len(group_ptr) - 1):
         rows = range(group_ptr[q], group_ptr[q + 1])
         for i in rows:

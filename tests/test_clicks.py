@@ -493,10 +493,12 @@ def test_pair_click_losses_matches_reference():
     position = np.concatenate([rng.permutation(s) + 1 for s in sizes]).astype(np.int64)
     t_plus, t_minus = rng.uniform(0.2, 1, 6), rng.uniform(0.2, 1, 6)
     plus, minus = np.empty(ptr[-1]), np.empty(ptr[-1])
-    pair_click_losses(clicks, raw, position, ptr, t_plus, t_minus, plus, minus, model_rank_discounts(raw, ptr))
+    discounts = model_rank_discounts(raw, ptr, clicks, position)
+    pair_click_losses(clicks, raw, position, ptr, t_plus, t_minus, plus, minus, discounts)
     want_plus, want_minus = ref.pair_click_losses(clicks, raw, position, ptr, t_plus, t_minus)
     assert np.allclose(plus, want_plus, rtol=1e-12) and np.allclose(minus, want_minus, rtol=1e-12)
-    assert np.allclose(model_rank_discounts(raw, ptr), ref.model_rank_discounts(raw, ptr), rtol=1e-15)
+    assert np.allclose(model_rank_discounts(raw, ptr, clicks, position),
+                       ref.model_rank_discounts(raw, ptr, clicks, position), rtol=1e-15)
 
 
 def test_regression_em_recovers_propensities():
@@ -683,7 +685,7 @@ def test_pairwise_positions_without_pairs_take_the_value_above():
                                             np.empty((2, 40)))
     work = np.empty((2, 40))
     pair_click_losses(clicks, raw, position, group_ptr, np.ones(n), np.ones(n), work[0], work[1],
-                      model_rank_discounts(raw, group_ptr))
+                      model_rank_discounts(raw, group_ptr, clicks, position))
     sums = np.bincount(position - 1, weights=work[0], minlength=n)  # t+ (norm 0: the plain ratios)
     observed = np.flatnonzero(sums > 0)
     np.testing.assert_array_equal(observed, [0, 1, 3])
@@ -691,6 +693,30 @@ def test_pairwise_positions_without_pairs_take_the_value_above():
     assert t_plus[2] == t_plus[1] < 1.0 and t_plus[4] == t_plus[5] == t_plus[3] < 1.0
     # Every first position was clicked: t- has no reference position, and stays as it was.
     np.testing.assert_array_equal(t_minus, np.ones(n))
+
+
+def test_pairwise_estimate_ignores_row_order_and_counts_query_weights():
+    """Tied scores (every one at the first iteration) are ranked by the worst
+    rule and the shown position, not by row order; a query of weight 2 counts
+    its pairs twice, as two copies of it."""
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=400)
+    kw = dict(n_estimators=3, n_jobs=1, random_state=0, position_bias="estimate", propensity_estimator="pairwise")
+    ranker = QueryRMSERanker(**kw).fit(Xc, clicks, qid=sid, position=position)
+    bottom_up = np.lexsort((-position, sid))
+    reordered = QueryRMSERanker(**kw).fit(Xc[bottom_up], clicks[bottom_up], qid=sid[bottom_up],
+                                          position=position[bottom_up])
+    np.testing.assert_allclose(reordered.position_bias_, ranker.position_bias_, rtol=1e-12)
+    np.testing.assert_allclose(reordered.predict(Xc), ranker.predict(Xc), rtol=0, atol=1e-12)
+    kw.update(n_estimators=1, learning_rate=1e-9)  # the estimate at the first iteration's scores
+    even = sid % 2 == 0
+    weighted = QueryRMSERanker(**kw).fit(Xc, clicks, qid=sid, position=position,
+                                         sample_weight=np.where(even, 2.0, 1.0))
+    twice = np.concatenate([np.arange(sid.size), np.flatnonzero(even)])
+    copies = np.concatenate([sid, sid[even] + sid.max() + 1])
+    duplicated = QueryRMSERanker(**kw).fit(Xc[twice], clicks[twice], qid=copies, position=position[twice])
+    np.testing.assert_allclose(weighted.position_bias_, duplicated.position_bias_, rtol=1e-12)
+    unweighted = QueryRMSERanker(**kw).fit(Xc, clicks, qid=sid, position=position)
+    assert not np.allclose(unweighted.position_bias_, weighted.position_bias_, rtol=1e-6)
 
 
 def test_pairwise_estimate_does_not_depend_on_the_thread_count():

@@ -76,11 +76,11 @@ def _weighted_query_mean(values, qid, sample_weight):
     """The mean of per-query ``values`` (queries in order of first appearance,
     ``nan`` for excluded ones) weighted as the rankers' ``score`` weighs them
     (:func:`rankkit._training.mean_metric`): each query by
-    :func:`rankkit._training.query_weights`, the mean of its rows' weights.
+    :func:`rankkit._groups.query_weights`, the mean of its rows' weights.
     ``mean_metric`` itself cannot serve here: it fixes ``ties="worst"``,
     while a scorer takes any tie policy."""
     # Imported on use: rankkit._training imports the metrics package.
-    from rankkit._training import query_weights
+    from rankkit._groups import query_weights
 
     groups = make_groups(qid)
     weight = check_sample_weight(sample_weight, groups.n_samples, positive=True)
