@@ -6,7 +6,7 @@ Methods (all at the same number of trees, no early stopping):
   ``"xgboost"`` and ``"numba"``;
 * LightGBM's own ``lambdarank`` with exactly the tree settings the rankkit
   LightGBM backend hands LightGBM (``num_leaves = 2 ** depth``, ``max_depth``,
-  ``min_sum_hessian_in_leaf = 1``, ``min_data_in_leaf = 1``, ``lambda_l2 = 3`` (rankkit's ``reg_lambda``),
+  ``min_sum_hessian_in_leaf = 1``, ``min_data_in_leaf = 0``, ``lambda_l2 = 3`` (rankkit's ``reg_lambda``),
   256 bins, ``deterministic``, ``force_col_wise``): the same trees and leaves
   budget, only the gradients differ (the worker checks the settings against
   the backend's own ``params_``);
@@ -65,7 +65,7 @@ def lightgbm_tree_params(cfg):
         "max_depth": cfg["depth"],
         "num_leaves": 2 ** cfg["depth"],
         "min_sum_hessian_in_leaf": 1.0,
-        "min_data_in_leaf": 1,
+        "min_data_in_leaf": 0,
         "lambda_l2": 3.0,
         "max_bin": 256,
         "deterministic": True,

@@ -134,7 +134,7 @@ def make_fit(method, cfg):
             sizes = np.unique(qid, return_counts=True)[1]
             params = {"objective": "lambdarank", "metric": "None", "learning_rate": cfg["lr"],
                       "max_depth": cfg["depth"], "num_leaves": 2 ** cfg["depth"],
-                      "min_sum_hessian_in_leaf": 1.0, "min_data_in_leaf": 1, "lambda_l2": 1.0,
+                      "min_sum_hessian_in_leaf": 1.0, "min_data_in_leaf": 0, "lambda_l2": 1.0,
                       "max_bin": 256, "deterministic": True, "force_col_wise": True,
                       "num_threads": cfg["n_jobs"], "verbosity": -1}
             lightgbm.train(params, lightgbm.Dataset(X, y, group=sizes), num_boost_round=n_trees)

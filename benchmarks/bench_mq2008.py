@@ -149,7 +149,7 @@ def fit_lightgbm(label, fold, cfg, *, early_stopping=True, n_estimators=None):
         # uses, so both sides grow the same trees-and-leaves budget.
         params = {"objective": LIGHTGBM[label], "metric": "None", "learning_rate": cfg.lr,
                   "max_depth": cfg.depth, "num_leaves": 2 ** cfg.depth, "min_sum_hessian_in_leaf": 1.0,
-                  "min_data_in_leaf": 1, "lambda_l2": 1.0, "max_bin": 256, "deterministic": True,
+                  "min_data_in_leaf": 0, "lambda_l2": 1.0, "max_bin": 256, "deterministic": True,
                   "force_col_wise": True, "num_threads": cfg.n_jobs, "verbose": -1}
         dtrain = lgb.Dataset(Xt, yt, group=group_sizes(qt))
         with Timer() as t:

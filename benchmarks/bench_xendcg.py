@@ -11,7 +11,7 @@ Issue 21, deliverable 3. Two things differ between ``XENDCGRanker(backend=
   approximation of ``D H^-1 g``. Both use ``h = rho (1 - rho)``;
 * the leaf regularisation: rankkit scales hessians to a mean of 1 per query and
   uses ``reg_lambda=3``, ``min_child_weight=1`` in those units and
-  ``min_data_in_leaf=1``; LightGBM uses raw hessians, ``lambda_l2=0``,
+  ``min_data_in_leaf=0``; LightGBM uses raw hessians, ``lambda_l2=0``,
   ``min_sum_hessian_in_leaf=1e-3``, ``min_data_in_leaf=20``.
 
 To separate them, one harness trains ``lightgbm.train`` with a Python
@@ -152,7 +152,7 @@ def xendcg_python(y, ptr, rng, formula, units):
 # ========================================================================== methods
 TREE = dict(max_depth=6, num_leaves=64, max_bin=255, learning_rate=0.05)
 REG = {
-    "rankkit": dict(lambda_l2=3.0, min_sum_hessian_in_leaf=1.0, min_data_in_leaf=1),
+    "rankkit": dict(lambda_l2=3.0, min_sum_hessian_in_leaf=1.0, min_data_in_leaf=0),
     "lightgbm": dict(lambda_l2=0.0, min_sum_hessian_in_leaf=1e-3, min_data_in_leaf=20),
 }
 #: label -> (kind, settings). "harness" cells: (formula, hessian units, regularisation).

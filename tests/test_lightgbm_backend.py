@@ -248,6 +248,22 @@ def test_min_child_weight_zero_trains(cls):
     assert np.ptp(zero.predict(X)) > 0
 
 
+def test_rows_of_weight_zero_do_not_bound_the_leaves():
+    """LightGBM bounds a leaf's rows by a count it estimates from the
+    hessians (rows times the leaf's share of the hessian), which rows of
+    weight 0 change: with min_data_in_leaf=1 and small leaves, queries of
+    weight 0 gave another first tree (19 leaves against 23) than dropping
+    them. min_data_in_leaf is 0, as on the other backends."""
+    X, y, qid = make_ranking(40, n_features=5, random_state=3)
+    X = np.clip(np.round(X), -2, 2)  # few values: the same bins with or without the dropped rows
+    drop = np.isin(qid, np.unique(qid)[:30])
+    kw = dict(n_estimators=1, backend="lightgbm", n_jobs=1, random_state=0, reg_lambda=1.0, min_child_weight=0.01)
+    weighted = est.LambdaMARTRanker(**kw).fit(X, y, qid=qid, sample_weight=np.where(drop, 0.0, 1.0))
+    dropped = est.LambdaMARTRanker(**kw).fit(X[~drop], y[~drop], qid=qid[~drop])
+    assert weighted.backend_.params_["min_data_in_leaf"] == 0
+    np.testing.assert_allclose(weighted.predict(X[~drop]), dropped.predict(X[~drop]), rtol=0, atol=1e-9)
+
+
 def test_tiny_subsample_keeps_one_row():
     """LightGBM bags int(bagging_fraction * n) rows and cannot train on none;
     the backend keeps one, as the numba engine does."""

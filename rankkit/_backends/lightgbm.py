@@ -108,9 +108,10 @@ class LightGBMBackend(Backend):
     ``reg_lambda -> lambda_l2``; ``subsample -> bagging_fraction`` with
     ``bagging_freq=1`` when below 1;
     ``colsample_bytree -> feature_fraction``; ``max_bin``; ``n_jobs ->
-    num_threads``; ``random_state -> seed``. ``min_data_in_leaf`` is 1, so
+    num_threads``; ``random_state -> seed``. ``min_data_in_leaf`` is 0, so
     that, as on the other backends, ``min_child_weight`` alone bounds a leaf
-    (LightGBM's own default is 20). ``deterministic=True`` with
+    (LightGBM's own default is 20; it counts a leaf's rows by its share of
+    the hessian, which rows of weight 0 would change). ``deterministic=True`` with
     ``force_col_wise=True`` makes the trees the same for any ``n_jobs``.
 
     ``backend_params`` take any LightGBM parameter or alias (aliases are
@@ -228,7 +229,7 @@ class LightGBMBackend(Backend):
             "max_depth": depth,
             "num_leaves": min(2 ** min(depth, 17), _MAX_LEAVES),
             "min_sum_hessian_in_leaf": max(float(self.min_child_weight), _MIN_LEAF_HESSIAN),
-            "min_data_in_leaf": 1,
+            "min_data_in_leaf": 0,
             "lambda_l2": float(self.reg_lambda),
             "bagging_fraction": float(self.subsample),
             "bagging_freq": 1 if self.subsample < 1 else 0,
