@@ -451,7 +451,7 @@ class BaseRanker(BaseEstimator):
 
     def _why_constant(self, train, grad_fn, objective):
         """The cause of a model without any split (:func:`rankkit._training.why_constant`)."""
-        return why_constant(train, grad_fn, objective, self.min_child_weight, self.backend_params)
+        return why_constant(train, grad_fn, objective, self.min_child_weight, self.backend_params, self.subsample)
 
     def _finish(self, backend, objective, monitor, train, grad_fn):
         """Fitted attributes; the model cut back to its best iteration after early stopping."""

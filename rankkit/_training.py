@@ -686,7 +686,7 @@ def has_varying_feature(X):
     return bool(np.any(varies) or np.any(missing.any(axis=0) & ~missing.all(axis=0)))
 
 
-def why_constant(train, grad_fn, objective, min_child_weight, backend_params):
+def why_constant(train, grad_fn, objective, min_child_weight, backend_params, subsample=1.0):
     """The cause of a model without any split, found from the data and the
     first iteration's gradients (what the backend saw); ``min_child_weight``
     is the ranker's, in units of :func:`curvature_unit`."""
@@ -695,10 +695,17 @@ def why_constant(train, grad_fn, objective, min_child_weight, backend_params):
     if ptr.shape[0] > 1:
         lo = np.minimum.reduceat(train.y, ptr[:-1]) if train.y.size else np.zeros(0)
         hi = np.maximum.reduceat(train.y, ptr[:-1]) if train.y.size else np.zeros(0)
-        varied = int(np.sum((sizes >= 2) & (hi > lo)))
+        ranked = (sizes >= 2) & (hi > lo)
+        weighed = ranked if train.weight is None else ranked & (query_weights(train.weight, ptr) > 0)
+        varied = int(np.sum(weighed))
     else:
-        varied = 0
+        ranked, varied = np.zeros(0, dtype=bool), 0
     if varied == 0:
+        if np.any(ranked):  # only queries of weight 0 have anything to rank
+            return (
+                f"Only queries of sample_weight 0 have documents with different labels ({int(np.sum(ranked))} "
+                "of them), so there is nothing to rank: check the weights."
+            )
         return (
             f"No query has two documents with different labels ({int(np.sum(sizes < 2))} of "
             f"{sizes.shape[0]} queries have a single document, the others equal labels), so "
@@ -735,12 +742,22 @@ def why_constant(train, grad_fn, objective, min_child_weight, backend_params):
             f"min_child_weight={min_child_weight}, so every split leaves a child below it: "
             "lower min_child_weight."
         )
+    if subsample < 1.0 and subsample * total < 2.0 * max(min_child_weight, 1.0):
+        return (
+            f"subsample={subsample} gives each tree about {subsample * total:.3g} of the training rows' hessian "
+            f"sum of {total:.3g} (in {units}), too little to split: raise subsample."
+        )
     # The engines' minimum split gains (XGBoost's gamma and its alias, LightGBM's and the numba engine's).
     gain_floors = [key for key, value in (backend_params or {}).items()
                    if key in ("gamma", "min_split_loss", "min_split_gain", "min_gain_to_split") and value]
-    fix = f"lower min_child_weight or backend_params' {gain_floors[0]}" if gain_floors else "lower min_child_weight"
+    fixes = ["lower min_child_weight"] if min_child_weight > 0 else []
+    fixes += [f"backend_params' {key}" for key in gain_floors]
+    if backend_params and not gain_floors:
+        fixes.append(f"check backend_params={backend_params}")
+    if subsample < 1.0:
+        fixes.append(f"raise subsample={subsample}")
+    fixes = fixes or ["check that some feature separates documents of different labels within a query"]
     return (
         f"Every split left a child whose hessian sum is below min_child_weight={min_child_weight} "
-        f"(the training rows sum to {total:.3g}, in {units}) or gained nothing under "
-        f"backend_params={backend_params}: with this little data, {fix}."
+        f"(the training rows sum to {total:.3g}, in {units}) or gained nothing: {' or '.join(fixes)}."
     )

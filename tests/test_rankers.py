@@ -894,6 +894,26 @@ def test_no_split_under_a_minimum_split_gain_names_it(backend, key):
         est.QueryRMSERanker(n_estimators=2, n_jobs=1, backend=backend, backend_params={key: 1e30}).fit(X, y, qid=qid)
 
 
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_no_split_warning_names_weights_and_subsample(backend):
+    """The warning blamed min_child_weight (even at 0) or the metric when the
+    cause was queries of weight 0 or a subsample of one row."""
+    rng = np.random.default_rng(0)
+    X, y, qid = rng.normal(size=(60, 2)), rng.integers(0, 3, 60).astype(float), np.repeat(np.arange(12), 5)
+    weight = np.zeros(60)
+    weight[:5] = 1.0
+    y_one = y.copy()
+    y_one[:5] = 1.0  # the only query of positive weight has one label
+    kw = dict(n_estimators=2, n_jobs=1, backend=backend, random_state=0)
+    with pytest.warns(UserWarning, match=r"Only queries of sample_weight 0 have documents with different labels"):
+        est.LambdaMARTRanker(**kw).fit(X, y_one, qid=qid, sample_weight=weight)
+    if backend == "lightgbm":
+        return  # it bags two rows of this data at least, and they split
+    for min_child_weight in (1.0, 0.0):
+        with pytest.warns(UserWarning, match=r"grew no split.*raise subsample"):
+            est.QueryRMSERanker(**kw, subsample=1e-9, min_child_weight=min_child_weight).fit(X, y, qid=qid)
+
+
 def test_numba_gradients_whose_sums_square_past_float64_are_an_error():
     """Labels of 1e155 gave a model of two distinct scores without a word
     (the split gains overflowed); 1e200 blamed min_child_weight."""
