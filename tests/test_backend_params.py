@@ -168,6 +168,9 @@ def test_lightgbm_parameters_the_ranker_owns(data, key, value, match):
     ("tweedie_variance_power", 1.5, "XGBoost's own objectives"),
     ("ndcg_exp_gain", False, "XGBoost's own objectives"),
     ("num_trees", 2, "use the ranker's n_estimators"),  # an XGBoostError "Check failed" before
+    # The exact builder reads no bins: max_bin 4 and 256 gave the same trees.
+    ("tree_method", "exact", "exact greedy builder reads no bins"),
+    ("updater", "grow_colmaker,prune", "exact greedy builder reads no bins"),
 ])
 def test_xgboost_parameters_the_ranker_owns(data, key, value, match):
     with pytest.raises(ValueError, match=match):

@@ -974,7 +974,7 @@ def test_positions_in_memory_are_refused_like_the_other_columns(client):
     ({"num_parallel_tree": 2}, 0.1, r"num_parallel_tree.*cannot be combined with SGLB shrinkage"),
     # XGBoost's internal errors from the workers before: a DaskQuantileDMatrix is for "hist" only.
     ({"tree_method": "approx"}, 0.0, r"tree_method': 'approx'\}: rankkit.dask trains with tree_method='hist' only"),
-    ({"tree_method": "exact"}, 0.0, r"tree_method': 'exact'\}: rankkit.dask trains with tree_method='hist' only"),
+    ({"tree_method": "exact"}, 0.0, r"'tree_method': XGBoost's exact greedy builder reads no bins"),
 ])
 def test_backend_params_dask_cannot_train_are_refused_before_the_layout(client, data, monkeypatch, backend_params,
                                                                         shrink, message):

@@ -25,8 +25,9 @@ come, and prediction densifies block by block too. Dense input takes the same
 blocks (views, no copy), so dense and sparse input give the same model bit
 for bit. Memory is XGBoost's quantised matrix plus one block, less than a
 ``DMatrix`` of the data (``benchmarks/bench_sparse_memory.py``).
-``tree_method="approx"`` or ``"exact"`` need a ``DMatrix``: a sparse ``X`` is
-then densified whole.
+``tree_method="approx"`` needs a ``DMatrix``: a sparse ``X`` is then
+densified whole (``"exact"``, which reads no bins, is refused: the ranker's
+``max_bin`` would not describe its trees).
 """
 
 from __future__ import annotations
@@ -258,6 +259,11 @@ class XGBoostBackend(Backend):
             elif key in _INTERNAL_CONFIG:
                 out[key] = _INTERNAL_CONFIG[key]
         out.update(ranker_parameter_reasons(params, _RANKER_PARAMETERS))
+        exact = ("tree_method" if params.get("tree_method") == "exact" else
+                 "updater" if "grow_colmaker" in str(params.get("updater", "")) else None)
+        if exact is not None:
+            out[exact] = ("XGBoost's exact greedy builder reads no bins, so the ranker's max_bin would not describe "
+                          "the trees; 'hist' (the default) or tree_method='approx' bin by max_bin")
         if params.get("booster") not in (None, "gbtree"):
             out["booster"] = (
                 f"backend='xgboost' grows gbtree models only (SGLB folds shrinkage into their "
