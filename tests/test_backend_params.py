@@ -45,22 +45,28 @@ def test_every_backend_declares_its_parameters(name):
 def test_xgboost_list_comes_from_the_engine():
     import xgboost
 
-    valid = get_backend("xgboost").valid_params()
-    # Canonical names, their aliases and the global ones, as XGBoost reports them.
-    assert {"tree_method", "eta", "learning_rate", "lambda", "reg_lambda", "max_leaves", "grow_policy",
-            "max_cached_hist_node", "verbosity", "nthread"} <= valid
-    assert set(xgboost.get_config()) <= valid
+    backend = get_backend("xgboost")
+    valid = backend.valid_params()
+    # Canonical names, their aliases and the global ones, as XGBoost reports them, but
+    # those the ranker sets (eta, lambda, nthread, ...): valid_params lists what is taken.
+    assert {"tree_method", "max_leaves", "grow_policy", "max_cached_hist_node", "verbosity", "gamma"} <= valid
+    assert set(xgboost.get_config()) - {"nthread"} <= valid
+    assert not {"eta", "learning_rate", "lambda", "reg_lambda", "nthread", "seed", "objective"} & valid
     assert "num_leaves" not in valid and "tree_methd" not in valid
+    assert not [key for key in valid if backend.refused_params({key: None})]
 
 
 @_needs("lightgbm")
 def test_lightgbm_list_comes_from_the_engine():
     from lightgbm.basic import _ConfigAliases
 
-    valid = get_backend("lightgbm").valid_params()
+    backend = get_backend("lightgbm")
+    valid = backend.valid_params()
     table = _ConfigAliases._get_all_param_aliases()
-    assert valid == {name for names in table.values() for name in names}
-    assert {"num_leaves", "min_child_samples", "reg_lambda", "deterministic"} <= valid
+    names = {name for names in table.values() for name in names}
+    assert valid == {name for name in names if not backend.refused_params({name: None})}
+    assert {"num_leaves", "min_child_samples", "deterministic"} <= valid
+    assert not {"reg_lambda", "lambda_l2", "num_threads", "feature_fraction", "objective"} & valid
     assert "tree_method" not in valid
 
 
@@ -83,6 +89,20 @@ def test_another_engines_parameter_names_its_backend(data, backend, key, owner):
 
 
 @_needs("xgboost")
+@_needs("xgboost", "lightgbm")
+@pytest.mark.parametrize("backend, key, ranker_param, owner", [
+    ("numba", "eta", "learning_rate", "xgboost"),
+    ("numba", "num_threads", "n_jobs", "lightgbm"),
+    ("numba", "lambda_l2", "reg_lambda", "lightgbm"),
+    ("xgboost", "num_threads", "n_jobs", "lightgbm"),  # suggested 'num_trees' or 'nthread' before, both refused
+    ("xgboost", "feature_fraction", "colsample_bytree", "lightgbm"),
+])
+def test_another_engines_name_of_a_ranker_parameter_names_it(data, backend, key, ranker_param, owner):
+    with pytest.raises(ValueError, match=rf"'{key}' is what backend='{owner}' calls the ranker's {ranker_param}: "
+                                         rf"pass {ranker_param}=2 to the ranker"):
+        _fit(data, backend, {key: 2})
+
+
 def test_misspelt_xgboost_parameter(data):
     with pytest.raises(ValueError, match=r"'tree_methd' is not a parameter of backend='xgboost' "
                                          r"\(did you mean 'tree_method'\?\).*xgboost.readthedocs"):

@@ -119,6 +119,12 @@ class Backend:
         ranker sets itself or cannot honour (none by default)."""
         return {}
 
+    @classmethod
+    def ranker_parameters(cls):
+        """``{engine name or alias: ranker parameter}`` of what the ranker's
+        own parameters set, refused in ``backend_params`` (none by default)."""
+        return {}
+
     def __init__(self, **settings):
         unknown = sorted(set(settings) - set(BACKEND_SETTINGS))
         if unknown:

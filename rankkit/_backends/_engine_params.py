@@ -77,6 +77,10 @@ def check_backend_params(backend_cls, params):
     for key in params:
         if key in valid or key in refused:
             continue
+        elsewhere = _ranker_parameter_elsewhere(key, params[key], name)
+        if elsewhere:
+            problems.append(elsewhere)
+            continue
         owners = _other_backends_accepting(key, name)
         if owners:
             where = " or ".join(f"backend={o!r}" for o in owners)
@@ -91,6 +95,24 @@ def check_backend_params(backend_cls, params):
             + f". The valid keys: {backend_cls.params_help}."
         )
     return params
+
+
+def _ranker_parameter_elsewhere(key, value, this):
+    """The problem with ``key`` when another engine names a ranker parameter
+    so (``"eta"``, ``"num_threads"``, ``"feature_fraction"``), or None."""
+    from . import BACKENDS, get_backend
+
+    for other in BACKENDS:
+        if other == this:
+            continue
+        try:
+            ranker = get_backend(other).ranker_parameters().get(key)
+        except ImportError:
+            continue
+        if ranker is not None:
+            return (f"{key!r} is what backend={other!r} calls the ranker's {ranker}: pass {ranker}={value!r} to "
+                    "the ranker instead")
+    return None
 
 
 def _other_backends_accepting(key, this):

@@ -165,8 +165,13 @@ class LightGBMBackend(Backend):
 
     @classmethod
     def valid_params(cls):
-        """Every LightGBM parameter name and alias of the installed LightGBM."""
-        return frozenset(_main_names())
+        """Every LightGBM parameter name and alias of the installed LightGBM,
+        but those the ranker sets itself (:meth:`refused_params`)."""
+        return frozenset(k for k in _main_names() if not cls.refused_params({k: None}))
+
+    @classmethod
+    def ranker_parameters(cls):
+        return {alias: ranker for main, ranker in _RANKER_PARAMETERS.items() for alias in _group(main)}
 
     @classmethod
     def refused_params(cls, params):
@@ -201,8 +206,7 @@ class LightGBMBackend(Backend):
              "rankkit marks categorical columns itself and codes their values for the engine: give those columns "
              "pandas' category dtype (docs/user_guide.md, section 6)"),
         ]
-        sets = {alias: ranker for main, ranker in _RANKER_PARAMETERS.items() for alias in _group(main)}
-        reasons.update(ranker_parameter_reasons(params, sets))
+        reasons.update(ranker_parameter_reasons(params, cls.ranker_parameters()))
         for key, value in params.items():
             for group, why in refused:
                 if key in group:

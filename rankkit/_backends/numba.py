@@ -210,9 +210,12 @@ class NumbaBackend(Backend):
     def refused_params(cls, params):
         """``{key: reason}`` for keys that name a ranker parameter (the engine has no names of its own)."""
         reasons = {key: why for key, why in RANKER_LEVEL_REASONS.items() if key in params}
-        ranker = {name: name for name in BACKEND_SETTINGS if name not in ("backend_params", "n_estimators")}
-        reasons.update(ranker_parameter_reasons(params, ranker))
+        reasons.update(ranker_parameter_reasons(params, cls.ranker_parameters()))
         return reasons
+
+    @classmethod
+    def ranker_parameters(cls):
+        return {name: name for name in BACKEND_SETTINGS if name not in ("backend_params", "n_estimators")}
 
     # -- validation --------------------------------------------------------
     def _check_params(self):

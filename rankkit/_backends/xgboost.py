@@ -236,8 +236,13 @@ class XGBoostBackend(Backend):
 
     @classmethod
     def valid_params(cls):
-        """Every parameter name a ``hist`` tree booster of this XGBoost knows."""
-        return _xgboost_parameter_names()
+        """Every parameter name a ``hist`` tree booster of this XGBoost knows,
+        but those the ranker sets itself (:meth:`refused_params`)."""
+        return frozenset(k for k in _xgboost_parameter_names() if not cls.refused_params({k: None}))
+
+    @classmethod
+    def ranker_parameters(cls):
+        return _RANKER_PARAMETERS
 
     @classmethod
     def refused_params(cls, params):
@@ -258,7 +263,7 @@ class XGBoostBackend(Backend):
                             "be ignored); set the objective's parameters on the ranker")
             elif key in _INTERNAL_CONFIG:
                 out[key] = _INTERNAL_CONFIG[key]
-        out.update(ranker_parameter_reasons(params, _RANKER_PARAMETERS))
+        out.update(ranker_parameter_reasons(params, cls.ranker_parameters()))
         exact = ("tree_method" if params.get("tree_method") == "exact" else
                  "updater" if "grow_colmaker" in str(params.get("updater", "")) else None)
         if exact is not None:
