@@ -189,7 +189,7 @@ def quiet_shuffle_log(client):
         client.run_on_scheduler(_quiet_shuffle_logger, False)
 
 
-def lay_out_partition(frame, partition_info=None, position_modulus=None):
+def lay_out_partition(frame, partition_info=None, position_modulus=None, position_name="position"):
     """Sort a shuffled partition by query (rows of a query in the caller's
     order) and number its queries: the query's place goes in ``_PART`` and
     ``_LOCAL`` (float32, for the DMatrix's label bounds).
@@ -199,7 +199,8 @@ def lay_out_partition(frame, partition_info=None, position_modulus=None):
     position), ``_PART`` carries the row's position too:
     ``part * M + min(position, M - 1)`` (0 for a set without positions); a
     deeper eval position is debiased as the deepest training one anyway
-    (:func:`rankkit._clicks.theta_at`). :class:`LocalReader` decodes both."""
+    (:func:`rankkit._clicks.theta_at`). :class:`LocalReader` decodes both.
+    ``position_name``: the positions' name in errors (``eval_position[0]``, ...)."""
     part = 0 if partition_info is None else int(partition_info["number"])
     modulus = 1 if position_modulus is None else int(position_modulus)
     if (part + 1) * modulus > _PLACE_LIMIT:
@@ -230,7 +231,8 @@ def lay_out_partition(frame, partition_info=None, position_modulus=None):
     # block per column, which makes every later step slower.
     features = [c for c in frame.columns if not c.startswith("_rankkit_")]
     if _POS in frame.columns:  # one impression list per query: a rank at most once
-        check_unique_positions(frame[_POS].to_numpy(), np.concatenate([np.flatnonzero(starts), [len(frame)]]))
+        check_unique_positions(frame[_POS].to_numpy(), np.concatenate([np.flatnonzero(starts), [len(frame)]]),
+                               name=position_name, query_ids=frame[_QID].to_numpy()[starts])
     others = {c: frame[c].to_numpy() for c in (_Y, _W, KEY) if c in frame.columns}
     code = np.full(len(frame), part * modulus, dtype=np.int64)
     if position_modulus is not None and _POS in frame.columns:

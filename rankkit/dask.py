@@ -355,7 +355,7 @@ class _DaskRanker:
                                      for i, (xb, yb, qb, wb, pb) in enumerate(zip(x_blocks, *blocks))],
                                     meta=meta, verify_meta=False)
         frame = frame.shuffle(on=KEY, npartitions=frame.npartitions)
-        frame = frame.map_partitions(lay_out_partition, position_modulus=modulus,
+        frame = frame.map_partitions(lay_out_partition, position_modulus=modulus, position_name=position_name,
                                      meta=lay_out_partition(meta, position_modulus=modulus))
         with quiet_shuffle_log(client):
             frame = client.persist(frame)

@@ -857,12 +857,18 @@ def test_dask_eval_position_with_known_propensities(client, name):
 
 def test_click_data_errors_on_dask(client):
     X, y, qid = make_ranking(10, n_features=3, random_state=0)
-    frame = dd.from_pandas(pd.DataFrame(X).rename(columns=str).assign(qid=qid, position=1), npartitions=2)
+    frame = dd.from_pandas(pd.DataFrame(X).rename(columns=str).assign(qid=qid + 1000, position=1), npartitions=2)
     dy = dd.from_pandas(pd.Series(y), npartitions=2)
-    with pytest.raises(ValueError, match="share position 1"):
+    # The caller's query id, as in memory (a worker's group number before), and the eval set's name.
+    with pytest.raises(ValueError, match=r"share position 1 \(qid 10\d\d\)"):
         DaskLambdaMARTRanker(position_bias="estimate", propensity_estimator="pairwise", client=client,
                              n_estimators=2).fit(frame, dy)
-    clicks, _ = _click_frame(n_sessions=50)
+    clicks, click_labels = _click_frame(n_sessions=50)
+    click_parts = dd.from_pandas(clicks, npartitions=2), dd.from_pandas(pd.Series(click_labels), npartitions=2)
+    shown_at_top = dd.from_pandas(clicks.assign(position=1, qid=clicks["qid"] + 1000), npartitions=2)
+    with pytest.raises(ValueError, match=r"share eval_position\[0\] 1 \(qid 10\d\d\)"):
+        DaskLambdaMARTRanker(position_bias="known", propensities=lambda k: 1.0 / k, client=client,
+                             n_estimators=2).fit(*click_parts, eval_set=[(shown_at_top, click_parts[1])])
     counts = dd.from_pandas(pd.Series(np.full(len(clicks), 2.0)), npartitions=2)
     with pytest.raises(ValueError, match='propensity_estimator="em" needs 0/1 clicks'):
         DaskLambdaMARTRanker(position_bias="estimate", client=client, n_estimators=2).fit(
