@@ -559,6 +559,11 @@ def check_position_bias_params(ranker):
     only one of its modes uses: set where it is unused, each is an error,
     not ignored."""
     position_bias = ranker.position_bias
+    if position_bias is not None and ranker.position_col is not None and ranker.position_col == ranker.qid_col:
+        raise ValueError(
+            f"qid_col and position_col both name the column {ranker.qid_col!r}: a DataFrame column is either the "
+            "query ids or the positions. Rename one of them (or pass position= and position_col=None)."
+        )
     if position_bias == "known" and ranker.propensities is None:
         propensity_table(None, 1)  # raises the explanatory error
     if position_bias != "known" and ranker.propensities is not None:

@@ -58,8 +58,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._backends import get_backend, resolve_backend
 from ._categorical import apply_categories, columns_differ, fit_categories
 from ._clicks import (
-    check_clicks, debiased_metric_settings, debiased_score_labels, split_position, sorted_positions,
-    start_click_training,
+    check_clicks, check_position_bias_params, debiased_metric_settings, debiased_score_labels, split_position,
+    sorted_positions, start_click_training,
 )
 from .callback import CallbackList
 from ._groups import make_groups, missing_qid_error, qid_from_group_sizes, split_qid
@@ -376,6 +376,7 @@ class BaseRanker(BaseEstimator):
         # otherwise give the previous model's scores). A fit that raises restores them.
         for name in self._FIT_STATE:
             vars(self).pop(name, None)
+        check_position_bias_params(self)  # before the columns are read
         objective = self._objective_for_fit()
         train, sets, clicks = self._training_data(objective, (X, y, qid, group, position), sample_weight,
                                                   (eval_set, eval_qid, eval_group, eval_position))
@@ -580,8 +581,15 @@ class BaseRanker(BaseEstimator):
             )
         self._predict_threads()
         with limit_threads(self.n_jobs):
-            score = mean_metric(metrics[0], data.y, self.backend_.predict(data.X), data.group_ptr, settings,
-                                weight=data.weight)
+            raw = self.backend_.predict(data.X)
+            try:
+                score = mean_metric(metrics[0], data.y, raw, data.group_ptr, settings, weight=data.weight)
+            except ValueError as error:
+                if data.position is None:
+                    raise
+                raise ValueError(f"With position=, score computes {metrics[0]} on the debiased click labels, each "
+                                 f"click's gain at 1 / propensity (the largest here {data.y.max():g}), not on the "
+                                 f"clicks: {error}") from None
         if np.isnan(score):  # as the metric functions and the scorers do
             warn_no_query("score", weighted=True)
         return score

@@ -490,6 +490,8 @@ class EvalMonitor:
             if name == self.TRAINING:
                 raise
             where = f"eval_set[{name.rpartition('_')[2]}]" if name.startswith("validation_") else name
+            if name in self.set_settings:  # click labels: the metric saw the debiased ones
+                where += " (computed on the debiased click labels, each click's gain at 1 / propensity)"
             raise ValueError(f"{metric} on {where}: {error}") from None
 
     def __call__(self, t, raw_train, raw_evals):

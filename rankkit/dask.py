@@ -112,7 +112,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _estimators
 from ._backends.xgboost_dask import XGBoostDaskBackend, worker_threads
 from ._clicks import (
-    click_settings, dask_click_settings, debiased_metric_settings, missing_positions_error,
+    check_position_bias_params, click_settings, dask_click_settings, debiased_metric_settings, missing_positions_error,
     position_without_debiasing_error, propensity_table,
 )
 from ._dask_layout import (
@@ -492,6 +492,7 @@ class _DaskRanker:
                 "early_stopping_rounds= to stop, fit(verbose=N) for progress and evals_result_ after fit; "
                 f"callbacks run with the in-memory ranker ({self._local_class.__name__})."
             )
+        check_position_bias_params(self)
         objective = self._objective_for_fit()
         shrink = shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate)
         # The engine's parameters before any row moves: XGBoost would refuse

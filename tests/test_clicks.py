@@ -250,6 +250,19 @@ def test_bad_clicks_and_parameters_are_clear_errors():
         _fit([1, 2, 3, 1, 2, 3], clicks=np.c_[clicks, clicks])
     with pytest.raises(TypeError, match="y must be numeric clicks"):
         _fit([1, 2, 3, 1, 2, 3], clicks=clicks.astype(str))
+    # The query column read first, then "needs a DataFrame with a 'qid' column (position_col)" of one that has it.
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(6, 2))).assign(qid=[0, 0, 0, 1, 1, 1])
+    with pytest.raises(ValueError, match="qid_col and position_col both name the column 'qid'"):
+        QueryRMSERanker(position_bias="known", propensities=lambda k: 1.0 / k, position_col="qid").fit(
+            frame, np.array([1.0, 0, 0, 0, 1, 0]))
+    # ERR without a mapping on the debiased labels: the message spoke of labels the user never passed.
+    (_, _, _), (Xc, c, sid, pos) = _click_data(n_sessions=200)
+    kw = dict(n_estimators=2, position_bias="known", propensities=lambda k: 1.0 / k, eval_metric="err@5")
+    with pytest.raises(ValueError, match=r"err@5 on eval_set\[0\] \(computed on the debiased click labels"):
+        LambdaMARTRanker(**kw).fit(Xc, c, qid=sid, position=pos, eval_set=[(Xc, c)], eval_qid=[sid],
+                                   eval_position=[pos.copy()])
+    with pytest.raises(ValueError, match=r"score computes err@5 on the debiased click labels.*stop probabilities"):
+        LambdaMARTRanker(**kw).fit(Xc, c, qid=sid, position=pos).score(Xc, c, qid=sid, position=pos)
     # A document id or a timestamp passed as the position: a table that deep would not fit in memory.
     with pytest.raises(ValueError, match=r"position holds 1000000000000, deeper than rankkit takes"):
         _fit([1, 2, 10**12, 1, 2, 3])
