@@ -315,6 +315,9 @@ def test_bucket_worst_order_is_worst_order():
         score = rng.normal(size=50)
         score[[3, 9]] = bad
         cases.append((score, False))
+    # Finite scores further apart than float64's range: the span is inf and the buckets
+    # inf * 0 = NaN, an index far outside the scratch (memory corrupted, or a crash).
+    cases += [(np.array([-1e308, 0.0, 1e308]), False), (rng.uniform(-1, 1, 50) * 1.7e308, False)]
     for score, must in cases:
         n = score.shape[0]
         y = rng.integers(0, 4, size=n).astype(float)
@@ -329,8 +332,22 @@ def test_bucket_worst_order_is_worst_order():
         if taken:
             np.testing.assert_array_equal(order[2:n + 2] - 2, expect)
             assert order[0] == order[1] == order[-1] == -1  # only the query's slice is written
-        if not np.isfinite(score).all() or np.ptp(score) == 0:
+        if not np.isfinite(score).all() or np.ptp(score) == 0 or not np.isfinite(np.max(score) - np.min(score)):
             assert not taken
+
+
+def test_yetirank_scores_beyond_float64s_span():
+    """Scores from -1e308 to 1e308 rank as -1e307 to 1e307 do (they returned
+    1e180-sized garbage, or crashed the process)."""
+    objective = YetiRank(noise="none")
+    far = objective.gradient_hessian([2, 1, 0, 1], [-1e308, 0.0, 1e308, 5.0], qid=[0] * 4)
+    near = objective.gradient_hessian([2, 1, 0, 1], [-1e307, 0.0, 1e307, 5.0], qid=[0] * 4)
+    np.testing.assert_allclose(far[0], near[0], rtol=1e-12)
+    np.testing.assert_allclose(far[1], near[1], rtol=1e-12)
+    rng = np.random.default_rng(0)  # noisy rounds on a long query of such scores
+    labels, scores = rng.integers(0, 3, 1000), rng.uniform(-1, 1, 1000) * 1.7e308
+    grad, hess = YetiRank(random_state=0).gradient_hessian(labels, scores, qid=np.zeros(1000))
+    assert np.isfinite(grad).all() and np.isfinite(hess).all() and abs(grad.sum()) < 1e-9
 
 
 def test_yetirank_noise_distribution():

@@ -61,7 +61,8 @@ def bucket_worst_order(score, y, lo, hi, order, key, count):
     ``lo:hi``.
 
     Returns False, with ``order`` undefined, when it does not apply: a
-    non-finite score, all scores equal, or a distribution so skewed that the
+    non-finite score, all scores equal, a span beyond float64's range (its
+    buckets would be ``inf * 0``), or a distribution so skewed that the
     insertion pass would take more than ``8 n`` moves; the caller then runs
     ``worst_order``.
     """
@@ -77,7 +78,7 @@ def bucket_worst_order(score, y, lo, hi, order, key, count):
         if v < bottom:
             bottom = v
     span = top - bottom
-    if not (span > 0.0):
+    if not (0.0 < span < math.inf):  # all equal, or scores of both signs beyond float64's range apart
         return False
     scale = n / span
     if not (scale < math.inf):
