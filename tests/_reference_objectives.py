@@ -79,7 +79,7 @@ def lambdamart(y, z, group_ptr, metric="ndcg", k=None, *, sigma=1.0, truncation=
                 h[lo + j] += sigma**2 * delta * rho * (1 - rho)
                 total += 2 * lam
         if normalize and total > 0:
-            f = math.log2(1 + total) / total
+            f = math.log1p(total) / math.log(2) / total  # log2(1 + total) loses total below 1e-16
             g[lo:hi] *= f
             h[lo:hi] *= f
     return g, h

@@ -160,6 +160,20 @@ def test_lambdamart_scores_far_below_the_top(metric):
     np.testing.assert_allclose(h, np.maximum(h_ref, HESSIAN_FLOOR), rtol=1e-10, atol=1e-13)
 
 
+def test_lambdamart_normalisation_of_a_well_separated_query():
+    """The factor log2(1 + S) / S tends to 1 / ln 2 as S -> 0; computed as
+    written it rounds to 0 below S ~ 1e-16 (a gap of 38 in the scores) and
+    the query's gradients vanished."""
+    sigma = 1.0
+    for gap in (20.0, 38.0, 60.0):
+        g, _ = LambdaMART(normalize=True, sigma=sigma).gradient_hessian([1.0, 0.0], [gap, 0.0], qid=[0, 0])
+        delta = 1.0 - 1.0 / np.log2(3.0)  # NDCG of the swap: the relevant document drops to rank 2
+        rho = 1.0 / (1.0 + np.exp(sigma * gap))
+        s = 2.0 * sigma * delta * rho
+        want = sigma * delta * rho * np.log1p(s) / np.log(2.0) / s
+        np.testing.assert_allclose(g, [-want, want], rtol=1e-12)
+
+
 def test_lambdamart_err_probabilities_and_linear_gain_and_threshold():
     y, z, ptr = make_queries(2)
     yp = y / 3.0

@@ -15,6 +15,7 @@ from ._swap import err_advance, err_delta, logistic_rho, query_setup, swap_delta
 #: Base ``b`` of ExpDCG (``sum_i b^{i-1} r``) when LambdaMART optimises it:
 #: the metrics' default decay.
 EXPDCG_DECAY = DEFAULT_DECAY
+_LN2 = math.log(2.0)
 
 
 @njit(cache=True)
@@ -176,7 +177,8 @@ def lambdamart_kernel(
             )
         f = 1.0
         if normalize and sum_lambda > 0.0:
-            f = math.log2(1.0 + sum_lambda) / sum_lambda
+            # log1p: log2(1 + S) rounds to 0 for S below about 1e-16 (well separated queries).
+            f = math.log1p(sum_lambda) / (_LN2 * sum_lambda)
         for p in range(lo, hi):
             i = order[p]
             grad[i] += f * g_p[p]
