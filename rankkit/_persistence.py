@@ -66,6 +66,7 @@ import io
 import json
 import math
 import zipfile
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -238,6 +239,8 @@ def save_model(ranker, path):
     act during ``fit`` and are code.
     """
     check_is_fitted(ranker, "backend_")
+    if isinstance(path, io.TextIOBase):
+        raise TypeError(f"save_model writes a binary file: open {_shown(path)} with mode 'wb', not 'w'.")
     state, files = ranker.backend_.save()
     names = getattr(ranker, "feature_names_in_", None)
     categories = {j: _encode(np.asarray(c), f"attribute categories_[{j}]")
@@ -277,6 +280,19 @@ def _rankkit_version():
 
 
 # -- load ------------------------------------------------------------------------------
+def _shown(path):
+    """A path, or a file object's name, as errors show it."""
+    if hasattr(path, "read") or hasattr(path, "write"):
+        name = getattr(path, "name", None)
+        return repr(name) if isinstance(name, (str, bytes)) else f"the {type(path).__name__} file object"
+    return repr(path)
+
+
+def _damaged(path, what):
+    return ValueError(f"{_shown(path)} is a damaged rankkit model file: {what}. Save the ranker again, or copy the "
+                      "file again if its copy or download was interrupted.")
+
+
 def _not_a_model(path, head):
     """The error for a file that is not a rankkit model, saying what it looks like."""
     hint = ""
@@ -287,7 +303,7 @@ def _not_a_model(path, head):
     elif head.startswith(b"{") and b"learner" in head:
         hint = " It looks like an XGBoost model: xgboost.Booster(model_file=...)."
     return ValueError(
-        f"{path!r} is not a rankkit model file (a ZIP archive with a {HEADER!r} header written by "
+        f"{_shown(path)} is not a rankkit model file (a ZIP archive with a {HEADER!r} header written by "
         f"ranker.save_model).{hint}"
     )
 
@@ -316,7 +332,8 @@ def load_model(path, *, classes=()):
         one of a newer format version (naming both versions: upgrade
         rankkit), or a damaged one.
     """
-    source = path
+    if isinstance(path, io.TextIOBase):
+        raise TypeError(f"load_model reads a binary file: open {_shown(path)} with mode 'rb', not 'r'.")
     if hasattr(path, "read"):
         source = io.BytesIO(path.read())
     else:
@@ -324,34 +341,51 @@ def load_model(path, *, classes=()):
             source = io.BytesIO(fh.read())
     head = source.getvalue()[:512]
     if not zipfile.is_zipfile(source):
+        if head.startswith(b"PK\x03\x04") and HEADER.encode() in head[:64]:
+            # The first member is the header: save_model's file, cut short (its directory is at the end).
+            raise _damaged(path, "it ends before its ZIP directory (truncated)")
         raise _not_a_model(path, head)
     with zipfile.ZipFile(source) as archive:
         if HEADER not in archive.namelist():
             raise _not_a_model(path, head)
+        text = _read_member(archive, HEADER, path)
         try:
-            header = json.loads(archive.read(HEADER))
+            header = json.loads(text)
         except ValueError:
             raise _not_a_model(path, head) from None
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise _not_a_model(path, head)
         version = header.get("version")
-        if not isinstance(version, int) or version < 1:
-            raise ValueError(f"{path!r} has an invalid rankkit-model format version {version!r}.")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError(f"{_shown(path)} has an invalid rankkit-model format version {version!r}.")
         if version > FORMAT_VERSION:
             raise ValueError(
-                f"{path!r} is a rankkit-model of format version {version}, written by rankkit "
+                f"{_shown(path)} is a rankkit-model of format version {version}, written by rankkit "
                 f"{header.get('rankkit_version', '?')}; this rankkit ({_rankkit_version()}) reads format "
                 f"versions up to {FORMAT_VERSION}. Upgrade rankkit (pip install --upgrade rankkit) to load it."
             )
         lacking = [key for key in ("estimator", "backend", "params", "fitted", "backend_state", "files")
                    if key not in header]
         if lacking:
-            raise ValueError(f"{path!r} is damaged: its header {HEADER!r} lacks {lacking}.")
+            raise _damaged(path, f"its header {HEADER!r} lacks {lacking}")
+        wrong = [key for key, kind in (("params", dict), ("fitted", dict), ("backend_state", dict),
+                                       ("files", list), ("estimator", str), ("backend", str))
+                 if not isinstance(header[key], kind)]
+        if wrong:
+            raise _damaged(path, f"the entries {wrong} of its header {HEADER!r} are not what save_model writes")
         missing = [name for name in header["files"] if name not in archive.namelist()]
         if missing:
-            raise ValueError(f"{path!r} is damaged: the header lists {missing}, which the archive lacks.")
-        files = {name: archive.read(name) for name in header["files"]}
+            raise _damaged(path, f"the header lists {missing}, which the archive lacks")
+        files = {name: _read_member(archive, name, path) for name in header["files"]}
     return _rebuild(header, files, classes)
+
+
+def _read_member(archive, name, path):
+    """One member's bytes; a damaged one (CRC, compressed stream) is a ValueError."""
+    try:
+        return archive.read(name)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
+        raise _damaged(path, f"its member {name!r} cannot be read ({error})") from None
 
 
 def _rebuild(header, files, classes):

@@ -403,7 +403,7 @@ def test_a_damaged_file_says_so(saved, tmp_path):
 @pytest.mark.parametrize("key", ["estimator", "backend", "params", "fitted", "backend_state", "files"])
 def test_a_header_without_a_needed_key_is_a_damaged_file(saved, tmp_path, key):
     path = _rewrite_header(saved, tmp_path / "h.rkm", lambda h: h.pop(key))
-    with pytest.raises(ValueError, match=rf"damaged: its header 'rankkit\.json' lacks \['{key}'\]"):
+    with pytest.raises(ValueError, match=rf"damaged rankkit model file: its header 'rankkit\.json' lacks \['{key}'\]"):
         load_model(path)
 
 
@@ -421,6 +421,77 @@ def test_an_unreadable_numba_model_member_is_a_damaged_file(saved, tmp_path, dam
             archive.writestr(name, data)
     with pytest.raises(ValueError, match=r"damaged: its trees\.npz cannot be read"):
         load_model(tmp_path / "d.rkm")
+
+
+def _with_trees(saved, out, change):
+    """``saved`` with its numba trees changed by ``change(arrays)``."""
+    members = _members(saved)
+    with np.load(io.BytesIO(members["trees.npz"])) as npz:
+        arrays = {k: npz[k].copy() for k in npz.files}
+    change(arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    members["trees.npz"] = buffer.getvalue()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out
+
+
+def _feature(a, value):
+    a["nodes"]["feature"][a["nodes"]["left"] >= 0] = value
+
+
+@pytest.mark.parametrize("change, message", [
+    # One past the last feature: predictions read past the row's end (wrong scores, or a crash far beyond).
+    (lambda a: _feature(a, 5), "splits on a feature outside the model's 5"),
+    (lambda a: _feature(a, 100000), "splits on a feature outside"),
+    (lambda a: a["nodes"]["left"].__setitem__(a["nodes"]["left"] >= 0, 10**6), "children are outside its tree"),
+    (lambda a: a.update(tree_ptr=a["tree_ptr"] * 2), "tree bounds"),
+    (lambda a: a.update(scales=a["scales"][:-1]), "tree scales for"),
+    (lambda a: a["nodes"]["depth"].__setitem__(slice(None), 0), "depths"),
+])
+def test_numba_trees_that_would_index_outside_are_a_damaged_file(saved, tmp_path, change, message):
+    """The prediction kernels follow the file's indices without bounds checks:
+    a tampered file loaded silently and then predicted garbage or crashed."""
+    assert load_model(saved).n_features_in_ == 5
+    with pytest.raises(ValueError, match=rf"damaged: its trees\.npz .*{message}"):
+        load_model(_with_trees(saved, tmp_path / "t.rkm", change))
+
+
+def test_damaged_archives_are_value_errors_that_say_so(saved, tmp_path):
+    raw = saved.read_bytes()
+    for cut in (len(raw) - 100, len(raw) // 2):  # an interrupted copy: not "not a rankkit model file"
+        (tmp_path / "cut.rkm").write_bytes(raw[:cut])
+        with pytest.raises(ValueError, match=r"cut\.rkm' is a damaged rankkit model file: .*truncated"):
+            load_model(str(tmp_path / "cut.rkm"))
+    flipped = bytearray(raw)  # a member's compressed stream or its CRC: zlib.error or BadZipFile before
+    flipped[len(raw) // 2] ^= 0xFF
+    (tmp_path / "flip.rkm").write_bytes(bytes(flipped))
+    with pytest.raises(ValueError, match=r"damaged rankkit model file: its member .* cannot be read"):
+        load_model(tmp_path / "flip.rkm")
+    members = _members(saved)
+    members["trees.npz"] = b"garbage"  # numpy's advice was to unpickle it
+    with zipfile.ZipFile(tmp_path / "g.rkm", "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(ValueError, match=r"damaged: its trees\.npz cannot be read") as error:
+        load_model(tmp_path / "g.rkm")
+    assert "pickle" not in str(error.value)
+    for header in ({"version": True}, {"params": []}):
+        path = _rewrite_header(saved, tmp_path / "h.rkm", lambda h: h.update(header))
+        with pytest.raises(ValueError, match="invalid rankkit-model format version|damaged"):
+            load_model(path)
+    with open(saved) as text, pytest.raises(TypeError, match="mode 'rb'"):
+        load_model(text)
+    with open(tmp_path / "w.rkm", "w") as text, pytest.raises(TypeError, match="mode 'wb'"):
+        load_model(saved).save_model(text)
+    with open(saved, "rb") as binary:  # a file object's name, not its repr
+        assert load_model(binary).n_features_in_ == 5
+    with open(tmp_path / "cut.rkm", "rb") as binary, pytest.raises(ValueError, match=r"^'\S*cut\.rkm' is a damaged"):
+        load_model(binary)
+    with pytest.raises(ValueError, match=r"^the BytesIO file object is a damaged"):
+        load_model(io.BytesIO((tmp_path / "cut.rkm").read_bytes()))
 
 
 @pytest.mark.parametrize("kind", ["text", "pickle", "xgboost", "lightgbm", "zip", "json"])

@@ -110,6 +110,36 @@ def _leaves_from_all_rows(nodes, grower, grad, hess, reg_lambda):
     return where
 
 
+def _tree_problem(nodes, ptr, scales, n_features, folds):
+    """What is wrong with trees read from a file, or None: every index the
+    prediction kernels follow stays in its tree and its row."""
+    ptr = np.asarray(ptr)
+    n_trees = ptr.shape[0] - 1
+    if ptr.ndim != 1 or n_trees < 0 or ptr[0] != 0 or ptr[-1] != nodes.shape[0] or np.any(np.diff(ptr) < 1):
+        return "has tree bounds (tree_ptr) that do not cut its nodes into trees"
+    if np.shape(scales) != (n_trees,) or not np.all(np.isfinite(scales)):
+        return f"has {np.size(scales)} tree scales for {n_trees} trees"
+    if not (np.all(np.isfinite(nodes["value"])) and np.all(np.isfinite(nodes["threshold"]))):
+        return "holds non-finite leaf values or thresholds"
+    local = np.arange(nodes.shape[0]) - np.repeat(ptr[:-1], np.diff(ptr))
+    size = np.repeat(np.diff(ptr), np.diff(ptr))
+    internal = nodes["left"] >= 0
+    leaf_ok = (nodes["left"][~internal] == -1) & (nodes["right"][~internal] == -1)
+    left, right, depth = nodes["left"][internal], nodes["right"][internal], nodes["depth"].astype(np.int64)
+    here, bound = local[internal], size[internal]
+    if not (np.all(leaf_ok) and np.all((here < left) & (left < bound)) and np.all((here < right) & (right < bound))):
+        return "holds a node whose children are outside its tree"
+    if not np.all((nodes["feature"][internal] >= 0) & (nodes["feature"][internal] < n_features)):
+        return f"splits on a feature outside the model's {n_features}"
+    start = np.repeat(ptr[:-1], np.diff(ptr))[internal]
+    if not (np.all(depth[local == 0] == 0) and np.all(depth[start + left] == depth[internal] + 1)
+            and np.all(depth[start + right] == depth[internal] + 1)):
+        return "holds node depths that do not follow its tree"
+    if any(not (0 <= i <= n_trees) or not math.isfinite(f) for i, f in folds):
+        return "holds folds (SGLB shrinkage) outside its trees"
+    return None
+
+
 class NumbaBackend(Backend):
     """Histogram gradient boosting in numba (``backend="numba"``).
 
@@ -454,8 +484,15 @@ class NumbaBackend(Backend):
                     nodes["value"] = npz["unfolded_values"]
                     scales = npz["unfolded_scales"]
                     folds = [(int(i), float(f)) for i, f in zip(npz["fold_iterations"], npz["fold_factors"])]
-        except (KeyError, EOFError, zipfile.BadZipFile) as error:
+        except (KeyError, EOFError, OSError, zipfile.BadZipFile) as error:
             raise ValueError(f"The model file is damaged: its trees.npz cannot be read ({error}).") from None
+        except ValueError:  # not numpy's message: it advises unpickling the file
+            raise ValueError("The model file is damaged: its trees.npz cannot be read (not a NumPy archive of "
+                             "the trees).") from None
+        problem = _tree_problem(nodes, ptr, scales, int(state["n_features"]), folds)
+        if problem:
+            # The prediction kernels index without bounds checks: a bad index reads (or crashes) anywhere.
+            raise ValueError(f"The model file is damaged: its trees.npz {problem}.")
         ensemble = TreeEnsemble(int(state["n_features"]))
         for t in range(len(ptr) - 1):
             ensemble.append(nodes[ptr[t]:ptr[t + 1]].copy(), float(scales[t]))
