@@ -268,7 +268,8 @@ def yeti_reference(obj, y, z, ptr, seed):
 def test_yetirank_matches_reference(metric, k, num_neighbors, noise):
     y, z, ptr = make_queries(4)
     obj_kw, _ = metric_kw(metric)
-    obj = YetiRank(metric, k, n_permutations=4, noise=noise, noise_scale=0.8, num_neighbors=num_neighbors, decay=0.7, **obj_kw)
+    scale = {} if noise == "none" else {"noise_scale": 0.8}  # noise_scale is refused with noise="none"
+    obj = YetiRank(metric, k, n_permutations=4, noise=noise, num_neighbors=num_neighbors, decay=0.7, **scale, **obj_kw)
     seed = 123456789
     g, h = obj.gradient_hessian(y, z, group_ptr=ptr, seed=seed)
     g_ref, h_ref, _ = yeti_reference(obj, y, z, ptr, seed)
@@ -944,6 +945,10 @@ def test_as_lgbmranker_objective(name):
         (lambda: LambdaMART("ndgc"), r"did you mean 'ndcg'\?\); valid metrics are \['ndcg', 'dcg', 'err', 'mrr', "
                                      r"'map', 'expdcg'\] \("),
         (lambda: YetiRank(k=3), "k applies to YetiLoss"),
+        (lambda: YetiRank("classic@3"), "'classic' takes no cut-off"),  # "did you mean 'classic'?" before
+        # Set where their objective's other settings leave them unread: ignored before.
+        (lambda: YetiRank(noise="none", noise_scale=3.0), r"noise_scale=3.0 is not used with noise='none'"),
+        (lambda: StochasticRank(sfa=False, nu=1.0), r"nu=1.0 is not used with sfa=False"),
         (lambda: YetiRank(n_permutations=0), r"'n_permutations' parameter of YetiRank must be an int in the range \[1"),
         (lambda: YetiRank(noise="uniform"), "'noise' parameter of YetiRank must be a str among"),
         (lambda: YetiRank(noise_scale=-1.0), r"'noise_scale' parameter of YetiRank must be a float in the range \[0.0"),

@@ -442,7 +442,27 @@ class MetricObjective(RankingObjective):
                 f"{owner} does not optimise metric={self.metric!r}; use one of "
                 f"{list(self._metric_names)}{self._other_metrics_hint}."
             )
+        self._check_unused(METRIC_IDS[name])
         return METRIC_IDS[name], (NO_CUTOFF if k is None else k), self.gain == "exp"
+
+    def _unused(self, metric_id):
+        """``{parameter: what reads it}`` of the objective's own parameters that
+        its settings leave unread (none here: the metric parameters, ``gain``,
+        ``relevance_threshold``, ``err_mapping``, also set up a ranker's eval
+        metrics, which may read what the objective's metric does not)."""
+        return {}
+
+    def _check_unused(self, metric_id):
+        """Parameters set away from their defaults where nothing reads them are
+        errors, not ignored (as the metric functions' and the click settings')."""
+        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
+        for param, (setting, user) in self._unused(metric_id).items():
+            value = getattr(self, param)
+            if param in defaults and value != defaults[param]:
+                raise ValueError(
+                    f"{type(self).__name__}: {param}={value!r} is not used with {setting}; it is read with "
+                    f"{user}. Leave it at {defaults[param]!r}."
+                )
 
     #: Appended to the error for a metric the objective does not optimise.
     _other_metrics_hint = ""

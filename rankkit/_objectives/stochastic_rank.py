@@ -385,6 +385,12 @@ class StochasticRank(MetricObjective):
     label_gain = "linear"
     _other_metrics_hint = " (ExpDCG is YetiRank's metric: use YetiRank)"
 
+    def _unused(self, metric_id):
+        unused = super()._unused(metric_id)
+        if not self.sfa:
+            unused["nu"] = ("sfa=False", "sfa=True (the scale-free acceleration)")
+        return unused
+
     def _eval_metric_settings(self):
         settings = super()._eval_metric_settings()
         settings.setdefault("gain", "exp")  # gain=None smooths the linear gain and reports the exp gain

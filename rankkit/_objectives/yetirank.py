@@ -406,6 +406,11 @@ class YetiRank(MetricObjective):
     def _metric(self):
         """``(mode, kernel cut-off, exp_gain)``: ``CLASSIC`` or a YetiLoss metric id."""
         if not self._is_classic():
+            if self.metric.lower().strip().startswith("classic@"):  # parse_metric would not know "classic"
+                raise ValueError(
+                    f"YetiRank: metric={self.metric!r}: 'classic' takes no cut-off, it uses the position decay; "
+                    "pass metric='classic', or a YetiLoss metric with a cut-off such as 'ndcg@10'."
+                )
             return super()._metric()
         if self.k is not None:
             raise ValueError(
@@ -413,7 +418,14 @@ class YetiRank(MetricObjective):
                 "decay instead. Pass k=None or a metric such as 'ndcg'."
             )
         super()._check_err_options()
+        self._check_unused(CLASSIC)
         return CLASSIC, NO_CUTOFF, True
+
+    def _unused(self, metric_id):
+        unused = super()._unused(metric_id)
+        if self.noise == "none":
+            unused["noise_scale"] = ("noise='none'", "noise='gaussian' or 'logistic'")
+        return unused
 
     def _neighbors(self, mode):
         """``num_neighbors`` with ``"auto"`` resolved for the metric ``mode``."""
