@@ -926,6 +926,21 @@ def test_as_lgbmranker_objective(name):
 # -- bad input --------------------------------------------------------------
 
 
+def test_public_gradients_that_overflow_are_an_error():
+    """gradient_hessian (and the engines' hooks) handed NaN or infinity back
+    for finite scores far apart; the rankers check theirs, callers did not."""
+    from rankkit.objectives import QueryRMSE
+
+    far = [1.7e308, -1.7e308, 1.7e308, 0.0]
+    for objective in (StochasticRank(random_state=0), QueryRMSE()):
+        with pytest.raises(ValueError, match=r"NaN or infinite gradients.*scores \(raw, spanning inf\)"):
+            objective.gradient_hessian([0, 1, 2, 0], far, qid=[0] * 4, seed=3)
+    with pytest.raises(ValueError, match="NaN or infinite gradients"):
+        LambdaMART(sigma=1e160).gradient_hessian([0, 1, 2, 0], [0.0, 1.0, 2.0, 3.0], qid=[0] * 4)
+    with pytest.raises(ValueError, match=r"NaN or infinite gradients.*\(preds, spanning"):
+        QueryRMSE()(np.array([0.0, 1.0, 2.0, 0.0]), np.array(far), group=[4])  # LightGBM's sklearn form
+
+
 @pytest.mark.parametrize(
     "make,match",
     [

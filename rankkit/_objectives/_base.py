@@ -48,7 +48,8 @@ nested ``objective__*`` parameters itself (``Ranker.get_params``), so
 ``GridSearchCV`` tunes them and the choice of the objective.
 
 Loss convention: gradients of the loss to *minimise* (``-metric``), hessians
-at least :data:`HESSIAN_FLOOR`.
+at least :data:`HESSIAN_FLOOR` before sample weights multiply both (a row of
+weight 0 has hessian 0).
 """
 
 from __future__ import annotations
@@ -313,7 +314,7 @@ class RankingObjective:
         if w is not None:
             grad *= w
             hess *= w
-        return grad, hess
+        return self._finite(grad, hess, raw, "raw")
 
     def _gradient_hessian_sorted(self, y, raw, group_ptr, seed, query_keys=None):
         """No-validation path for backends: arrays already checked and sorted;
@@ -392,7 +393,21 @@ class RankingObjective:
         if w is not None:
             grad *= w
             hess *= w
-        return grad, hess
+        return self._finite(grad, hess, preds, "preds")
+
+    def _finite(self, grad, hess, raw, name):
+        """``(grad, hess)``, or an error when float64 overflowed: the rankers
+        check their gradients too, an engine's hook and a caller would train
+        on NaN."""
+        if np.all(np.isfinite(grad)) and np.all(np.isfinite(hess)):
+            return grad, hess
+        with np.errstate(over="ignore"):
+            span = float(np.max(raw) - np.min(raw)) if raw.size else 0.0
+        raise ValueError(
+            f"{type(self).__name__} gives NaN or infinite gradients or hessians here: float64 overflows on these "
+            f"scores ({name}, spanning {span:.3g}) or with these parameters (an extreme sigma, or sample weights). "
+            f"Rescale {name}, or use less extreme parameters."
+        )
 
     def __getstate__(self):
         # The engine hook's cache holds copies of the engine's labels; it is
