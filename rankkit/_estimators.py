@@ -89,7 +89,7 @@ from ._training import (
     weighted_counts,
     why_constant,
 )
-from ._validation import check_iteration_range, check_labels, check_sample_weight, per_eval_set
+from ._validation import check_iteration_range, check_labels, check_sample_weight, first_text, per_eval_set
 
 
 def keeps_the_model_on_error(fit):
@@ -154,6 +154,14 @@ class BaseRanker(BaseEstimator):
             X, self.categories_ = fit_categories(X, where=where)
         elif not columns_differ(X, getattr(self, "feature_names_in_", None)):
             X = apply_categories(X, getattr(self, "categories_", {}), where=where)
+        # Text in an array: a DataFrame's text column is refused (make it categorical); NumPy's
+        # conversion would read "3" as the number 3 and fail on other text without naming X.
+        kind = getattr(getattr(X, "dtype", None), "kind", None)
+        if kind in ("U", "S") or kind == "O" and first_text(np.asarray(X)) is not None:
+            raise ValueError(
+                f"{where} holds text: features must be numbers. Convert them (X.astype(float)), or pass a "
+                "DataFrame whose text columns have pandas' category dtype (categorical features)."
+            )
         # NaN is a missing value (every backend learns a default direction per
         # split); infinite values are an error. In a sparse matrix an absent
         # entry is 0, as in scikit-learn, on every backend.

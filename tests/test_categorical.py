@@ -220,6 +220,20 @@ def test_text_columns_that_are_not_categorical(data):
         QueryRMSERanker(**BOOST).fit(train.assign(site=train["site"].astype(str)), y)
 
 
+def test_text_in_arrays_is_refused_as_in_frames():
+    """NumPy text arrays were parsed as numbers ("0.5" trained as 0.5), or
+    failed with NumPy's message naming no parameter."""
+    from rankkit.datasets import make_ranking
+
+    X, y, qid = make_ranking(20, n_features=3, random_state=0)
+    for text in (X.astype(str), X.astype(str).astype(object), np.array([["a", "b", "c"]] * len(y))):
+        with pytest.raises(ValueError, match=r"X holds text: features must be numbers.*category dtype"):
+            QueryRMSERanker(**BOOST).fit(text, y, qid=qid)
+    ranker = QueryRMSERanker(**BOOST).fit(np.where(X > 1, None, X).astype(object), y, qid=qid)  # None: missing
+    with pytest.raises(ValueError, match="X holds text"):
+        ranker.predict(X.astype(str))
+
+
 def test_pyarrow_dictionary_text_columns_get_the_text_message(data):
     # pandas infers a pyarrow dictionary column as "unknown-array": it got
     # NumPy's "could not convert string to float: 'a'", naming no column.
