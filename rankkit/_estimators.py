@@ -56,6 +56,7 @@ from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backends import get_backend, resolve_backend
+from ._backends._engine_params import check_backend_params
 from ._categorical import apply_categories, columns_differ, fit_categories
 from ._clicks import (
     check_clicks, check_position_bias_params, debiased_metric_settings, debiased_score_labels, split_position,
@@ -291,7 +292,21 @@ class BaseRanker(BaseEstimator):
 
     def _engine_name(self):
         """The engine ``backend`` stands for on this data (:func:`rankkit._backends.resolve_backend`)."""
-        return resolve_backend(self.backend, bool(self.categories_))
+        engine = resolve_backend(self.backend, bool(self.categories_))
+        if self.backend == "auto" and engine != "numba" and self.backend_params:
+            # backend_params go to that engine: the numba engine's would be refused without a word on why
+            # they reach it, and grow_policy='oblivious' would fail in XGBoost's words.
+            names = [str(n) for n in getattr(self, "feature_names_in_", range(0))]
+            columns = [names[j] if j < len(names) else j for j in sorted(self.categories_)]
+            why = (f"backend='auto' trains this data on {engine}, not the numba engine, because it has categorical "
+                   f"columns {columns}, and backend_params go to {engine}: set backend= explicitly")
+            if self.backend_params.get("grow_policy") == "oblivious":
+                raise ValueError(f"backend_params={{'grow_policy': 'oblivious'}} is the numba engine's; {why}.")
+            try:
+                check_backend_params(get_backend(engine), self.backend_params)
+            except ValueError as error:
+                raise ValueError(f"{error} ({why}.)") from None
+        return engine
 
     def _backend_settings(self, seed_base, unit=1.0):
         """The backend's settings: the ranker's, with the fit's seed, ``reg_lambda`` and

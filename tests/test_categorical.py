@@ -220,6 +220,18 @@ def test_text_columns_that_are_not_categorical(data):
         QueryRMSERanker(**BOOST).fit(train.assign(site=train["site"].astype(str)), y)
 
 
+def test_auto_with_backend_params_on_categorical_data_says_which_engine(data):
+    """backend='auto' trains categorical data on XGBoost; the numba engine's
+    keys reached it ("Invalid Input: 'oblivious'", in XGBoost's words, or
+    "not a parameter of backend='xgboost'")."""
+    train, y, _, _ = data
+    for params in ({"grow_policy": "oblivious"}, {"random_strength": 0.5}):
+        with pytest.raises(ValueError, match=r"backend='auto' trains this data on \w+, not the numba engine, "
+                                             r"because it has categorical columns \['site'\].*set backend= "
+                                             r"explicitly"):
+            QueryRMSERanker(**{**BOOST, "backend": "auto"}, backend_params=params).fit(train, y)
+
+
 def test_text_in_arrays_is_refused_as_in_frames():
     """NumPy text arrays were parsed as numbers ("0.5" trained as 0.5), or
     failed with NumPy's message naming no parameter."""
