@@ -529,13 +529,13 @@ def test_adjacent_floats_get_separate_bins():
 
 def test_oblivious_histograms_beyond_memory_are_refused_up_front():
     """An oblivious tree keeps histograms for every node of a level, empty
-    ones too: depth 16 on 2,000 features would need about 500 GiB whatever
+    ones too: depth 16 on 20,000 features would need about 5 TiB whatever
     the rows. Depth-wise trees, whose histograms follow the rows, train."""
     from rankkit import QueryRMSERanker
 
     rng = np.random.default_rng(0)
-    X, y, qid = rng.normal(size=(40, 2000)), rng.integers(0, 3, 40).astype(float), np.repeat(np.arange(8), 5)
-    with pytest.raises(ValueError, match=r"max_depth=16 with oblivious trees.*GiB for 2000 features.*depthwise"):
+    X, y, qid = rng.normal(size=(40, 20000)), rng.integers(0, 3, 40).astype(float), np.repeat(np.arange(8), 5)
+    with pytest.raises(ValueError, match=r"max_depth=16 with oblivious trees.*GiB for 20000 features.*depthwise"):
         QueryRMSERanker(n_estimators=1, max_depth=16, backend="numba", n_jobs=1).fit(X, y, qid=qid)
     QueryRMSERanker(n_estimators=1, max_depth=16, backend="numba", n_jobs=1,
                     backend_params={"grow_policy": "depthwise"}).fit(X, y, qid=qid)
