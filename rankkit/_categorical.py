@@ -3,9 +3,11 @@
 A DataFrame column of pandas' ``category`` dtype is a categorical feature (as
 for XGBoost's ``enable_categorical``, LightGBM and scikit-learn's
 ``HistGradientBoosting*(categorical_features="from_dtype")``). At ``fit`` the
-ranker records every such column's categories, those of its dtype in their
-order (``categories_``: feature index -> categories, so that category ``i``
-is code ``i``, pandas' own numbering), and the engines receive the codes
+ranker records every such column's categories that its rows hold, in the
+dtype's order (``categories_``: feature index -> categories, so that category
+``i`` is code ``i``; pandas' own numbering when every category occurs; one
+the dtype lists but no training row holds is unseen, a missing value, as
+everywhere below), and the engines receive the codes
 ``0 .. k - 1`` as floats, NaN for a missing value; XGBoost (feature type
 ``"c"``) and LightGBM (``categorical_feature``) split on sets of categories.
 
@@ -170,10 +172,19 @@ def fit_categories(X, *, where="X"):
     indices = [i for i in range(X.shape[1]) if _is_categorical(X.iloc[:, i])]
     if not indices:
         return X, {}
-    categories = {i: np.asarray(X.iloc[:, i].cat.categories) for i in indices}
+    # Only the categories the rows hold: one the dtype lists but no training row has (a fold of
+    # a larger frame keeps its dtype) would get a code the engine never saw, which XGBoost scores
+    # as some seen category; unseen, it is a missing value, as every other unseen category.
+    categories = {}
     X = X.copy(deep=False)
     for i in indices:
-        X.isetitem(i, _float_codes(X.iloc[:, i].cat.codes))
+        column = X.iloc[:, i]
+        codes = np.asarray(column.cat.codes)
+        used = np.unique(codes[codes >= 0])
+        categories[i] = np.asarray(column.cat.categories)[used]
+        remapped = np.full(codes.shape[0], -1, dtype=np.int64)
+        remapped[codes >= 0] = np.searchsorted(used, codes[codes >= 0])
+        X.isetitem(i, _float_codes(remapped))
     return X, categories
 
 

@@ -232,6 +232,25 @@ def test_auto_with_backend_params_on_categorical_data_says_which_engine(data):
             QueryRMSERanker(**{**BOOST, "backend": "auto"}, backend_params=params).fit(train, y)
 
 
+@pytest.mark.parametrize("backend", ENGINES)
+def test_a_category_no_training_row_holds_is_unseen(data, backend):
+    """The dtype's categories were the training categories: one that no
+    training row held (a fold of a larger frame keeps the frame's dtype) got a
+    code the engine never saw, which XGBoost scored as a seen category."""
+    train, y, test, _ = data
+    values = train["site"].astype(object)
+    used = sorted(values.dropna().unique())
+    wide = train.assign(site=pd.Categorical(values, categories=[*used, "unused"]))
+    narrow = train.assign(site=pd.Categorical(values, categories=used))
+    kw = dict(BOOST, backend=backend)
+    a, b = QueryRMSERanker(**kw).fit(wide, y), QueryRMSERanker(**kw).fit(narrow, y)
+    assert [list(c) for c in a.categories_.values()] == [used]
+    for value in ("unused", np.nan):
+        probe = test.assign(site=pd.Categorical([value] * len(test), categories=[*used, "unused"]))
+        np.testing.assert_array_equal(a.predict(probe), b.predict(probe))
+        np.testing.assert_array_equal(a.predict(probe), a.predict(test.assign(site=np.nan)))
+
+
 def test_text_in_arrays_is_refused_as_in_frames():
     """NumPy text arrays were parsed as numbers ("0.5" trained as 0.5), or
     failed with NumPy's message naming no parameter."""
