@@ -33,6 +33,7 @@ import numpy as np
 
 from ._clicks import ClickLabels, DebiasedGradients
 from ._groups import query_weights
+from ._validation import first_text
 from ._metrics._api import evaluate_sorted
 from ._metrics._callable import (CALLABLE_METRICS, callable_sum_count, check_some_part_counted, metric_function,
                                 metric_name)
@@ -168,6 +169,11 @@ def check_y(y, n_rows, where):
     """``y`` as an array of one label per row (object arrays of numbers
     converted), or a clear error."""
     y = np.asarray(y)
+    if y.dtype.kind in "USa" or y.dtype.kind == "O" and first_text(y) is not None:
+        # As the metric functions and sample_weight: parsing would read the text "3" as the label 3.
+        name = "y" if where == "X" else f"the y of {where}"
+        raise TypeError(f"{name} must be numeric relevance labels (grades such as 0-4), got text such as "
+                        f"{first_text(y.astype(object))!r}: convert the labels to numbers first.")
     if y.dtype.kind == "O":
         try:
             y = y.astype(np.float64)

@@ -251,6 +251,24 @@ def test_a_category_no_training_row_holds_is_unseen(data, backend):
         np.testing.assert_array_equal(a.predict(probe), a.predict(test.assign(site=np.nan)))
 
 
+def test_text_labels_are_refused():
+    """pandas text labels were parsed ("0".."4", even " 1.5e0") in fit, score
+    and eval sets, while NumPy text, the metric functions and sample_weight
+    refused text."""
+    from rankkit.datasets import make_ranking
+
+    df, y, _ = make_ranking(30, n_features=3, as_frame=True, random_state=0)
+    text = pd.Series(y.astype(int).astype(str))
+    with pytest.raises(TypeError, match=r"^y must be numeric relevance labels.*got text such as '\d'"):
+        QueryRMSERanker(**BOOST).fit(df, text)
+    ranker = QueryRMSERanker(**BOOST).fit(df, y)
+    with pytest.raises(TypeError, match=r"the y of eval_set\[0\] must be numeric"):
+        QueryRMSERanker(**BOOST).fit(df, y, eval_set=[(df, text)])
+    with pytest.raises(TypeError, match="must be numeric relevance labels"):
+        ranker.score(df, text)
+    assert ranker.score(df, pd.Series(y, dtype=object)) == ranker.score(df, y)  # numbers in an object array
+
+
 def test_text_in_arrays_is_refused_as_in_frames():
     """NumPy text arrays were parsed as numbers ("0.5" trained as 0.5), or
     failed with NumPy's message naming no parameter."""
