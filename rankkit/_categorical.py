@@ -17,10 +17,10 @@ whatever its own categories and their order (a column of plain strings works
 too). A value that is not one of the training categories is coded as NaN: a
 missing value, which follows every split's learned missing direction, like
 scikit-learn's ``HistGradientBoosting*`` does with unknown categories; a
-column of strings, numbers or booleans where the training categories are
-of another of these kinds is an error, since none of its values could
-match. A
-NumPy array (or sparse matrix) has no categories: its categorical columns
+column of strings, numbers, booleans, dates, durations or periods where the
+training categories are of another of these kinds (or dates with a time zone
+against dates without one) is an error, since none of its values could
+match. A NumPy array (or sparse matrix) has no categories: its categorical columns
 must hold the codes themselves (``categories_[j]`` numbers them), as a
 booster served without rankkit expects; other values are an error.
 
@@ -235,7 +235,20 @@ _KIND_GROUPS = {
     **dict.fromkeys(("integer", "floating", "mixed-integer-float", "decimal"), "numbers"),
     **dict.fromkeys(("string", "bytes"), "strings"),
     "boolean": "booleans",
+    **dict.fromkeys(("datetime64", "datetime", "date"), "dates"),
+    **dict.fromkeys(("timedelta64", "timedelta"), "durations"),
+    "period": "periods",
 }
+
+
+def _time_zone_aware(values):
+    """Whether dates carry a time zone (None: not dates pandas can read)."""
+    import pandas as pd
+
+    try:
+        return pd.DatetimeIndex(values).tz is not None
+    except (TypeError, ValueError):
+        return None
 
 
 def _check_kind(column, training, name, where):
@@ -250,9 +263,16 @@ def _check_kind(column, training, name, where):
         return
     given = _KIND_GROUPS.get(pd.api.types.infer_dtype(values, skipna=True))
     fitted = _KIND_GROUPS.get(pd.api.types.infer_dtype(training, skipna=True))
-    if given is None or fitted is None or given == fitted:
+    if given == fitted == "dates" and _time_zone_aware(values) != _time_zone_aware(training):
+        given, fitted = (("dates with a time zone", "dates without one") if _time_zone_aware(values)
+                         else ("dates without a time zone", "dates with one"))
+        fix = ".dt.tz_localize(None)" if _time_zone_aware(values) else ".dt.tz_localize(<the zone of fit>)"
+    elif given is None or fitted is None or given == fitted:
         return
-    fix = {"numbers": f".astype({training.dtype.name!r})", "booleans": ".astype(bool)"}.get(fitted, ".astype(str)")
+    else:
+        fix = {"numbers": f".astype({training.dtype.name!r})", "booleans": ".astype(bool)",
+               "strings": ".astype(str)", "dates": " = pd.to_datetime(...)", "durations": " = pd.to_timedelta(...)",
+               "periods": ".dt.to_period(...)"}[fitted]
     raise ValueError(
         f"{where} column {name!r} is a categorical feature whose categories at fit were {fitted} "
         f"({list(training[:5])}{', ...' if len(training) > 5 else ''}), but it holds {given}: categories are "

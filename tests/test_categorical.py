@@ -269,6 +269,27 @@ def test_text_labels_are_refused():
     assert ranker.score(df, pd.Series(y, dtype=object)) == ranker.score(df, y)  # numbers in an object array
 
 
+@pytest.mark.parametrize("backend", ENGINES)
+def test_date_categories_against_another_kind_are_an_error(backend):
+    """Dates against time-zone-aware dates, integers or date strings (and
+    strings against dates) matched nothing: every row became missing,
+    silently."""
+    from rankkit.datasets import make_ranking
+
+    df, y, _ = make_ranking(40, n_features=3, as_frame=True, random_state=0)
+    day = pd.to_datetime(np.where(y > 1, "2020-01-01", "2021-01-01"))
+    ranker = QueryRMSERanker(**dict(BOOST, backend=backend)).fit(df.assign(c=pd.Categorical(day)), y)
+    np.testing.assert_array_equal(ranker.predict(df.assign(c=day)), ranker.predict(df.assign(c=pd.Categorical(day))))
+    for other, kind in ((day.tz_localize("UTC"), "dates with a time zone"), (day.astype("int64"), "numbers"),
+                        (day.strftime("%Y-%m-%d"), "strings")):
+        with pytest.raises(ValueError, match=rf"column 'c' is a categorical feature whose categories at fit were "
+                                             rf"dates.*but it holds {kind}"):
+            ranker.predict(df.assign(c=other))
+    text = QueryRMSERanker(**dict(BOOST, backend=backend)).fit(df.assign(c=pd.Categorical(day.strftime("%Y-%m-%d"))), y)
+    with pytest.raises(ValueError, match=r"categories at fit were strings.*but it holds dates"):
+        text.predict(df.assign(c=day))
+
+
 def test_text_in_arrays_is_refused_as_in_frames():
     """NumPy text arrays were parsed as numbers ("0.5" trained as 0.5), or
     failed with NumPy's message naming no parameter."""
