@@ -149,6 +149,9 @@ class BaseRanker(BaseEstimator):
         raise missing_qid_error(X, self.qid_col, where=where, qid_name=qid_name)
 
     def _validate_X(self, X, *, reset, where="X"):
+        if getattr(X, "columns", None) is not None and X.shape[1] == 0:  # NumPy's message named nothing
+            raise ValueError(f"{where} has no feature columns (the query column {self.qid_col!r} is not one): give "
+                             "it at least one feature.")
         # Categorical columns become their codes against the training
         # categories (rankkit._categorical, fitted in categories_).
         if reset:

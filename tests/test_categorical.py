@@ -290,6 +290,12 @@ def test_date_categories_against_another_kind_are_an_error(backend):
         text.predict(df.assign(c=day))
 
 
+def test_a_frame_of_only_the_query_column():
+    frame = pd.DataFrame({"qid": [0, 0, 1, 1]})  # NumPy's "at least one array or dtype is required" before
+    with pytest.raises(ValueError, match=r"X has no feature columns \(the query column 'qid' is not one\)"):
+        QueryRMSERanker(**BOOST).fit(frame, [0.0, 1.0, 0.0, 1.0])
+
+
 def test_text_in_arrays_is_refused_as_in_frames():
     """NumPy text arrays were parsed as numbers ("0.5" trained as 0.5), or
     failed with NumPy's message naming no parameter."""
