@@ -4,12 +4,15 @@ Methods (all at the same number of trees, no early stopping):
 
 * rankkit ``LambdaMARTRanker(metric="ndcg")`` on ``backend="lightgbm"``,
   ``"xgboost"`` and ``"numba"``;
-* LightGBM's own ``lambdarank`` with exactly the tree settings the rankkit
-  LightGBM backend hands LightGBM (``num_leaves = 2 ** depth``, ``max_depth``,
-  ``min_sum_hessian_in_leaf = 1``, ``min_data_in_leaf = 0``, ``lambda_l2 = 3`` (rankkit's ``reg_lambda``),
-  256 bins, ``deterministic``, ``force_col_wise``): the same trees and leaves
-  budget, only the gradients differ (the worker checks the settings against
-  the backend's own ``params_``);
+* LightGBM's own ``lambdarank`` with the tree settings the rankkit LightGBM
+  backend hands LightGBM (``num_leaves = 2 ** depth``, ``max_depth``,
+  ``min_data_in_leaf = 0``, 256 bins, ``deterministic``, ``force_col_wise``;
+  the worker checks them against the backend's own ``params_``): the same
+  trees and leaves budget. The regularisers are each side's own:
+  ``min_sum_hessian_in_leaf = 1`` and ``lambda_l2 = 3`` on LambdaMART's raw
+  hessians for ``lambdarank``, the ranker's ``min_child_weight = 1`` and
+  ``reg_lambda = 3`` in its query units (times the curvature unit, user guide
+  section 9) for rankkit;
 * XGBoost's own ``rank:ndcg`` (``hist``, same depth, bins, ``lambda``,
   ``min_child_weight``).
 
@@ -100,7 +103,8 @@ def fit_method(method, X, y, qid, n_trees, cfg):
             LambdaMART._gradient_hessian_sorted = original
         if backend == "lightgbm":
             params = model.backend_.params_
-            expected = lightgbm_tree_params(cfg)
+            own_units = ("min_sum_hessian_in_leaf", "lambda_l2")  # rankkit's in query units, scaled
+            expected = {k: v for k, v in lightgbm_tree_params(cfg).items() if k not in own_units}
             differ = {k: (params.get(k), v) for k, v in expected.items() if params.get(k) != v}
             if differ:
                 raise SystemExit(f"LightGBM settings differ from the backend's: {differ}")

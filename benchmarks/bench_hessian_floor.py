@@ -3,7 +3,7 @@
 LambdaMART gives zero curvature to documents that take part in no pair;
 rankkit hands boosters ``max(h, HESSIAN_FLOOR)`` instead. This script fits
 ``LambdaMARTRanker`` (xgboost backend, 200 trees, depth 6, learning rate 0.1,
-2 threads) with the floor set to each value below and reports the median fit
+2 threads, ``--threads``) with the floor set to each value below and reports the median fit
 time, the number of tree nodes and test NDCG@10: the trees, and so the model,
 barely depend on the floor, but XGBoost's ``hist`` builder is slower on
 hessians below 1e-6, which is why ``HESSIAN_FLOOR`` is 1e-6.
@@ -36,6 +36,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--floors", type=float, nargs="+", default=[1e-9, 1e-8, 1e-7, 1e-6, 1e-4])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data", type=Path, default=SHARED_DATA / "MQ2008" / "Fold1")
     cfg = parser.parse_args(argv)
     if not cfg.data.is_dir():
@@ -50,7 +51,7 @@ def main(argv=None):
 
     def fit():
         model = rankkit.LambdaMARTRanker(metric="ndcg", n_estimators=200, max_depth=6, learning_rate=0.1,
-                                         n_jobs=2, random_state=0)
+                                         n_jobs=cfg.threads, random_state=0, backend="xgboost")
         start = time.perf_counter()
         model.fit(X, y, qid=qid)
         return model, time.perf_counter() - start
@@ -71,7 +72,8 @@ def main(argv=None):
     finally:
         _base.HESSIAN_FLOOR = default
     print()
-    print(f"LambdaMARTRanker on MQ2008 Fold1, 200 trees, depth 6, 2 threads, median of {cfg.repeats} fits "
+    print(f"LambdaMARTRanker on XGBoost, MQ2008 Fold1, 200 trees, depth 6, {cfg.threads} threads, median of "
+          f"{cfg.repeats} fits "
           f"(default floor {default:g}).\nMachine: {machine_line()}\n")
     print(markdown_table(["hessian floor", "median fit s", "min-max s", "tree nodes", "test NDCG@10"], rows))
 
