@@ -63,7 +63,10 @@ def _is_text(column):
     types = pd.api.types
     if _is_categorical(column) or types.is_numeric_dtype(column.dtype) or types.is_bool_dtype(column.dtype):
         return False
-    return _inferred(column) in ("string", "bytes", "mixed", "mixed-integer")
+    inferred = _inferred(column)
+    if inferred in ("mixed", "mixed-integer"):  # strings among numbers, or lists and dicts (not text)
+        return any(isinstance(v, (str, bytes)) for v in column.to_numpy(dtype=object))
+    return inferred in ("string", "bytes")
 
 
 def _inferred(column):

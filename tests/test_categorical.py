@@ -290,6 +290,14 @@ def test_date_categories_against_another_kind_are_an_error(backend):
         text.predict(df.assign(c=day))
 
 
+def test_list_columns_are_not_called_text():
+    frame = pd.DataFrame({"qid": [0, 0, 1, 1], "f": [[1.0], [2.0], [1.0], [3.0]], "g": [0.1, 0.2, 0.3, 0.4]})
+    with pytest.raises(ValueError, match=r"column 'f' \(dtype object\) cannot be read as numbers"):
+        QueryRMSERanker(**BOOST).fit(frame, [0.0, 1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match=r"text columns \['f'\]"):  # strings among numbers still are text
+        QueryRMSERanker(**BOOST).fit(frame.assign(f=["a", 1, "b", 2]), [0.0, 1.0, 0.0, 1.0])
+
+
 def test_a_frame_of_only_the_query_column():
     frame = pd.DataFrame({"qid": [0, 0, 1, 1]})  # NumPy's "at least one array or dtype is required" before
     with pytest.raises(ValueError, match=r"X has no feature columns \(the query column 'qid' is not one\)"):
