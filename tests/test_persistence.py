@@ -459,6 +459,20 @@ def test_numba_trees_that_would_index_outside_are_a_damaged_file(saved, tmp_path
         load_model(_with_trees(saved, tmp_path / "t.rkm", change))
 
 
+@pytest.mark.parametrize("grow_policy", ["oblivious", "depthwise"])
+def test_numba_models_with_missing_value_splits_load(tmp_path, grow_policy):
+    """A split that sends every value left and NaN right has threshold +inf:
+    the checks of the trees refused such models, which save_model writes."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(400, 3)), rng.integers(0, 3, 400).astype(float)
+    X[y == 2, 0] = np.nan
+    ranker = LambdaMARTRanker(n_estimators=5, n_jobs=1, backend="numba", random_state=2,  # a state that grows one
+                              backend_params={"grow_policy": grow_policy}).fit(X, y, qid=np.repeat(np.arange(40), 10))
+    assert any(np.isinf(t["threshold"]).any() for t in ranker.booster_.trees)
+    ranker.save_model(tmp_path / "nan.rkm")
+    np.testing.assert_array_equal(load_model(tmp_path / "nan.rkm").predict(X), ranker.predict(X))
+
+
 def test_damaged_archives_are_value_errors_that_say_so(saved, tmp_path):
     raw = saved.read_bytes()
     for cut in (len(raw) - 100, len(raw) // 2):  # an interrupted copy: not "not a rankkit model file"

@@ -144,8 +144,9 @@ def _tree_problem(nodes, ptr, scales, n_features, folds):
         return "has tree bounds (tree_ptr) that do not cut its nodes into trees"
     if np.shape(scales) != (n_trees,) or not np.all(np.isfinite(scales)):
         return f"has {np.size(scales)} tree scales for {n_trees} trees"
-    if not (np.all(np.isfinite(nodes["value"])) and np.all(np.isfinite(nodes["threshold"]))):
-        return "holds non-finite leaf values or thresholds"
+    # A threshold may be +inf: "every value left, missing values right" (features with NaN).
+    if not (np.all(np.isfinite(nodes["value"])) and not np.any(np.isnan(nodes["threshold"]))):
+        return "holds non-finite leaf values or NaN thresholds"
     local = np.arange(nodes.shape[0]) - np.repeat(ptr[:-1], np.diff(ptr))
     size = np.repeat(np.diff(ptr), np.diff(ptr))
     internal = nodes["left"] >= 0
