@@ -527,18 +527,23 @@ def test_adjacent_floats_get_separate_bins():
     assert scores.predict(X[:2])[0] < scores.predict(X[:2])[1]
 
 
-def test_oblivious_histograms_beyond_memory_are_refused_up_front():
-    """An oblivious tree keeps histograms for every node of a level, empty
-    ones too: depth 16 on 20,000 features would need about 5 TiB whatever
-    the rows. Depth-wise trees, whose histograms follow the rows, train."""
+def test_histograms_beyond_memory_are_refused_before_they_are_allocated(monkeypatch):
+    """An oblivious level holds every node, empty ones too (2 ** depth of them
+    whatever the rows): on 20,000 features depth 16 needed terabytes and the
+    process was killed. The bound is half of the machine's memory, set low
+    here so that the test does not fill this machine's."""
     from rankkit import QueryRMSERanker
+    from rankkit._backends._gbm import grower
 
+    monkeypatch.setattr(grower, "HISTOGRAM_BYTES_LIMIT", 20 * 2**20)
     rng = np.random.default_rng(0)
-    X, y, qid = rng.normal(size=(40, 20000)), rng.integers(0, 3, 40).astype(float), np.repeat(np.arange(8), 5)
-    with pytest.raises(ValueError, match=r"max_depth=16 with oblivious trees.*GiB for 20000 features.*depthwise"):
-        QueryRMSERanker(n_estimators=1, max_depth=16, backend="numba", n_jobs=1).fit(X, y, qid=qid)
-    QueryRMSERanker(n_estimators=1, max_depth=16, backend="numba", n_jobs=1,
-                    backend_params={"grow_policy": "depthwise"}).fit(X, y, qid=qid)
+    X, y, qid = rng.normal(size=(500, 8)), rng.integers(0, 4, 500).astype(float), np.repeat(np.arange(25), 20)
+    kw = dict(n_estimators=2, backend="numba", n_jobs=1, min_child_weight=0.0)
+    with pytest.raises(ValueError, match=r"reached \d+ nodes in one level.*more than half of this machine's memory"
+                                         r".*depthwise"):
+        QueryRMSERanker(max_depth=12, **kw).fit(X, y, qid=qid)  # level 11: 2048 nodes x 8 features, 67 MB
+    QueryRMSERanker(max_depth=6, **kw).fit(X, y, qid=qid)
+    QueryRMSERanker(max_depth=12, **kw, backend_params={"grow_policy": "depthwise"}).fit(X, y, qid=qid)
 
 
 def test_max_depth_beyond_16_is_refused_naming_the_other_backends():

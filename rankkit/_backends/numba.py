@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import zipfile
 from numbers import Integral, Real
 
@@ -27,7 +26,6 @@ from ._engine_params import RANKER_LEVEL_REASONS, ranker_parameter_reasons
 from ._gbm.binning import fit_bin_edges, transform
 from ._gbm.booster import TreeEnsemble, sample_uniforms, sum_of_squares
 from ._gbm.grower import TreeGrower
-from ._gbm.histogram import N_BINS
 from ._gbm.predictor import add_tree_binned, add_tree_positions
 from ._gbm.tree import NODE_DTYPE
 
@@ -110,29 +108,6 @@ def _leaves_from_all_rows(nodes, grower, grad, hess, reg_lambda):
         nodes["sum_hessian"][k] = H[k]
         nodes["count"][k] = C[k]
     return where
-
-
-def _check_histogram_memory(grow_policy, max_depth, n_features, colsample_bytree):
-    """An oblivious tree splits every node of a level, empty ones too, so its
-    histograms (two levels of ``nodes * features * 256 * 16`` bytes) grow as
-    ``2 ** max_depth`` whatever the number of rows: refused up front when they
-    would take more than half of this machine's memory, rather than failing
-    (or swapping) inside the first tree."""
-    if grow_policy != "oblivious":
-        return
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):  # not on this platform: no check
-        return
-    features = max(1, int(math.ceil(colsample_bytree * n_features)))
-    need = 2 * 2 ** (max_depth - 1) * features * N_BINS * 16
-    if need > memory / 2:
-        raise ValueError(
-            f"max_depth={max_depth} with oblivious trees (grow_policy='oblivious', the default) holds histograms "
-            f"for all {2 ** (max_depth - 1)} nodes of a level: about {need / 2**30:.1f} GiB for {features} features, "
-            f"more than half of this machine's {memory / 2**30:.1f} GiB. Lower max_depth (6 to 10 is usual), or "
-            "grow depth-wise trees (backend_params={'grow_policy': 'depthwise'}), whose histograms follow the rows."
-        )
 
 
 def _tree_problem(nodes, ptr, scales, n_features, folds):
@@ -311,7 +286,6 @@ class NumbaBackend(Backend):
         eval_X = [_check_X(E, f"eval_X[{i}]", n_features) for i, E in enumerate(eval_X)]
         self.n_features_in_ = n_features
         self.feature_names_in_ = None if feature_names is None else np.asarray(feature_names, dtype=object)
-        _check_histogram_memory(p["grow_policy"], int(self.max_depth), n_features, float(self.colsample_bytree))
         with limit_threads(self.n_jobs):
             edges, edges_ptr = fit_bin_edges(X, min(int(self.max_bin), 255), p["border_type"])
             # One binned copy of each set, in the grower's layout; the grower reorders the training one.

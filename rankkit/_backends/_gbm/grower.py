@@ -36,6 +36,8 @@ Determinism: every histogram is summed in position order by one task, and
 positions depend only on the trees grown so far, never on the thread count.
 """
 
+import os
+
 import numba
 import numpy as np
 from numba import njit
@@ -48,6 +50,17 @@ from .tree import empty_nodes
 
 #: Features handled by one task (rows, gradients of a tile are read once per group).
 FEATURE_GROUP = 8
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # not on this platform: no bound
+        return float("inf")
+
+
+#: Most bytes the two levels of histograms may take: half of this machine's memory.
+HISTOGRAM_BYTES_LIMIT = _physical_memory() / 2
 
 
 @njit(cache=True, parallel=True)
@@ -322,7 +335,18 @@ class TreeGrower:
     def _buffer(self, which, n_slots, n_feats):
         buf = self._hist[which]
         if buf.shape[0] < n_slots or buf.shape[1] < n_feats:
-            buf = np.empty((max(n_slots, buf.shape[0]), max(n_feats, buf.shape[1]), N_BINS, 2))
+            shape = (max(n_slots, buf.shape[0]), max(n_feats, buf.shape[1]), N_BINS, 2)
+            need = 8 * np.prod(shape, dtype=np.float64) + self._hist[1 - which].nbytes
+            if need > HISTOGRAM_BYTES_LIMIT:
+                # An oblivious level holds every node, empty ones too: 2 ** depth whatever the rows.
+                other = (" or grow depth-wise trees (backend_params={'grow_policy': 'depthwise'}), whose levels "
+                         "hold only the nodes they split" if self.grow_policy == "oblivious" else "")
+                raise ValueError(
+                    f"A tree reached {n_slots} nodes in one level: their histograms ({n_feats} features) would "
+                    f"take about {need / 2**30:.1f} GiB, more than half of this machine's memory. Lower max_depth "
+                    f"(6 to 10 is usual) or colsample_bytree{other}."
+                )
+            buf = np.empty(shape)
             self._hist[which] = buf
         return buf
 
