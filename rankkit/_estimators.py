@@ -160,8 +160,9 @@ class BaseRanker(BaseEstimator):
             X = apply_categories(X, getattr(self, "categories_", {}), where=where)
         # Text in an array: a DataFrame's text column is refused (make it categorical); NumPy's
         # conversion would read "3" as the number 3 and fail on other text without naming X.
-        kind = getattr(getattr(X, "dtype", None), "kind", None)
-        if kind in ("U", "S") or kind == "O" and first_text(np.asarray(X)) is not None:
+        values = np.asarray(X, dtype=object) if isinstance(X, (list, tuple)) else X  # lists of rows too
+        kind = getattr(getattr(values, "dtype", None), "kind", None)
+        if kind in ("U", "S") or kind == "O" and first_text(np.asarray(values)) is not None:
             raise ValueError(
                 f"{where} holds text: features must be numbers. Convert them (X.astype(float)), or pass a "
                 "DataFrame whose text columns have pandas' category dtype (categorical features)."

@@ -310,7 +310,8 @@ def test_text_in_arrays_is_refused_as_in_frames():
     from rankkit.datasets import make_ranking
 
     X, y, qid = make_ranking(20, n_features=3, random_state=0)
-    for text in (X.astype(str), X.astype(str).astype(object), np.array([["a", "b", "c"]] * len(y))):
+    for text in (X.astype(str), X.astype(str).astype(object), np.array([["a", "b", "c"]] * len(y)),
+                 X.astype(str).tolist()):
         with pytest.raises(ValueError, match=r"X holds text: features must be numbers.*category dtype"):
             QueryRMSERanker(**BOOST).fit(text, y, qid=qid)
     ranker = QueryRMSERanker(**BOOST).fit(np.where(X > 1, None, X).astype(object), y, qid=qid)  # None: missing
