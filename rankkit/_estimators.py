@@ -87,6 +87,7 @@ from ._training import (
     eval_metrics,
     mean_metric,
     pin_err_max_label,
+    uses_err_scale,
     weighted_counts,
     why_constant,
 )
@@ -459,9 +460,12 @@ class BaseRanker(BaseEstimator):
         eval_set, eval_qid, eval_group, eval_position = evals
         sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training, eval_position)
         train, sets, clicks = start_click_training(self, objective, train, sets)
-        if self.position_bias != "estimate":  # known propensities: the debiased labels, and their top, are fixed
+        # Known propensities: the debiased labels, and their top, are fixed (pinned where ERR reads them).
+        if self.position_bias is None or (self.position_bias == "known"
+                                          and uses_err_scale(objective, eval_metrics(self.eval_metric, objective)[0])):
             pin_err_max_label(objective, np.max(train.y, initial=-np.inf),
-                              [(name, np.max(data.y, initial=-np.inf)) for name, data in sets if data is not None])
+                              [(name, np.max(data.y, initial=-np.inf)) for name, data in sets if data is not None],
+                              debiased=self.position_bias is not None)
         return train, sets, clicks
 
     def _early_stopping_rounds(self, fit_value):

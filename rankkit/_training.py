@@ -89,25 +89,36 @@ def _metric_objective(objective):
     return objective
 
 
-def pin_err_max_label(objective, train_max, eval_maxes=()):
+def pin_err_max_label(objective, train_max, eval_maxes=(), *, debiased=False):
     """The objective with ERR's ``err_max_label`` set to the largest training
     label when left to the data: Chapelle's ``r_max`` is the top of the label
     scale, so every set the fitted ranker scores (eval sets, ``score``) is
     mapped as the training labels were, not by its own largest label (which
     would make one query's ERR depend on the others). ``eval_maxes``:
-    ``(name, largest label)`` of the eval sets, checked against it."""
+    ``(name, largest label)`` of the eval sets, checked against it;
+    ``debiased``: the labels are debiased clicks (named so in errors)."""
     inner = _metric_objective(objective)
     if getattr(inner, "err_mapping", None) is None or getattr(inner, "err_max_label", 0) is not None:
         return objective
+    label = "debiased click label, log2(1 + clicks / propensity)," if debiased else "label"
     for name, top in eval_maxes:
         if top > train_max:
+            where = f"eval_set[{name.rpartition('_')[2]}]" if name.startswith("validation_") else name
             raise ValueError(
                 f"ERR with err_mapping='chapelle' maps labels by the top of their scale, the largest training "
-                f"label {train_max:g} when err_max_label is None, but eval set {name} has the label {top:g}: "
+                f"{label} {train_max:g} when err_max_label is None, but {where} has the {label} {top:g}: "
                 f"pass err_max_label={top:g} (or the top of your label scale)."
             )
     inner.err_max_label = float(train_max)
     return objective
+
+
+def uses_err_scale(objective, metrics):
+    """Whether ERR or PFound with Chapelle's mapping and ``err_max_label``
+    left to the data is the objective's metric or one of ``metrics``."""
+    inner = _metric_objective(objective)
+    return (getattr(inner, "err_mapping", None) is not None and getattr(inner, "err_max_label", 0) is None
+            and any(str(m).split("@")[0] in ("err", "pfound") for m in [getattr(inner, "metric", ""), *metrics]))
 
 
 def check_err_scale_is_fixed(position_bias, objective, metrics):
@@ -115,10 +126,7 @@ def check_err_scale_is_fixed(position_bias, objective, metrics):
     the labels by the largest training one; with estimated propensities the
     debiased labels, and so that scale, change every iteration: refused,
     in memory and on Dask, rather than scores that depend on other queries."""
-    inner = _metric_objective(objective)
-    if (position_bias == "estimate" and getattr(inner, "err_mapping", None) is not None
-            and inner.err_max_label is None
-            and any(str(m).split("@")[0] in ("err", "pfound") for m in [getattr(inner, "metric", ""), *metrics])):
+    if position_bias == "estimate" and uses_err_scale(objective, metrics):
         raise ValueError(
             "ERR or PFound with err_mapping='chapelle' scale the labels by the largest training label, and with "
             "position_bias='estimate' the debiased labels change every iteration: the scale, and each query's "

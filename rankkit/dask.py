@@ -141,7 +141,9 @@ from ._training import (
     _metric_objective,
     check_err_scale_is_fixed,
     curvature_unit,
+    eval_metrics,
     pin_err_max_label,
+    uses_err_scale,
 )
 from .callback import CallbackList
 
@@ -528,9 +530,11 @@ class _DaskRanker:
             # ERR's Chapelle scale left to the data is the largest label of all the rows in memory; each
             # worker sees its own, so it is pinned to all of them (the debiased labels with known
             # propensities too). Estimated, they change every iteration: see below.
-            if self.position_bias != "estimate":
+            if self.position_bias is None or (self.position_bias == "known" and uses_err_scale(
+                    objective, eval_metrics(self.eval_metric, objective)[0])):
                 objective = pin_err_max_label(objective, train.max_label,
-                                              [(name, laid.max_label) for name, laid in sets if laid is not None])
+                                              [(name, laid.max_label) for name, laid in sets if laid is not None],
+                                              debiased=self.position_bias is not None)
         finally:
             del self._position_modulus
         metrics, settings = self._eval_metrics(objective, train.max_label)

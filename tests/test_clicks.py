@@ -248,7 +248,7 @@ def test_bad_clicks_and_parameters_are_clear_errors():
                           _fit([1, 2, 3, 1, 2, 3], clicks=clicks, random_state=0).predict(np.zeros((1, 2))))
     with pytest.raises(ValueError, match=r"y must be one-dimensional, got shape \(6, 2\)"):
         _fit([1, 2, 3, 1, 2, 3], clicks=np.c_[clicks, clicks])
-    with pytest.raises(TypeError, match="y must be numeric clicks"):
+    with pytest.raises(TypeError, match="y must be numeric"):
         _fit([1, 2, 3, 1, 2, 3], clicks=clicks.astype(str))
     # The query column read first, then "needs a DataFrame with a 'qid' column (position_col)" of one that has it.
     frame = pd.DataFrame(np.random.default_rng(0).normal(size=(6, 2))).assign(qid=[0, 0, 0, 1, 1, 1])
@@ -660,6 +660,17 @@ def test_err_on_clicks_keeps_the_training_scale():
     with pytest.raises(ValueError, match=r"position_bias='estimate'.*Pass err_max_label="):
         LambdaMARTRanker(**kw, position_bias="estimate").fit(Xc, clicks, qid=sid, position=position)
     LambdaMARTRanker(**kw, position_bias="estimate", err_max_label=20.0).fit(Xc, clicks, qid=sid, position=position)
+    # An eval set with a click deeper than the training ones: above the pinned scale, said in click terms.
+    known = dict(kw, position_bias="known", propensities=lambda k: 1.0 / k)
+    deeper = (Xc, clicks, sid, np.where(clicks > 0, position + 100, position))
+    with pytest.raises(ValueError, match=r"largest training debiased click label.*but eval_set\[0\] has the debiased"):
+        LambdaMARTRanker(**known).fit(Xc, clicks, qid=sid, position=position, eval_set=[deeper[:2]],
+                                      eval_qid=[sid], eval_position=[deeper[3]])
+    # No ERR read anywhere (NDCG trained and evaluated): nothing to pin, the same eval set is fine.
+    ndcg = dict(known, metric="ndcg", eval_metric="ndcg@5")
+    fitted = LambdaMARTRanker(**ndcg).fit(Xc, clicks, qid=sid, position=position, eval_set=[deeper[:2]],
+                                          eval_qid=[sid], eval_position=[deeper[3]])
+    assert fitted.objective_.err_max_label is None
 
 
 def test_click_models_save_and_load(tmp_path):
