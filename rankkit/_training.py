@@ -33,7 +33,6 @@ import numpy as np
 
 from ._clicks import ClickLabels, DebiasedGradients
 from ._groups import query_weights
-from ._validation import first_text
 from ._metrics._api import evaluate_sorted
 from ._metrics._callable import (CALLABLE_METRICS, callable_sum_count, check_some_part_counted, metric_function,
                                 metric_name)
@@ -41,6 +40,8 @@ from ._metrics._common import check_exp_gain, parse_metric
 from ._objectives._base import query_hessian_units
 from ._random import mix64
 from ._sglb import add_gaussian_noise, auto_diffusion_temperature, langevin_noise_scale
+from ._validation import first_text
+
 #: The metric of ``score``, ``scoring=None`` and early stopping for every ranker
 #: without ``eval_metric``: one metric, so rankers compare on the same footing.
 DEFAULT_METRIC = "ndcg@10"
