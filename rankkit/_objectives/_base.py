@@ -461,8 +461,8 @@ class MetricObjective(RankingObjective):
         return METRIC_IDS[name], (NO_CUTOFF if k is None else k), self.gain == "exp"
 
     def _unused(self, metric_id):
-        """``{parameter: what reads it}`` of the objective's own parameters that
-        its settings leave unread (none here: the metric parameters, ``gain``,
+        """``{parameter: (the setting that leaves it unread, what reads it)}``
+        of the objective's own parameters (none here: the metric parameters, ``gain``,
         ``relevance_threshold``, ``err_mapping``, also set up a ranker's eval
         metrics, which may read what the objective's metric does not)."""
         return {}
