@@ -268,9 +268,9 @@ def _check_kind(column, training, name, where):
     fitted = _KIND_GROUPS.get(pd.api.types.infer_dtype(training, skipna=True))
     aware = (_time_zone_aware(values), _time_zone_aware(training)) if given == fitted == "dates" else (None, None)
     if None not in aware and aware[0] != aware[1]:  # None: dates of several offsets, left to the matching
-        given, fitted = (("dates with a time zone", "dates without one") if _time_zone_aware(values)
+        given, fitted = (("dates with a time zone", "dates without one") if aware[0]
                          else ("dates without a time zone", "dates with one"))
-        fix = ".dt.tz_localize(None)" if _time_zone_aware(values) else ".dt.tz_localize(<the zone of fit>)"
+        fix = ".dt.tz_localize(None)" if aware[0] else ".dt.tz_localize(<the zone of fit>)"
     elif given is None or fitted is None or given == fitted:
         return
     else:
