@@ -447,7 +447,7 @@ def test_err_scale_is_the_training_labels(data, name):
     assert model.evals_result_["validation_0"]["err@10"][-1] == pytest.approx(expected, rel=1e-12)
     assert model.score(Xt, low, qid=qt) == pytest.approx(expected, rel=1e-12)
     assert expected != pytest.approx(err_score(low, model.predict(Xt), qid=qt, k=10, err_mapping="chapelle"))
-    with pytest.raises(ValueError, match="eval set validation_0 has the label 4: pass err_max_label=4"):
+    with pytest.raises(ValueError, match=r"eval_set\[0\] has the label 4: pass err_max_label=4"):
         _ranker(name, **params).fit(X, np.minimum(y, 2), qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt])
     explicit = _ranker(name, **params, err_max_label=4).fit(X, np.minimum(y, 2), qid=qid, eval_set=[(Xt, yt)],
                                                            eval_qid=[qt])
