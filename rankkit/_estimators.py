@@ -82,6 +82,7 @@ from ._training import (
     QueryData,
     check_err_metrics_can_map,
     check_err_scale_is_fixed,
+    check_metric_settings_read,
     check_y,
     curvature_unit,
     eval_metrics,
@@ -410,6 +411,7 @@ class BaseRanker(BaseEstimator):
                                                   (eval_set, eval_qid, eval_group, eval_position))
         metrics, settings = self._eval_metrics(objective, np.max(train.y, initial=0.0))
         check_err_scale_is_fixed(self.position_bias, objective, metrics)
+        check_metric_settings_read(self, objective, metrics, settings)
         debiased = {} if self.position_bias is None else {
             name: debiased_metric_settings(settings, objective)
             for name, data in [*sets, (EvalMonitor.TRAINING, None)] if data is None or data.position is not None}

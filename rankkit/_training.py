@@ -24,6 +24,7 @@ so the in-memory and the distributed training are one pipeline.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import warnings
 from numbers import Integral
@@ -120,6 +121,36 @@ def uses_err_scale(objective, metrics):
     inner = _metric_objective(objective)
     return (getattr(inner, "err_mapping", None) is not None and getattr(inner, "err_max_label", 0) is None
             and any(str(m).split("@")[0] in ("err", "pfound") for m in [getattr(inner, "metric", ""), *metrics]))
+
+
+#: The metrics (and YetiRank's classic weights) that read each metric setting of a ranker.
+READ_BY = {
+    "relevance_threshold": ("mrr", "map", "precision", "recall", "rprecision"),
+    "err_mapping": ("err", "pfound"), "err_max_label": ("err", "pfound"),
+    "decay": ("expdcg", "pfound", "classic"),
+}
+
+
+def check_metric_settings_read(ranker, objective, metrics, settings):
+    """A ranker's metric setting set away from its default that neither the
+    objective's metric nor any eval metric reads is an error, not ignored
+    (``relevance_threshold`` beside NDCG and ``eval_metric="ndcg@10"``).
+    Callable eval metrics may read anything: no check then."""
+    if settings.get(CALLABLE_METRICS):
+        return
+    inner = _metric_objective(objective)
+    names = {str(m).split("@")[0].strip().lower() for m in [getattr(inner, "metric", ""), *metrics]}
+    defaults = {p.name: p.default for p in inspect.signature(type(ranker).__init__).parameters.values()}
+    for param, readers in READ_BY.items():
+        if param not in defaults or getattr(ranker, param, defaults[param]) == defaults[param]:
+            continue
+        if not names & set(readers):
+            raise ValueError(
+                f"{type(ranker).__name__}: {param}={getattr(ranker, param)!r} is read by no metric here: the "
+                f"objective optimises {getattr(inner, 'metric', None)!r} and eval_metric gives {list(metrics)}, and "
+                f"only {', '.join(readers)} read it. Leave it at {defaults[param]!r}, or evaluate such a metric "
+                f"(eval_metric=[..., '{readers[0]}@10'])."
+            )
 
 
 def check_err_scale_is_fixed(position_bias, objective, metrics):

@@ -140,6 +140,7 @@ from ._training import (
     PartMonitor,
     _metric_objective,
     check_err_scale_is_fixed,
+    check_metric_settings_read,
     curvature_unit,
     eval_metrics,
     pin_err_max_label,
@@ -539,6 +540,7 @@ class _DaskRanker:
             del self._position_modulus
         metrics, settings = self._eval_metrics(objective, train.max_label)
         check_err_scale_is_fixed(self.position_bias, objective, metrics)
+        check_metric_settings_read(self, objective, metrics, settings)
         monitor = EvalMonitor(self, None, sets, metrics, settings,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
                                verbose=verbose, callbacks=None, relabelled=self._relabelled(sets))

@@ -666,11 +666,11 @@ def test_err_on_clicks_keeps_the_training_scale():
     with pytest.raises(ValueError, match=r"largest training debiased click label.*but eval_set\[0\] has the debiased"):
         LambdaMARTRanker(**known).fit(Xc, clicks, qid=sid, position=position, eval_set=[deeper[:2]],
                                       eval_qid=[sid], eval_position=[deeper[3]])
-    # No ERR read anywhere (NDCG trained and evaluated): nothing to pin, the same eval set is fine.
+    # No ERR read anywhere (NDCG trained and evaluated): err_mapping is read by nothing, an error.
     ndcg = dict(known, metric="ndcg", eval_metric="ndcg@5")
-    fitted = LambdaMARTRanker(**ndcg).fit(Xc, clicks, qid=sid, position=position, eval_set=[deeper[:2]],
-                                          eval_qid=[sid], eval_position=[deeper[3]])
-    assert fitted.objective_.err_max_label is None
+    with pytest.raises(ValueError, match=r"err_mapping='chapelle' is read by no metric here"):
+        LambdaMARTRanker(**ndcg).fit(Xc, clicks, qid=sid, position=position, eval_set=[deeper[:2]],
+                                     eval_qid=[sid], eval_position=[deeper[3]])
 
 
 def test_click_models_save_and_load(tmp_path):

@@ -47,6 +47,7 @@ CONTEXT = {
     "err_max_label": dict(metric="err", err_mapping="chapelle"),
     "err_mapping": dict(metric="err"),
     "k": dict(metric="ndcg"),
+    "relevance_threshold": dict(metric="mrr"),  # a ranker refuses a threshold no metric reads
 }
 
 # Tiny data: 3 queries of 4 documents, labels that are valid probabilities
