@@ -97,18 +97,25 @@ def check_backend_params(backend_cls, params):
     return params
 
 
-def _ranker_parameter_elsewhere(key, value, this):
-    """The problem with ``key`` when another engine names a ranker parameter
-    so (``"eta"``, ``"num_threads"``, ``"feature_fraction"``), or None."""
+def _other_backends(this):
+    """``(name, class)`` of the other registered backends whose engines are
+    installed: the hints below are a courtesy, the error stands without them."""
     from . import BACKENDS, get_backend
 
     for other in BACKENDS:
         if other == this:
             continue
         try:
-            ranker = get_backend(other).ranker_parameters().get(key)
+            yield other, get_backend(other)
         except ImportError:
             continue
+
+
+def _ranker_parameter_elsewhere(key, value, this):
+    """The problem with ``key`` when another engine names a ranker parameter
+    so (``"eta"``, ``"num_threads"``, ``"feature_fraction"``), or None."""
+    for other, cls in _other_backends(this):
+        ranker = cls.ranker_parameters().get(key)
         if ranker is not None:
             return (f"{key!r} is what backend={other!r} calls the ranker's {ranker}: pass {ranker}={value!r} to "
                     "the ranker instead")
@@ -116,22 +123,6 @@ def _ranker_parameter_elsewhere(key, value, this):
 
 
 def _other_backends_accepting(key, this):
-    """Names of the other registered backends whose engines accept ``key``.
-
-    Engines that are not installed are skipped: the hint is a courtesy, the
-    error stands without it.
-    """
-    from . import BACKENDS, get_backend
-
-    owners = []
-    for other in BACKENDS:
-        if other == this:
-            continue
-        try:
-            cls = get_backend(other)
-            accepted = key in cls.valid_params() and not cls.refused_params({key: None})
-        except ImportError:
-            continue
-        if accepted:
-            owners.append(other)
-    return owners
+    """Names of the other registered backends whose engines accept ``key``
+    (``valid_params`` leaves out the keys each refuses)."""
+    return [other for other, cls in _other_backends(this) if key in cls.valid_params()]
