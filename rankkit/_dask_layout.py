@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
+import dask
 import dask.array as da
 import dask.dataframe as dd
 import numpy as np
@@ -32,10 +33,11 @@ import xgboost.dask as dxgb
 from sklearn.utils import check_array
 
 from ._backends._base import _FLOAT32_MAX
+from ._backends._gbm.binning import QUANTILE_ROWS, fit_bin_edges
 from ._backends.xgboost import check_float32_range
 from ._clicks import check_debiased_labels, check_unique_positions, debias_partition, ipw_labels
 from ._groups import factorize_qid
-from ._random import query_keys
+from ._random import _GOLDEN, _mix64_array, query_keys
 from ._training import QueryData, check_y, metric_sum_count, weighted_counts
 from ._validation import check_labels, check_sample_weight
 
@@ -244,8 +246,8 @@ def lay_out_partition(frame, partition_info=None, position_modulus=None, positio
 
 def partition_summary(frame):
     """What the driver needs of a laid-out partition: the keys of its queries
-    (in order), its largest label, and its queries and rows counted by
-    weight (:func:`rankkit._training.weighted_counts`)."""
+    (in order), its largest label, its queries and rows counted by weight
+    (:func:`rankkit._training.weighted_counts`), and its rows."""
     starts = np.ones(len(frame), dtype=bool)
     local = frame[_LOCAL].to_numpy()
     starts[1:] = local[1:] != local[:-1]
@@ -253,13 +255,13 @@ def partition_summary(frame):
     max_label = float(frame[_Y].max()) if len(frame) else -np.inf
     ptr = np.append(np.flatnonzero(starts), len(frame))
     weight = frame[_W].to_numpy() if _W in frame.columns else None
-    return (keys, max_label, *weighted_counts(ptr, weight))
+    return (keys, max_label, *weighted_counts(ptr, weight), len(frame))
 
 
 class LaidOut:
     """A dask set laid out by query, persisted, with its summary."""
 
-    def __init__(self, frame, n_features, query_keys, max_label, has_weight, counted, debiased=False):
+    def __init__(self, frame, n_features, query_keys, max_label, has_weight, counted, n_rows, debiased=False):
         self.frame = frame
         self.debiased = debiased  # labels debiased from clicks (rankkit._clicks.debias_partition)
         self.features = [f"f{j}" for j in range(n_features)]
@@ -270,16 +272,20 @@ class LaidOut:
         self.max_label = max(max_label, rounded)
         self.has_weight = has_weight
         self.counted = counted  # (queries, rows) counted by weight, over all the partitions
+        self.n_rows = n_rows
 
-    def dmatrix(self, client, max_bin, ref=None):
+    def dmatrix(self, client, max_bin, edges, ref=None):
+        """The ``DaskQuantileDMatrix`` of the set, its features as bin codes
+        of the training set's ``edges`` (:class:`BinEdges`)."""
         f = self.frame
+        codes = f[self.features].map_partitions(edges.codes, meta=f[self.features]._meta.astype(edges.dtype))
         # The names given, not read from the frame: a worker holding rows of an
         # eval set and none of the training set builds an empty training
         # DMatrix, which has no frame to read them from (and XGBoost then
         # refuses to predict on it).
         return dxgb.DaskQuantileDMatrix(
-            client, f[self.features], label=f[_Y], weight=f[_W] if self.has_weight else None,
-            label_lower_bound=f[_PART], label_upper_bound=f[_LOCAL], max_bin=max_bin, ref=ref,
+            client, codes, label=f[_Y], weight=f[_W] if self.has_weight else None,
+            label_lower_bound=f[_PART], label_upper_bound=f[_LOCAL], max_bin=max_bin, ref=ref, missing=edges.missing,
             feature_names=self.features,
         )
 
@@ -335,9 +341,9 @@ class LocalReader:
         return QueryData(None, y, group_ptr, w, keys, position)
 
 
-def dmatrix_factory(client, max_bin, laid, ref=None):
+def dmatrix_factory(client, max_bin, edges, laid, ref=None):
     """The data factory of the Dask backend: a laid-out set's ``DaskQuantileDMatrix``."""
-    return laid.dmatrix(client, max_bin, ref=ref)
+    return laid.dmatrix(client, max_bin, edges, ref=ref)
 
 
 def score_partition(frame, backend, features, metric, settings):
@@ -351,3 +357,111 @@ def score_partition(frame, backend, features, metric, settings):
     weight = frame[_W].to_numpy() if _W in frame.columns else None
     total, count = metric_sum_count(metric, frame[_Y].to_numpy(), raw, ptr, settings, weight, part=True)
     return pd.DataFrame({"sum": [total], "count": [float(count)]})
+
+
+# ---------------------------------------------------------------------------
+# Bin edges that do not depend on the layout.
+# ---------------------------------------------------------------------------
+#: Mixed into the rows' hashes that pick the edges' sample, so that the
+#: sample is no pattern of the random draws (which start from the same keys).
+_EDGE_SAMPLE_SALT = np.uint64(0x5DEECE66D2545F49)
+
+
+class BinEdges:
+    """Bin edges of every feature, fitted by rankkit on the driver, and the
+    bin codes they give (``fit_bin_edges``'s rule: a value's code is the
+    number of edges below it; NaN stays NaN).
+
+    XGBoost's distributed quantile sketch merges the workers' summaries, so
+    its cuts (and the trees) depend on which worker holds which rows. Given
+    the codes instead (at most ``max_bin`` distinct values per feature) its
+    cuts are exact on any layout: the trees depend on the rows only.
+    :meth:`raw_thresholds` then turns a trained booster's cuts on codes into
+    the same splits on the features themselves, so that the model predicts
+    on raw features as any XGBoost model does.
+    """
+
+    def __init__(self, edges, edges_ptr):
+        self.edges, self.edges_ptr = edges, edges_ptr
+        # The codes in the smallest unsigned type that also holds a code for
+        # missing values (XGBoost's ``missing``): the workers keep them beside
+        # the laid-out rows while XGBoost builds its matrices.
+        n_codes = int(np.diff(edges_ptr).max(initial=0)) + 1
+        self.dtype = next(t for t in (np.uint8, np.uint16, np.uint32) if n_codes < np.iinfo(t).max)
+        self.missing = np.iinfo(self.dtype).max
+
+    @classmethod
+    def fit(cls, client, laid, max_bin):
+        """Edges of the training set ``laid`` (:class:`LaidOut`) at quantiles
+        of its rows (:func:`~rankkit._backends._gbm.binning.fit_bin_edges`,
+        ``max_bin`` bins at most): of every row up to
+        :data:`~rankkit._backends._gbm.binning.QUANTILE_ROWS` rows, beyond
+        them of about that many rows picked by a hash of their query id and
+        their place in the query. Neither the layout nor the partitions change
+        them."""
+        n_rows = laid.n_rows
+        limit = None if n_rows <= QUANTILE_ROWS else np.uint64(int(QUANTILE_ROWS / n_rows * 2.0**64))
+        parts = client.compute([dask.delayed(_edge_sample)(p, laid.features, limit)
+                                for p in laid.frame.to_delayed()], sync=True)
+        edges, edges_ptr = fit_bin_edges(np.concatenate(parts), int(max_bin), sample_rows=None)
+        return cls(edges, edges_ptr)
+
+    def codes(self, features):
+        """A partition's features (a pandas frame) as bin codes (:attr:`missing` for NaN)."""
+        x = features.to_numpy(dtype=np.float32)
+        out = np.empty(x.shape, dtype=self.dtype)
+        for f in range(x.shape[1]):
+            e = self.edges[self.edges_ptr[f]:self.edges_ptr[f + 1]]
+            col = x[:, f].astype(np.float64)
+            out[:, f] = np.where(np.isnan(col), self.missing, np.searchsorted(e, col, side="left"))
+        return pd.DataFrame(out, columns=features.columns, index=features.index)
+
+    def raw_thresholds(self, model):
+        """An XGBoost JSON model (a dict) trained on :meth:`codes`, its numeric
+        splits moved onto the raw features, in place. XGBoost sends a row
+        left when its value is below the split condition ``c``: a code
+        ``< c`` is a code ``< j = ceil(c)``, that is at most ``j - 1`` edges
+        below the value, ``x32 <= edges[j - 1]``, which is ``x32 < t`` for
+        ``t`` the smallest float32 above that edge (``-inf``/``+inf`` when
+        ``j`` leaves no row/every row left)."""
+        for tree in model["learner"]["gradient_booster"]["model"]["trees"]:
+            left = np.asarray(tree["left_children"])
+            kinds = np.asarray(tree.get("split_type", np.zeros(left.size)), dtype=np.int64)
+            feature = np.asarray(tree["split_indices"], dtype=np.int64)
+            conditions = np.asarray(tree["split_conditions"], dtype=np.float64)
+            for node in np.flatnonzero((left != -1) & (kinds == 0)):
+                f = feature[node]
+                e = self.edges[self.edges_ptr[f]:self.edges_ptr[f + 1]]
+                j = int(np.ceil(conditions[node]))
+                if j <= 0:
+                    t = -np.inf
+                elif j > e.size:
+                    t = np.inf
+                else:
+                    t = _float32_above(e[j - 1])
+                conditions[node] = t
+            tree["split_conditions"] = [float(c) for c in conditions]
+        return model
+
+
+def _float32_above(edge):
+    """The smallest float32 above ``edge`` (a float64)."""
+    t = np.float32(edge)
+    if float(t) <= edge:
+        t = np.nextafter(t, np.float32(np.inf))
+    return float(t)
+
+
+def _edge_sample(frame, features, limit):
+    """The features (float32, as XGBoost reads them) of the rows of a
+    laid-out partition in the edges' sample: those whose hash of (query key,
+    place in the query) is below ``limit``, every row when it is None."""
+    if limit is not None and len(frame):
+        local = frame[_LOCAL].to_numpy()
+        starts = np.flatnonzero(np.concatenate([[True], local[1:] != local[:-1]]))
+        place = np.arange(len(frame)) - np.repeat(starts, np.diff(np.append(starts, len(frame))))
+        with np.errstate(over="ignore"):
+            query = _mix64_array(frame[KEY].to_numpy(dtype=np.uint64) ^ _EDGE_SAMPLE_SALT)
+            row = _mix64_array(query + place.astype(np.uint64) * _GOLDEN)
+        frame = frame[row < limit]
+    return frame[features].to_numpy(dtype=np.float32)

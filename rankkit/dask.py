@@ -32,10 +32,17 @@ How training works, and why:
    worker the objective reads the query boundaries from them, whatever
    partitions XGBoost gave that worker and in whatever order, and checks that
    no query is cut. Both steps are :mod:`rankkit._dask_layout`'s.
-3. **Randomness independent of the layout.** A random objective keys each
-   query's draws by a hash of the query id's value (:mod:`rankkit._random`),
-   and every worker seeds iteration ``t`` as the in-memory ranker does, so a
-   query gets the same gradients for the same scores on any worker.
+3. **Randomness and bins independent of the layout.** A random objective
+   keys each query's draws by a hash of the query id's value
+   (:mod:`rankkit._random`), and every worker seeds iteration ``t`` as the
+   in-memory ranker does, so a query gets the same gradients for the same
+   scores on any worker. XGBoost's distributed quantile sketch merges the
+   workers' summaries, so its cuts would depend on which worker holds which
+   rows; instead the driver fits the bin edges (the numba engine's quantile
+   rule, on every training row up to 200,000, beyond on rows picked by a hash
+   of query id and place in the query), XGBoost trains on the features' bin
+   codes, whose cuts are exact on any layout, and the trained splits are moved
+   back onto the raw features (:class:`rankkit._dask_layout.BinEdges`).
 4. **The in-memory gradient pipeline, its global quantities global.** Each
    worker runs the in-memory ranker's own pipeline
    (:func:`rankkit._training.gradient_function`: gradients,
@@ -76,15 +83,13 @@ How training works, and why:
 
 Only XGBoost trains here (``backend="xgboost"``, or the default ``"auto"``, which
 means it here: the Dask rankers grow depth-wise trees, not the in-memory
-default's oblivious ones). With ``sample_weight``, XGBoost also
-weights its quantile sketch (the bins) by the weights, which the in-memory
-ranker does not. Within a query, documents tied on score and label take the
-caller's row order (as in memory). XGBoost's distributed quantile sketch
-merges the workers' summaries, so on a feature with more distinct values than
-``max_bin`` the bin edges, and the trees, depend on the layout and differ from
-the in-memory ranker's (``docs/scaling.md``); with exact cuts (at most
-``max_bin`` distinct values per feature) models on different layouts agree up
-to the floating-point order of XGBoost's histogram sums, not bit for bit.
+default's oblivious ones). Within a query, documents tied on score and label
+take the caller's row order (as in memory). The bin edges (step 3) are
+unweighted, as the numba engine's, and differ from the in-memory XGBoost
+backend's weighted sketch on a feature with more distinct values than
+``max_bin`` (``docs/scaling.md``); with fewer, both separate every value and
+the trees are the in-memory ones. Models on different layouts agree up to the
+floating-point order of XGBoost's histogram sums over the workers.
 """
 
 from __future__ import annotations
@@ -117,6 +122,7 @@ from ._clicks import (
 )
 from ._dask_layout import (
     KEY,
+    BinEdges,
     LaidOut,
     LocalReader,
     assemble,
@@ -371,7 +377,7 @@ class _DaskRanker:
         if sample_weight is not None and not counted[1] > 0:
             raise ValueError("sample_weight is zero for every row: at least one weight must be positive.")
         return LaidOut(frame, n_features, keys, max(s[1] for s in summaries), sample_weight is not None,
-                       counted, debiased=clicks is not None), X
+                       counted, sum(s[4] for s in summaries), debiased=clicks is not None), X
 
     def _split_position(self, X, position, where, name="position"):
         """``(features, position)``: ``position=`` (``name``) or the ``position_col``
@@ -557,8 +563,10 @@ class _DaskRanker:
                                        else (train if data is None else data).max_label)
              for name, data in [*sets, (EvalMonitor.TRAINING, None)]},
         )
+        edges = BinEdges.fit(client, train, self.max_bin)
         backend = XGBoostDaskBackend(
-            client=client, data_factory=functools.partial(dmatrix_factory, client, int(self.max_bin)),
+            client=client, data_factory=functools.partial(dmatrix_factory, client, int(self.max_bin), edges),
+            model_thresholds=edges.raw_thresholds,
             local_reader=LocalReader(train.query_keys, modulus), report=_report, progress=bool(monitor.period),
             **self._backend_settings(seed_base, curvature_unit(objective, *train.counted)),
         )

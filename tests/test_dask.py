@@ -157,9 +157,9 @@ def test_rows_of_a_query_spread_over_partitions_are_laid_out_whole(client, data)
 def test_quality_equals_the_in_memory_ranker(client, data, dask_class, params):
     """NDCG@10 on held-out queries within 0.01 of the in-memory ranker trained
     on the same rows (the Dask one had them shuffled over 4 partitions), on
-    the mean over three random states: XGBoost's distributed quantile sketch
-    bins the features a little differently, which alone moves one fit's
-    held-out NDCG@10 by up to about 0.01 either way."""
+    the mean over three random states: rankkit's bin edges on the cluster
+    are not XGBoost's in-memory sketch, which alone moves one fit's held-out
+    NDCG@10 by up to about 0.01 either way."""
     ours, theirs = [], []
     for seed in range(3):
         kw = {**SMALL, **params, "random_state": seed}
@@ -176,8 +176,8 @@ def test_quality_equals_the_in_memory_ranker(client, data, dask_class, params):
     (DaskLambdaMARTRanker, dict(langevin=True, model_shrink_rate=0.1)),  # diffusion_temperature="auto"
 ])
 def test_same_model_as_in_memory_whatever_the_partitions(client, dask_class, params):
-    """With features of few distinct values XGBoost's quantile cuts are exact
-    on one machine and on the cluster alike, so the trees depend only on the
+    """With features of few distinct values the cuts are exact on one
+    machine and on the cluster alike, so the trees depend only on the
     gradients: the Dask model is the in-memory one, for 3 or 5 partitions.
     The random objectives' draws (and SGLB's noise and shrinkage) are the
     same on the workers as in memory: keyed by query id, not by place; the
@@ -202,6 +202,108 @@ def test_same_model_as_in_memory_whatever_the_partitions(client, dask_class, par
             assert model.diffusion_temperature_ is None
         else:  # "auto": the same beta from the global sum of squared gradients
             assert model.diffusion_temperature_ == pytest.approx(local.diffusion_temperature_, rel=1e-12)
+
+
+def test_same_model_whatever_the_layout(client, data, monkeypatch):
+    """Features of more distinct values than max_bin: the bin edges are
+    rankkit's, fitted on the driver, so neither the partitions, nor the form
+    of the collection, nor which worker holds which rows change the model
+    (XGBoost's distributed sketch did: three models from one DataFrame given
+    in three forms). Also when the edges come from a hashed sample of the
+    rows (fewer sampled rows than training rows)."""
+    import rankkit._dask_layout as layout
+
+    local, y = data["local"], data["y"]
+    assert all(local[c].nunique() > 256 for c in local.columns if c != "qid")
+
+    def fits():
+        out = []
+        for form, k in (("frame", 4), ("columns", 4), ("arrays", 3), ("frame", 1)):
+            frame = dd.from_pandas(local.assign(y=y), npartitions=k, sort=False)
+            features = frame.drop(columns=["qid", "y"])
+            if form == "frame":
+                args = (frame.drop(columns="y"), frame["y"], None)
+            elif form == "columns":
+                args = (features, frame["y"], frame["qid"])
+            else:
+                args = (features.to_dask_array(), frame["y"].to_dask_array(), frame["qid"].to_dask_array())
+            model = DaskLambdaMARTRanker(**SMALL, client=client).fit(args[0], args[1], qid=args[2])
+            out.append(model.to_local().predict(data["test"]))
+        return out
+
+    every_row = fits()
+    monkeypatch.setattr(layout, "QUANTILE_ROWS", len(local) // 3)
+    sampled = fits()
+    assert np.abs(sampled[0] - every_row[0]).max() > 1e-3  # other edges: the sample was used
+    for models in (every_row, sampled):
+        for other in models[1:]:
+            # Up to the order of XGBoost's histogram sums over the workers (bit for bit here).
+            np.testing.assert_allclose(other, models[0], rtol=0, atol=1e-6)
+
+
+def test_splits_on_bin_codes_are_the_same_splits_on_raw_features():
+    """A booster trained on BinEdges' codes, its splits moved onto the raw
+    features, predicts on raw features (float32 or float64; values on, just
+    below and just above every edge; NaN) what the original predicts on
+    their codes. A feature of one value and NaN splits "missing or not":
+    moved to +inf."""
+    import json
+
+    import xgboost
+
+    from rankkit._backends._gbm.binning import fit_bin_edges
+    from rankkit._dask_layout import BinEdges
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    X = np.column_stack([
+        rng.normal(size=n), np.round(rng.exponential(size=n), 1), rng.integers(0, 5, n).astype(float),
+        np.where(rng.random(n) < 0.3, np.nan, 1.0),
+    ])
+    X[rng.random(n) < 0.05, 0] = np.nan
+    y = np.nan_to_num(X[:, 0]) ** 2 + X[:, 1] - X[:, 2] + np.isnan(X[:, 3]) * 3 + np.isnan(X[:, 0])
+    edges = BinEdges(*fit_bin_edges(X, 16, sample_rows=None))
+    columns = [f"f{j}" for j in range(X.shape[1])]
+    codes = edges.codes(pd.DataFrame(X, columns=columns))
+    assert codes.to_numpy().dtype == np.uint8
+    booster = xgboost.train({"max_depth": 5, "max_bin": 16, "tree_method": "hist", "eta": 0.3,
+                             "min_child_weight": 0, "nthread": 1},
+                            xgboost.DMatrix(codes.to_numpy(), label=y, missing=edges.missing), 30)
+    model = edges.raw_thresholds(json.loads(booster.save_raw("json")))
+    raw = xgboost.Booster(model_file=bytearray(json.dumps(model).encode()))
+    conditions = np.concatenate([t["split_conditions"] for t in model["learner"]["gradient_booster"]["model"]["trees"]])
+    assert np.isinf(conditions).any()  # the "missing or not" split of feature 3
+    near = []
+    for f in range(X.shape[1]):
+        e = np.float32(edges.edges[edges.edges_ptr[f]:edges.edges_ptr[f + 1]])
+        for value in np.concatenate([e, np.nextafter(e, np.float32(-np.inf)), np.nextafter(e, np.float32(np.inf))]):
+            row = X[rng.integers(n)].copy()
+            row[f] = value
+            near.append(row)
+    test = np.vstack([X, near, np.full((1, X.shape[1]), np.nan)])
+    expected = booster.predict(xgboost.DMatrix(edges.codes(pd.DataFrame(test, columns=columns)).to_numpy(),
+                                               missing=edges.missing))
+    for dtype in (np.float64, np.float32):
+        np.testing.assert_array_equal(raw.predict(xgboost.DMatrix(test.astype(dtype))), expected)
+
+
+def test_bin_code_conditions_become_raw_thresholds():
+    """The rule of BinEdges.raw_thresholds on conditions XGBoost could write:
+    code < c is code < ceil(c), that is x32 <= edges[ceil(c) - 1]."""
+    from rankkit._dask_layout import BinEdges
+
+    edges = BinEdges(np.array([1.0, 2.0, 3.0 + 1e-12]), np.array([0, 3]))
+    conditions = [-0.5, 0.0, 0.5, 1.0, 2.0, 2.5, 3.5, 99.0, 0.25]
+    model = {"learner": {"gradient_booster": {"model": {"trees": [{
+        "left_children": [1] * 8 + [-1], "split_indices": [0] * 9, "split_conditions": conditions,
+    }]}}}}
+    moved = edges.raw_thresholds(model)["learner"]["gradient_booster"]["model"]["trees"][0]["split_conditions"]
+
+    def above(v):  # the smallest float32 above v
+        return float(np.nextafter(np.float32(v), np.float32(np.inf)))
+
+    # 3 + 1e-12 rounds to 3.0 in float32, below the edge: the next float32 above it.
+    assert moved == [-np.inf, -np.inf, above(1.0), above(1.0), above(2.0), above(3.0), np.inf, np.inf, 0.25]
 
 
 def test_to_local_predicts_identically_and_pickles(client, data):

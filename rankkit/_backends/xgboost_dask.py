@@ -30,6 +30,7 @@ import uuid
 
 import distributed
 import numpy as np
+import xgboost
 import xgboost.dask as dxgb
 from xgboost import collective
 from xgboost.callback import TrainingCallback
@@ -228,20 +229,24 @@ def worker_threads(client, n_jobs):
 class XGBoostDaskBackend(XGBoostBackend):
     """The XGBoost backend trained by ``xgboost.dask.train`` (module docstring).
 
-    ``XGBoostDaskBackend(client=, data_factory=, local_reader=, **settings)``;
+    ``XGBoostDaskBackend(client=, data_factory=, local_reader=, model_thresholds=, **settings)``;
     :meth:`fit` takes laid-out sets and factories: ``grad_fn(train, total)
     -> (grad_fn, beta)`` and ``callback(train, evals, total, emit) ->
     callback`` (None: no callback), called on each worker with its rows;
     ``report(loop)`` gives what the driver gets back of the callback
-    (:attr:`report_`). :meth:`in_memory` is the fitted model as the in-memory
-    XGBoost backend.
+    (:attr:`report_`). ``model_thresholds(model)``, given, rewrites the
+    trained model (XGBoost's JSON, as a dict) before it is kept: the data
+    factory of :mod:`rankkit.dask` hands XGBoost bin codes, whose splits it
+    moves onto the raw features (:class:`rankkit._dask_layout.BinEdges`).
+    :meth:`in_memory` is the fitted model as the in-memory XGBoost backend.
     """
 
     def __init__(self, *, client=None, data_factory=None, local_reader=None, report=None, progress=False,
-                 **settings):
+                 model_thresholds=None, **settings):
         super().__init__(**settings)
         self.client = client
         self.data_factory = data_factory
+        self.model_thresholds = model_thresholds
         self.local_reader = local_reader
         self.report = report
         self.progress = progress
@@ -301,6 +306,10 @@ class XGBoostDaskBackend(XGBoostBackend):
                 callbacks=[_AfterIteration(training, report)], verbose_eval=False,
             )
         booster = result["booster"]
+        if self.model_thresholds is not None:  # trained on bin codes: the splits onto the raw features
+            model, config = self.model_thresholds(json.loads(booster.save_raw("json"))), booster.save_config()
+            booster = xgboost.Booster(model_file=bytearray(json.dumps(model).encode()))
+            booster.load_config(config)  # the parameters (threads, ...) the model file does not keep
         # Trained on frames with columns f0, f1, ...: the caller's names, as
         # the in-memory backend stores them (none for arrays).
         booster.feature_names = self._engine_feature_names(feature_names)

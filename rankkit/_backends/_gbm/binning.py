@@ -96,7 +96,7 @@ def _midpoint(a, b):
     return np.where(mid < b, mid, a)
 
 
-def fit_bin_edges(X, max_bins, border_type="quantile"):
+def fit_bin_edges(X, max_bins, border_type="quantile", sample_rows=QUANTILE_ROWS):
     """Bin edges of every feature.
 
     Parameters
@@ -107,6 +107,10 @@ def fit_bin_edges(X, max_bins, border_type="quantile"):
     border_type : {"quantile", "greedy_logsum"}
         With more distinct values than ``max_bins``: edges at quantiles of
         the values, or :func:`greedy_logsum_edges` (CatBoost's default).
+    sample_rows : int or None
+        Beyond this many rows the edges are fitted on an evenly strided
+        subset of them; None: on every row (the edges then depend on the
+        rows' values only, not on their order).
 
     Returns
     -------
@@ -118,7 +122,8 @@ def fit_bin_edges(X, max_bins, border_type="quantile"):
     """
     n, n_features = X.shape
     # Beyond QUANTILE_ROWS, an evenly strided subset: deterministic, no random state needed.
-    idx = np.linspace(0, n - 1, QUANTILE_ROWS).astype(np.int64) if n > QUANTILE_ROWS else slice(None)
+    strided = sample_rows is not None and n > sample_rows
+    idx = np.linspace(0, n - 1, sample_rows).astype(np.int64) if strided else slice(None)
     if hasattr(X, "toarray"):
         X = X.tocsr()[idx]  # the sampled rows, still sparse
         idx = slice(None)
