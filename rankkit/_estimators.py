@@ -671,8 +671,9 @@ class Ranker(BaseRanker):
     objective : RankingObjective or None, default=None
         The objective (``rankkit.objectives``), cloned at ``fit``; None is
         ``LambdaMART()`` (NDCG, as XGBoost's ``rank:ndcg``). Training draws
-        its randomness from the ranker's ``random_state``; for Langevin noise
-        use ``langevin=True``, not an ``SGLB`` objective.
+        its randomness from the ranker's ``random_state`` (an objective's own
+        ``random_state`` is an error); for Langevin noise use
+        ``langevin=True``, not an ``SGLB`` objective.
 {parameter_docs()}
 
     Examples
@@ -725,9 +726,10 @@ class Ranker(BaseRanker):
         self
         """
         nested = sorted(k for k in params if k.startswith("objective__"))
-        if nested and not isinstance(params.get("objective", self.objective), RankingObjective):
+        objective = params.get("objective", self.objective)
+        if nested and not isinstance(objective, RankingObjective):
             raise ValueError(
-                f"{nested} set parameters of the objective, but objective={self.objective!r}: "
+                f"{nested} set parameters of the objective, but objective={objective!r}: "
                 "pass an objective, e.g. Ranker(objective=LambdaMART()) or set_params(objective=LambdaMART(), ...)."
             )
         return super().set_params(**params)
@@ -739,6 +741,14 @@ class Ranker(BaseRanker):
             raise ValueError(
                 "objective=SGLB(...) is not supported: pass the wrapped objective and langevin=True "
                 "(with learning_rate and diffusion_temperature) to add Langevin noise."
+            )
+        seed = getattr(self.objective, "random_state", None)
+        if seed is not None:
+            # Training draws from the ranker's random_state; the objective's would be ignored.
+            raise ValueError(
+                f"Ranker: the objective's random_state={seed!r} is not used: training draws its randomness from "
+                f"the ranker's random_state. Pass Ranker(objective={type(self.objective).__name__}(...), "
+                f"random_state={seed!r}) and leave the objective's random_state at None."
             )
         return clone(self.objective)
 

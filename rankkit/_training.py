@@ -140,13 +140,17 @@ def check_metric_settings_read(ranker, objective, metrics, settings):
         return
     inner = _metric_objective(objective)
     names = {str(m).split("@")[0].strip().lower() for m in [getattr(inner, "metric", ""), *metrics]}
-    defaults = {p.name: p.default for p in inspect.signature(type(ranker).__init__).parameters.values()}
+    # A named ranker holds the settings; the generic Ranker leaves them to its objective.
+    holders = [(h, {p.name: p.default for p in inspect.signature(type(h).__init__).parameters.values()})
+               for h in (ranker, inner)]
     for param, readers in READ_BY.items():
-        if param not in defaults or getattr(ranker, param, defaults[param]) == defaults[param]:
+        holder, defaults = next(((h, d) for h, d in holders if param in d), (None, {}))
+        if holder is None or getattr(holder, param, defaults[param]) == defaults[param]:
             continue
         if not names & set(readers):
+            where = type(ranker).__name__ if holder is ranker else f"{type(ranker).__name__}'s objective"
             raise ValueError(
-                f"{type(ranker).__name__}: {param}={getattr(ranker, param)!r} is read by no metric here: the "
+                f"{where}: {param}={getattr(holder, param)!r} is read by no metric here: the "
                 f"objective optimises {getattr(inner, 'metric', None)!r} and eval_metric gives {list(metrics)}, and "
                 f"only {', '.join(readers)} read it. Leave it at {defaults[param]!r}, or evaluate such a metric "
                 f"(eval_metric=[..., '{readers[0]}@10'])."

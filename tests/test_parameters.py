@@ -250,6 +250,11 @@ def test_the_objective_is_a_parameter_of_ranker_and_of_lgbmranker():
     assert search.best_estimator_.objective_.sigma == search.best_params_["objective__sigma"]
     with pytest.raises(ValueError, match="objective__sigma.*pass an objective"):
         rankkit.Ranker().set_params(objective__sigma=2.0)
+    with pytest.raises(ValueError, match=r"objective__sigma.*but objective=None"):  # the objective being set
+        rankkit.Ranker(LambdaMART()).set_params(objective=None, objective__sigma=2.0)
+    # The ranker's random_state seeds training; the objective's would be ignored without a word.
+    with pytest.raises(ValueError, match=r"the objective's random_state=3 is not used.*random_state=3\)"):
+        rankkit.Ranker(YetiRank(random_state=3), n_estimators=2).fit(df, y)
 
     # LGBMRanker: the objective (SGLB around one included) is one parameter.
     X, qid = df.drop(columns="qid").to_numpy(), df["qid"].to_numpy()

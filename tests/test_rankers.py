@@ -16,6 +16,7 @@ from rankkit._metrics._api import evaluate_sorted
 from rankkit._groups import make_groups
 from rankkit.datasets import make_ranking, make_stochasticrank_toy
 from rankkit.metrics import err_score, ndcg_score
+from rankkit.objectives import LambdaMART
 
 from ._backends import BACKENDS_UNDER_TEST
 
@@ -929,6 +930,10 @@ def test_metric_settings_no_metric_reads_are_refused():
     est.LambdaMARTRanker(metric="map", relevance_threshold=1.5, **kw).fit(X, y, qid=qid)
     est.YetiRanker(decay=0.5, **kw).fit(X, y, qid=qid)  # the classic weights read it
     est.LambdaMARTRanker(relevance_threshold=1.5, eval_metric=lambda y, s: 0.0, **kw).fit(X, y, qid=qid)
+    # The generic Ranker's objective holds them: the same rule.
+    with pytest.raises(ValueError, match=r"Ranker's objective: relevance_threshold=1.5 is read by no metric here"):
+        est.Ranker(LambdaMART(relevance_threshold=1.5), **kw).fit(X, y, qid=qid)
+    est.Ranker(LambdaMART(relevance_threshold=1.5), eval_metric=["ndcg@10", "mrr@10"], **kw).fit(X, y, qid=qid)
 
 
 def test_numba_gradients_whose_sums_square_past_float64_are_an_error():
