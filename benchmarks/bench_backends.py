@@ -1,8 +1,10 @@
 """Tree building: rankkit's numba GBDT (``backend="numba"``) vs XGBoost ``hist``.
 
 Both engines get the same data, the same gradient callback (rankkit's
-QueryRMSE on rows sorted by query), depth, bins, learning rate, L2 and number
-of trees, and the same number of threads, so the comparison is about
+QueryRMSE on rows sorted by query), the same tree learner (depth-wise trees
+without split noise: ``grow_policy="depthwise", random_strength=0`` on numba,
+whose default learner ``bench_engine.py`` measures), depth, bins, learning
+rate, L2 and number of trees, and the same number of threads, so the comparison is about
 histogram tree building and prediction. Every measurement runs in a fresh
 process: fit time (binning/DMatrix + boosting), predict time (all trees on
 the training rows), peak resident memory above the process's footprint after
@@ -90,8 +92,10 @@ def worker(args):
         from rankkit._backends.numba import NumbaBackend
 
         def make():
-            return NumbaBackend(subsample=1.0, colsample_bytree=1.0, n_jobs=args.threads,
-                                random_state=0, **p)
+            # XGBoost's tree learner (depth-wise, no split noise): the comparison is tree building,
+            # not the engine's default learner (oblivious trees with split noise, bench_engine.py).
+            return NumbaBackend(subsample=1.0, colsample_bytree=1.0, n_jobs=args.threads, random_state=0,
+                                backend_params={"grow_policy": "depthwise", "random_strength": 0.0}, **p)
         # Load the (cached) kernels before timing: compile time is reported apart.
         t0 = time.perf_counter()
         Xs, ys = X[:256], y[:256]  # same dtype as X: the same specialisations

@@ -309,7 +309,14 @@ def main(argv=None):
     args = parser.parse_args(argv)
     names = _rankers(args.rankers, parser)
     _check_args(args, names, parser)
+    from rankkit._threads import limit_threads
 
+    # The rankers take --n-jobs; the metrics and tests computed here run numba kernels too.
+    with limit_threads(args.n_jobs):
+        return _run(args, names, parser)
+
+
+def _run(args, names, parser):
     try:
         name, data = load_data(args)
     except ValueError as exc:

@@ -213,3 +213,20 @@ def test_letor_folder_with_unsorted_qid(tmp_path, capsys):
     assert main(["--data", str(tmp_path), "--n-estimators", "3", "--rankers", "xgboost"]) == 0
     out = capsys.readouterr().out
     assert 0.0 < _table(out)["XGBoost rank:ndcg (built-in)"][0] <= 1.0
+
+
+def test_n_jobs_bounds_the_test_metrics_too(monkeypatch, capsys):
+    """--n-jobs bounds the numba kernels of the test metrics and the
+    comparison's per-query metrics, not only the rankers' fits."""
+    import numba
+
+    import rankkit.__main__ as cli
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one numba thread: nothing to bound")
+    seen = []
+    measure, compare = cli._test_metrics, cli._print_comparison
+    monkeypatch.setattr(cli, "_test_metrics", lambda *a: seen.append(numba.get_num_threads()) or measure(*a))
+    monkeypatch.setattr(cli, "_print_comparison", lambda *a: seen.append(numba.get_num_threads()) or compare(*a))
+    assert main([*TINY, "--rankers", "queryrmse", "--n-jobs", "1"]) == 0
+    assert seen and set(seen) == {1}
