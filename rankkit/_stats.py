@@ -59,9 +59,10 @@ def wilcoxon(a, b):
     """Wilcoxon's signed-rank test: ``(W, p)``, equal to ``scipy.stats.wilcoxon(b, a)``.
 
     SciPy's defaults: zero differences are dropped (``zero_method="wilcox"``,
-    Wilcoxon's own rule), exact null distribution for up to 50 non-zero
-    differences without ties, else the normal approximation with a tie
-    correction. ``W`` is the smaller of the two rank sums.
+    Wilcoxon's own rule), and ``method="auto"`` chooses between the exact
+    null distribution, a permutation test and the normal approximation by
+    the number of differences and their ties (the rule is SciPy's and moves
+    with its versions). ``W`` is the smaller of the two rank sums.
     """
     d = _differences(a, b)
     if np.all(d == 0):

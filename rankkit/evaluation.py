@@ -457,6 +457,10 @@ def compare(results, *, baseline=None, test="t", correction="holm", alpha=0.05, 
             raise ValueError(f"{name} must be a number in (0, 1), got {value!r}.")
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 100:
         raise ValueError(f"n_resamples must be an int >= 100, got {n_resamples!r}.")
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) or random_state < 0:
+        # None drew another table on every call; -1 and 1.5 failed inside NumPy without naming the parameter.
+        raise ValueError(f"random_state must be an int >= 0 (the seed that makes the table reproducible), got "
+                         f"{random_state!r}.")
     # A negative or NaN tolerance made the counts overlap or vanish (the baseline "won" and "lost"
     # every query against itself).
     if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) or not 0 <= tolerance < np.inf:

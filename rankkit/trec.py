@@ -53,15 +53,29 @@ from rankkit._validation import check_labels, check_same_length, check_scores
 
 __all__ = ["write_run", "write_qrels", "read_run", "read_qrels", "align"]
 
+#: The largest magnitude written or read as a 64-bit integer (float64 rounds 2**63 - 1 up to 2**63).
+_INT64_LIMIT = 2.0**63 - 1024
 RUN_COLUMNS = ["qid", "Q0", "docno", "rank", "score", "tag"]
 QRELS_COLUMNS = ["qid", "iteration", "docno", "relevance"]
 
 
 def _text_ids(values, n, name):
-    """Ids as strings without whitespace (a TREC file is whitespace-separated)."""
-    text = np.asarray(values).astype(str)
+    """Ids as strings without whitespace (a TREC file is whitespace-separated);
+    a query id starting with ``#`` is refused (trec_eval and :func:`read_run`
+    read such a line as a comment, so the query would vanish from both files)."""
+    raw = np.asarray(values)
+    if raw.ndim == 1 and raw.dtype.kind in "fO" and pd.isna(raw).any():
+        # astype(str) wrote "None" and "nan": rows of different missing ids became one query.
+        raise ValueError(f"{name} contains missing values (None/NaN); every row needs an id.")
+    text = raw.astype(str)
     if text.ndim != 1 or text.shape[0] != n:
         raise ValueError(f"{name} must hold one id per row: got shape {text.shape} for {n} rows.")
+    if name == "qid" and n:
+        comment = np.flatnonzero(np.char.startswith(text, "#"))
+        if comment.size:
+            raise ValueError(f"qid has the id {str(text[comment[0]])!r}: a line starting with '#' is a comment to "
+                             "trec_eval (and read_run), so the query would be dropped from the run and the qrels "
+                             "without a trace. Rename the query ids (e.g. strip the '#').")
     # Every id, not a prefix: an id with a space past the first rows wrote a line of 7 fields.
     as_series = pd.Series(text, dtype=object)
     bad = np.flatnonzero(((as_series == "") | as_series.str.contains(r"\s", regex=True)).to_numpy())
@@ -159,6 +173,9 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
     n = y.shape[0]
     if np.any(y != np.round(y)):
         raise ValueError("y_true must hold integer relevance grades for a qrels file (trec_eval reads integers).")
+    if n and np.abs(y).max() > _INT64_LIMIT:
+        raise ValueError(f"y_true holds the grade {y[np.argmax(np.abs(y))]:g}, beyond the 64-bit integers trec_eval "
+                         "reads; grades are small integers (rescale them).")
     ids = _default_doc_ids(n) if doc_ids is None else _text_ids(doc_ids, n, "doc_ids")
     qtext = _text_ids(qid, n, "qid")
     frame = pd.DataFrame({"qid": qtext, "iteration": "0", "docno": ids, "relevance": y.astype(np.int64)})
@@ -196,7 +213,13 @@ def _text_lines(path):
             if data.startswith(magic):
                 name = getattr(path, "name", "the file") if hasattr(path, "read") else path
                 raise ValueError(f"{name} is {kind}: extract the file first (gzip, bzip2 and xz are read).")
-        data = data.decode("utf-8-sig")
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            name = getattr(path, "name", "the file") if hasattr(path, "read") else path
+            raise ValueError(f"{name} is not UTF-8 text ({error.reason} at byte {error.start}): convert it to UTF-8 "
+                             "(e.g. iconv -f latin1 -t utf-8) or open it with its encoding and pass the file "
+                             "object.") from None
     return data.removeprefix("\ufeff").splitlines()  # a byte-order mark, also from a file opened as text
 
 
@@ -253,12 +276,19 @@ def read_qrels(path):
 
 
 def _integers(text, path, field, lines):
-    """A column of integers, or an error naming the file, the line and the value."""
+    """A column of 64-bit integers, or an error naming the file, the line and the value."""
     values = pd.to_numeric(text, errors="coerce")
-    bad = np.flatnonzero(~np.isfinite(values.to_numpy(np.float64)) | (values != np.round(values)).to_numpy())
+    as_float = values.to_numpy(np.float64)
+    bad = np.flatnonzero(~np.isfinite(as_float) | (values != np.round(values)).to_numpy())
     if bad.size:
         row = int(bad[0])
         raise ValueError(f"{path}: line {lines[row]} has the {field} {text[row]!r}; it must be an integer.")
+    # Beyond int64 the cast wrapped around (1e20 read as -9.2e18).
+    beyond = np.flatnonzero(np.abs(as_float) > _INT64_LIMIT)
+    if beyond.size:
+        row = int(beyond[0])
+        raise ValueError(f"{path}: line {lines[row]} has the {field} {text[row]!r}, beyond the 64-bit integers "
+                         "trec_eval reads.")
     return values.astype(np.int64)
 
 
@@ -305,6 +335,8 @@ def align(run, qrels, *, missing_queries="error", relevance_level=1):
         # At 0 or below trec_eval would count unjudged documents apart (grade -1), which the grade 0 given them
         # here cannot tell from judged non-relevant ones (pytrec_eval refuses such levels too).
         raise ValueError(f"relevance_level must be a positive int (trec_eval's -l), got {relevance_level!r}.")
+    _check_unique(run, "run")  # frames made by hand, not read_run's
+    _check_unique(qrels, "qrels")
     run_q, qrels_q = set(run["qid"]), set(qrels["qid"])
     if run_q != qrels_q:
         only_run, only_qrels = sorted(run_q - qrels_q), sorted(qrels_q - run_q)

@@ -438,6 +438,17 @@ def test_compare_tolerance_must_be_a_non_negative_number(data):
     assert (table[["wins", "ties", "losses"]].sum(axis=1) == table["n_queries"]).all()
 
 
+def test_compare_random_state_must_be_a_seed(data):
+    """-1 and 1.5 failed inside NumPy without naming the parameter; None gave another table every call."""
+    X, y, qid, scores = data
+    res = evaluate(scores, None, y, qid=qid)
+    for seed in (-1, 1.5, "a", None, True):
+        with pytest.raises(ValueError, match="random_state must be an int >= 0"):
+            compare(res, random_state=seed, n_resamples=200)
+    assert compare(res, random_state=np.int64(3), n_resamples=200).table.equals(
+        compare(res, random_state=3, n_resamples=200).table)
+
+
 def test_ranker_names_that_read_the_same_are_an_error(data):
     """The results name rankers by str(name): {1: a, "1": b} silently kept only b's values."""
     X, y, qid, scores = data

@@ -459,3 +459,58 @@ def test_write_qrels_refuses_a_document_judged_twice_for_one_query(tmp_path):
         write_qrels(path, [1, 0], qid=["q1", "q1"], doc_ids=["a", "a"])
     assert not path.exists()
     assert write_qrels(path, [1, 0], qid=["q1", "q2"], doc_ids=["a", "a"]) == 2  # other queries: fine
+
+
+def test_ids_trec_eval_would_lose_or_merge_are_refused(tmp_path):
+    """A query id starting with '#' is a comment line to trec_eval and read_run: the query
+    vanished from run and qrels alike, and the mean was over fewer queries without a word.
+    Missing ids were written as "None"/"nan", one query of them all."""
+    run, qrels = tmp_path / "run", tmp_path / "qrels"
+    for write, values in ((write_run, [3, 2, 1, 3, 2, 1]), (write_qrels, [1, 0, 0, 0, 0, 1])):
+        with pytest.raises(ValueError, match=r"qid has the id '#5': a line starting with '#' is a comment"):
+            write(run, values, qid=["#5"] * 3 + ["7"] * 3)
+    assert not run.exists()
+    assert write_run(run, [3, 2, 1], qid=["7"] * 3, doc_ids=["#a", "b", "c"]) == 3  # not first on the line: an id
+    assert read_run(run)["docno"].tolist() == ["#a", "b", "c"]
+    for qid, doc_ids, name in (([7, None, None], None, "qid"), ([7, np.nan, 8], None, "qid"),
+                               ([7, 7, 7], ["a", None, "c"], "doc_ids")):
+        with pytest.raises(ValueError, match=rf"{name} contains missing values"):
+            write_run(run, [0.1, 0.9, 0.5], qid=qid, doc_ids=doc_ids)
+        with pytest.raises(ValueError, match=rf"{name} contains missing values"):
+            write_qrels(qrels, [1, 0, 1], qid=qid, doc_ids=doc_ids)
+
+
+def test_grades_beyond_int64_are_errors_not_wrapped(tmp_path):
+    """1e20 was written as -9223372036854775808 and read back so (then clipped to 0: not relevant)."""
+    path = tmp_path / "qrels"
+    with pytest.raises(ValueError, match=r"grade 1e\+20, beyond the 64-bit integers"):
+        write_qrels(path, [0, 1e20], qid=[1, 1])
+    path.write_text("q1 0 d1 99999999999999999999\nq1 0 d2 1\n")
+    with pytest.raises(ValueError, match=r"line 1 has the relevance '99999999999999999999', beyond the 64-bit"):
+        read_qrels(path)
+    path.write_text("q1 0 d1 9223372036854774784\n")  # the largest float64 below 2**63: still an int64
+    assert read_qrels(path)["relevance"].tolist() == [9223372036854774784]
+
+
+def test_scores_beyond_float_overflow_above_its_largest_as_in_trec_eval():
+    """trec_eval holds scores as C floats: 1e39 overflows to infinity, above float's largest
+    value (rankkit clipped it to that value, a tie broken by docno)."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    fmax = float(np.finfo(np.float32).max)
+    for score in ([1e39, fmax], [-fmax, -1e39], [1e39, 1e40]):
+        ids, y = ["a", "b"], [0, 1]
+        want = pytrec_eval.RelevanceEvaluator({"q": dict(zip(ids, y))}, {"ndcg"}).evaluate(
+            {"q": dict(zip(ids, score))})["q"]["ndcg"]
+        got = ndcg_score(y, score, qid=[0, 0], ties="trec", doc_ids=ids, gain="linear", empty=0.0)
+        assert got == pytest.approx(want, abs=1e-12), score
+
+
+def test_files_that_are_not_utf8_and_hand_made_frames_with_duplicates(tmp_path):
+    path = tmp_path / "run"
+    path.write_bytes("q1 Q0 caf\xe9 1 1.0 r\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"is not UTF-8 text .*convert it to UTF-8"):
+        read_run(path)
+    run = pd.DataFrame({"qid": ["q"] * 2, "docno": ["a", "a"], "score": [1.0, 2.0]})
+    qrels = pd.DataFrame({"qid": ["q"], "docno": ["a"], "relevance": [1]})
+    with pytest.raises(ValueError, match=r"run: document 'a' is listed twice for query 'q'"):
+        align(run, qrels)

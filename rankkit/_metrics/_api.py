@@ -56,11 +56,14 @@ def trec_eval_scores(y_score):
     """Scores as trec_eval holds them: in single precision (``TEXT_RESULTS.sim``
     is a C ``float``), back in float64. Two scores that differ only past
     single precision are a tie to trec_eval, which it breaks by ``docno``;
-    ranking by the float64 scores instead gives other numbers. Scores beyond
-    the float range are clipped to it (trec_eval's overflow to infinity ties
-    them the same way, and the metrics refuse infinite scores)."""
-    limit = np.finfo(np.float32).max
-    return np.clip(np.asarray(y_score, dtype=np.float64), -limit, limit).astype(np.float32).astype(np.float64)
+    ranking by the float64 scores instead gives other numbers. A score beyond
+    the float range overflows to infinity in trec_eval: all such scores of a
+    sign tie, above (below) float's largest value; they are kept as float64's
+    largest value, which orders them so and keeps differences finite."""
+    with np.errstate(over="ignore"):
+        single = np.asarray(y_score, dtype=np.float64).astype(np.float32).astype(np.float64)
+    limit = np.finfo(np.float64).max
+    return np.clip(single, -limit, limit)
 
 
 def doc_id_key(doc_ids, groups, *, name="doc_ids"):
