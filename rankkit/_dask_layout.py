@@ -370,7 +370,7 @@ _EDGE_SAMPLE_SALT = np.uint64(0x5DEECE66D2545F49)
 class BinEdges:
     """Bin edges of every feature, fitted by rankkit on the driver, and the
     bin codes they give (``fit_bin_edges``'s rule: a value's code is the
-    number of edges below it; NaN stays NaN).
+    number of edges below it; NaN gets the code :attr:`missing`).
 
     XGBoost's distributed quantile sketch merges the workers' summaries, so
     its cuts (and the trees) depend on which worker holds which rows. Given
@@ -387,7 +387,7 @@ class BinEdges:
         # missing values (XGBoost's ``missing``): the workers keep them beside
         # the laid-out rows while XGBoost builds its matrices.
         n_codes = int(np.diff(edges_ptr).max(initial=0)) + 1
-        self.dtype = next(t for t in (np.uint8, np.uint16, np.uint32) if n_codes < np.iinfo(t).max)
+        self.dtype = next(t for t in (np.uint8, np.uint16, np.uint32) if n_codes <= np.iinfo(t).max)
         self.missing = np.iinfo(self.dtype).max
 
     @classmethod
@@ -397,8 +397,8 @@ class BinEdges:
         ``max_bin`` bins at most): of every row up to
         :data:`~rankkit._backends._gbm.binning.QUANTILE_ROWS` rows, beyond
         them of about that many rows picked by a hash of their query id and
-        their place in the query. Neither the layout nor the partitions change
-        them."""
+        their values. Neither the layout, nor the partitions, nor the rows'
+        order change them."""
         n_rows = laid.n_rows
         limit = None if n_rows <= QUANTILE_ROWS else np.uint64(int(QUANTILE_ROWS / n_rows * 2.0**64))
         parts = client.compute([dask.delayed(_edge_sample)(p, laid.features, limit)
@@ -454,14 +454,13 @@ def _float32_above(edge):
 
 def _edge_sample(frame, features, limit):
     """The features (float32, as XGBoost reads them) of the rows of a
-    laid-out partition in the edges' sample: those whose hash of (query key,
-    place in the query) is below ``limit``, every row when it is None."""
+    laid-out partition in the edges' sample: those whose hash of query key
+    and feature values is below ``limit``, every row when it is None."""
+    x = frame[features].to_numpy(dtype=np.float32)
     if limit is not None and len(frame):
-        local = frame[_LOCAL].to_numpy()
-        starts = np.flatnonzero(np.concatenate([[True], local[1:] != local[:-1]]))
-        place = np.arange(len(frame)) - np.repeat(starts, np.diff(np.append(starts, len(frame))))
         with np.errstate(over="ignore"):
-            query = _mix64_array(frame[KEY].to_numpy(dtype=np.uint64) ^ _EDGE_SAMPLE_SALT)
-            row = _mix64_array(query + place.astype(np.uint64) * _GOLDEN)
-        frame = frame[row < limit]
-    return frame[features].to_numpy(dtype=np.float32)
+            h = _mix64_array(frame[KEY].to_numpy(dtype=np.uint64) ^ _EDGE_SAMPLE_SALT)
+            for bits in np.ascontiguousarray(x.T).view(np.uint32):
+                h = _mix64_array(h + bits.astype(np.uint64) * _GOLDEN)
+        x = x[h < limit]
+    return x

@@ -40,7 +40,7 @@ How training works, and why:
    workers' summaries, so its cuts would depend on which worker holds which
    rows; instead the driver fits the bin edges (the numba engine's quantile
    rule, on every training row up to 200,000, beyond on rows picked by a hash
-   of query id and place in the query), XGBoost trains on the features' bin
+   of query id and feature values), XGBoost trains on the features' bin
    codes, whose cuts are exact on any layout, and the trained splits are moved
    back onto the raw features (:class:`rankkit._dask_layout.BinEdges`).
 4. **The in-memory gradient pipeline, its global quantities global.** Each

@@ -287,6 +287,23 @@ def test_splits_on_bin_codes_are_the_same_splits_on_raw_features():
         np.testing.assert_array_equal(raw.predict(xgboost.DMatrix(test.astype(dtype))), expected)
 
 
+def test_edge_sample_is_the_same_rows_whatever_their_order():
+    """Beyond QUANTILE_ROWS the edges come from the rows a hash of query key and
+    feature values picks: the same rows whatever their order, in or across queries."""
+    from rankkit._dask_layout import KEY, _edge_sample
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    frame = pd.DataFrame(rng.normal(size=(n, 3)).astype(np.float32), columns=["f0", "f1", "f2"])
+    frame[KEY] = np.repeat(rng.integers(0, 2**63, 200, dtype=np.uint64), n // 200)
+    limit = np.uint64(2**62)  # about a quarter of the rows
+    picked = _edge_sample(frame, ["f0", "f1", "f2"], limit)
+    assert 800 < len(picked) < 1200
+    again = _edge_sample(frame.iloc[rng.permutation(n)], ["f0", "f1", "f2"], limit)
+    assert sorted(map(tuple, again.tolist())) == sorted(map(tuple, picked.tolist()))
+    assert len(_edge_sample(frame, ["f0", "f1", "f2"], None)) == n
+
+
 def test_bin_code_conditions_become_raw_thresholds():
     """The rule of BinEdges.raw_thresholds on conditions XGBoost could write:
     code < c is code < ceil(c), that is x32 <= edges[ceil(c) - 1]."""

@@ -8,7 +8,8 @@ for NaN. A value ``x`` falls in bin ``b = #{edges < x}``, so
 ``b <= t  <=>  x <= edges[t]``: a split found on bins is the same split on raw
 features with threshold ``edges[t]``. Edges are fitted on the training set and
 reused for eval sets and prediction (as XGBoost's ``hist``, LightGBM and
-scikit-learn's ``HistGradientBoosting*`` do).
+scikit-learn's ``HistGradientBoosting*`` do). :func:`fit_bin_edges` also fits
+the edges of ``rankkit.dask``, whose codes may exceed 255.
 
 Sparse matrices are handled in row blocks: each block is densified
 (``BLOCK_ROWS`` rows, a few MB), binned and dropped, so memory is the uint8
@@ -103,7 +104,8 @@ def fit_bin_edges(X, max_bins, border_type="quantile", sample_rows=QUANTILE_ROWS
     ----------
     X : ndarray or scipy sparse matrix of shape (n_samples, n_features)
     max_bins : int
-        Most bins for non-missing values, ``2 <= max_bins <= 255``.
+        Most bins for non-missing values, at least 2 (at most 255 for the
+        numba engine's uint8 codes; ``rankkit.dask`` takes more).
     border_type : {"quantile", "greedy_logsum"}
         With more distinct values than ``max_bins``: edges at quantiles of
         the values, or :func:`greedy_logsum_edges` (CatBoost's default).
