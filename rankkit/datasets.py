@@ -52,10 +52,11 @@ _GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
 
 
 def _broken_gzip(path, error):
-    # Python's gzip errors name neither the file nor the cause.
+    # Python's gzip and bz2 errors name neither the file nor the cause.
+    kind, suffix = ("bzip2", ".bz2") if str(path).endswith(".bz2") else ("gzip", ".gz")
     return ValueError(
-        f"{str(path)!r} is not a complete gzip file (truncated, or not gzip-compressed despite its .gz suffix): "
-        f"{error}"
+        f"{str(path)!r} is not a complete {kind} file (truncated, or not {kind}-compressed despite its {suffix} "
+        f"suffix): {error}"
     )
 
 
@@ -162,6 +163,10 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
         )
     except _GZIP_ERRORS as error:
         raise _broken_gzip(path, error) from None
+    except OSError as error:
+        if str(path).endswith(".bz2"):  # bz2: "Invalid data stream"
+            raise _broken_gzip(path, error) from None
+        raise
     except (ValueError, OverflowError) as error:
         if zero_based is False and "index 0" in str(error):
             raise ValueError(
@@ -353,6 +358,8 @@ def make_ranking(
         raise ValueError(f"noise must be a finite float >= 0, got {noise!r}.")
     duplicate_fraction = _frac("duplicate_fraction", duplicate_fraction, True)
     empty_query_fraction = _frac("empty_query_fraction", empty_query_fraction, False)
+    if not isinstance(as_frame, (bool, np.bool_)):
+        raise ValueError(f"as_frame must be True or False, got {as_frame!r}.")
 
     try:
         rng = check_random_state(random_state)

@@ -166,6 +166,9 @@ def test_make_ranking_as_frame():
     assert np.array_equal(F.drop(columns="qid").to_numpy(), X)
     assert np.array_equal(F["qid"].to_numpy(), qid) and np.array_equal(qs.to_numpy(), qid)
     assert np.array_equal(ys.to_numpy(), y)
+    for value in ("yes", 0, None):  # a frame from "yes", arrays from 0: refused as the other parameters are
+        with pytest.raises(ValueError, match="as_frame must be True or False"):
+            make_ranking(n_queries=10, as_frame=value)
 
 
 def test_make_ranking_linear_score_beats_random():
@@ -422,3 +425,11 @@ def test_load_broken_gzip_names_the_file(tmp_path):
     broken = _write(tmp_path / "d.txt.query.gz", "2\n")
     with pytest.raises(ValueError, match=re.escape(repr(str(broken))) + " is not a complete gzip file"):
         load_svmlight(data, query_path=broken)
+    # bzip2, which scikit-learn's reader opens by the suffix too: its bare OSError / EOFError before.
+    import bz2
+
+    whole = bz2.compress(LETOR_TEXT.encode() * 200)
+    (tmp_path / "cut.txt.bz2").write_bytes(whole[: len(whole) // 2])
+    for path in (_write(tmp_path / "plain.txt.bz2", LETOR_TEXT), tmp_path / "cut.txt.bz2"):
+        with pytest.raises(ValueError, match=re.escape(repr(str(path))) + " is not a complete bzip2 file"):
+            load_svmlight(path)

@@ -237,13 +237,36 @@ def test_pickle_after_an_engine_call():
 
     X, y, sizes = _ranking_data(n_queries=5)
     dtrain = xgb.DMatrix(X, y, qid=np.repeat(np.arange(len(sizes)), sizes))
-    obj = YetiRank(random_state=0)
     raw = np.random.default_rng(1).normal(size=len(y))
+    # Every seed (ints above 256 restarted the sequence in a copy: compared by identity).
+    for seed in (0, 12345, np.int64(12345), 2**32 - 1):
+        obj = YetiRank(random_state=seed)
+        obj(raw, dtrain)
+        copy = pickle.loads(pickle.dumps(obj))
+        assert not hasattr(copy, "_hook_cache")
+        for a, b in zip(obj(raw, dtrain), copy(raw, dtrain)):
+            np.testing.assert_array_equal(a, b)
+    # set_params to the same value carries on; another value restarts.
+    first = YetiRank(random_state=12345)(raw, dtrain)[0]
+    obj = YetiRank(random_state=12345)
     obj(raw, dtrain)
-    copy = pickle.loads(pickle.dumps(obj))
-    assert not hasattr(copy, "_hook_cache")
-    for a, b in zip(obj(raw, dtrain), copy(raw, dtrain)):
-        np.testing.assert_array_equal(a, b)
+    second = obj(raw, dtrain)[0]
+    assert not np.array_equal(first, second)
+    obj.set_params(random_state=int("12345"))
+    third = obj(raw, dtrain)[0]
+    assert not np.array_equal(third, first) and not np.array_equal(third, second)
+    obj.set_params(random_state=7)
+    np.testing.assert_array_equal(obj(raw, dtrain)[0], YetiRank(random_state=7)(raw, dtrain)[0])
+
+
+def test_multi_output_predictions_name_the_cause():
+    xgb = pytest.importorskip("xgboost")
+    from rankkit.objectives import LambdaMART
+
+    X, y, sizes = _ranking_data(n_queries=5)
+    dtrain = xgb.DMatrix(X, y, qid=np.repeat(np.arange(len(sizes)), sizes))
+    with pytest.raises(ValueError, match=r"3 scores per row, as a multi-class or multi-output model gives"):
+        LambdaMART()(np.zeros(3 * len(y)), dtrain)
 
 
 @pytest.mark.parametrize("engine", ["xgboost", "lightgbm", "sklearn"])

@@ -332,8 +332,14 @@ class RankingObjective:
         return grad, hess
 
     def _next_seed(self):
-        """Per-call seeds: deterministic for a fixed ``random_state``."""
-        if getattr(self, "_seed_base", None) is None or getattr(self, "_seed_for", None) is not self.random_state:
+        """Per-call seeds: deterministic for a fixed ``random_state``. The
+        sequence restarts when ``random_state`` changes: an int by its value
+        (by identity, a copy's int above 256 restarted it and a small one did
+        not), a generator by identity."""
+        seeded_for = getattr(self, "_seed_for", None)
+        same = (seeded_for == self.random_state if isinstance(seeded_for, numbers.Integral)
+                and isinstance(self.random_state, numbers.Integral) else seeded_for is self.random_state)
+        if getattr(self, "_seed_base", None) is None or not same:
             self._seed_base = seed_from(self.random_state)
             self._seed_for = self.random_state
             self._n_calls = 0
@@ -388,7 +394,13 @@ class RankingObjective:
             y, ptr, w = self._engine_inputs().sklearn_data(preds_or_y_true, weight, group, self._check_labels)
         preds = check_scores(np.asarray(preds, dtype=np.float64).ravel(), name="preds")
         if preds.shape[0] != y.shape[0]:
-            raise ValueError(f"preds has {preds.shape[0]} entries but there are {y.shape[0]} labels.")
+            several = y.shape[0] and preds.shape[0] % y.shape[0] == 0
+            raise ValueError(
+                f"preds has {preds.shape[0]} entries but there are {y.shape[0]} labels"
+                + (f": {preds.shape[0] // y.shape[0]} scores per row, as a multi-class or multi-output model gives "
+                   "(num_class, num_target). A ranking objective takes one score per row: drop those parameters."
+                   if several else ".")
+            )
         grad, hess = self._gradient_hessian_sorted(y, preds, ptr, self._next_seed())
         if w is not None:
             grad *= w
