@@ -267,8 +267,9 @@ class BaseRanker(BaseEstimator):
         return qid_from_group_sizes(X, qid, group, self.qid_col, where=where, qid_name=qid_name, group_name=group_name)
 
     # -- fit -----------------------------------------------------------------
-    def _objective_for_fit(self):
-        """The validated objective."""
+    def _objective_for_fit(self, fitting=True):
+        """The validated objective (``fitting=False``: of a model being loaded,
+        trained by an older rankkit that took an objective's own seed)."""
         objective = self._make_objective()
         objective._check_params()
         if self.position_bias is not None and getattr(objective, "gain", "exp") is None:
@@ -734,6 +735,17 @@ class Ranker(BaseRanker):
             )
         return super().set_params(**params)
 
+    def _objective_for_fit(self, fitting=True):
+        seed = getattr(self.objective, "random_state", None)
+        if fitting and seed is not None:
+            # Training draws from the ranker's random_state; the objective's would be ignored.
+            raise ValueError(
+                f"Ranker: the objective's random_state={seed!r} is not used: training draws its randomness from "
+                f"the ranker's random_state. Pass Ranker(objective={type(self.objective).__name__}(...), "
+                f"random_state={seed!r}) and leave the objective's random_state at None."
+            )
+        return super()._objective_for_fit(fitting)
+
     def _make_objective(self):
         if self.objective is None:
             return LambdaMART()
@@ -741,14 +753,6 @@ class Ranker(BaseRanker):
             raise ValueError(
                 "objective=SGLB(...) is not supported: pass the wrapped objective and langevin=True "
                 "(with learning_rate and diffusion_temperature) to add Langevin noise."
-            )
-        seed = getattr(self.objective, "random_state", None)
-        if seed is not None:
-            # Training draws from the ranker's random_state; the objective's would be ignored.
-            raise ValueError(
-                f"Ranker: the objective's random_state={seed!r} is not used: training draws its randomness from "
-                f"the ranker's random_state. Pass Ranker(objective={type(self.objective).__name__}(...), "
-                f"random_state={seed!r}) and leave the objective's random_state at None."
             )
         return clone(self.objective)
 

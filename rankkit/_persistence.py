@@ -408,5 +408,5 @@ def _rebuild(header, files, classes):
     ranker.backend_ = backend
     ranker.booster_ = getattr(backend, "booster_", None)
     if "objective_" not in header["fitted"]:  # a version-1 file
-        ranker.objective_ = ranker._objective_for_fit()
+        ranker.objective_ = ranker._objective_for_fit(fitting=False)
     return ranker

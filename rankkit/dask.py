@@ -87,9 +87,12 @@ default's oblivious ones). Within a query, documents tied on score and label
 take the caller's row order (as in memory). The bin edges (step 3) are
 unweighted, as the numba engine's, and differ from the in-memory XGBoost
 backend's weighted sketch on a feature with more distinct values than
-``max_bin`` (``docs/scaling.md``); with fewer, both separate every value and
-the trees are the in-memory ones. Models on different layouts agree up to the
-floating-point order of XGBoost's histogram sums over the workers.
+``max_bin`` (``docs/scaling.md``). With fewer, and at most 200,000 training
+rows (all of them then fit the edges), both separate every value: the trees
+split the training rows alike and predict them alike (the thresholds between
+two values differ: midpoints here, XGBoost's cut values in memory). Models on
+different layouts agree up to the floating-point order of XGBoost's histogram
+sums over the workers.
 """
 
 from __future__ import annotations

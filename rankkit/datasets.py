@@ -164,7 +164,7 @@ def load_svmlight(path, *, query_path=None, dtype=np.float64, n_features=None, d
     except _GZIP_ERRORS as error:
         raise _broken_gzip(path, error) from None
     except OSError as error:
-        if str(path).endswith(".bz2"):  # bz2: "Invalid data stream"
+        if str(path).endswith(".bz2") and "Invalid data stream" in str(error):  # bz2's word for it
             raise _broken_gzip(path, error) from None
         raise
     except (ValueError, OverflowError) as error:

@@ -53,15 +53,13 @@ from rankkit._validation import check_labels, check_same_length, check_scores
 
 __all__ = ["write_run", "write_qrels", "read_run", "read_qrels", "align"]
 
-#: The largest magnitude written or read as a 64-bit integer (float64 rounds 2**63 - 1 up to 2**63).
-_INT64_LIMIT = 2.0**63 - 1024
 RUN_COLUMNS = ["qid", "Q0", "docno", "rank", "score", "tag"]
 QRELS_COLUMNS = ["qid", "iteration", "docno", "relevance"]
 
 
 def _text_ids(values, n, name):
     """Ids as strings without whitespace (a TREC file is whitespace-separated);
-    a query id starting with ``#`` is refused (trec_eval and :func:`read_run`
+    a query id starting with ``#`` is refused (trec_eval 10 and :func:`read_run`
     read such a line as a comment, so the query would vanish from both files)."""
     raw = np.asarray(values)
     if raw.ndim == 1 and raw.dtype.kind in "fO" and pd.isna(raw).any():
@@ -74,7 +72,7 @@ def _text_ids(values, n, name):
         comment = np.flatnonzero(np.char.startswith(text, "#"))
         if comment.size:
             raise ValueError(f"qid has the id {str(text[comment[0]])!r}: a line starting with '#' is a comment to "
-                             "trec_eval (and read_run), so the query would be dropped from the run and the qrels "
+                             "read_run and trec_eval 10, so the query would be dropped from the run and the qrels "
                              "without a trace. Rename the query ids (e.g. strip the '#').")
     # Every id, not a prefix: an id with a space past the first rows wrote a line of 7 fields.
     as_series = pd.Series(text, dtype=object)
@@ -173,7 +171,7 @@ def write_qrels(path, y_true, *, qid, doc_ids=None):
     n = y.shape[0]
     if np.any(y != np.round(y)):
         raise ValueError("y_true must hold integer relevance grades for a qrels file (trec_eval reads integers).")
-    if n and np.abs(y).max() > _INT64_LIMIT:
+    if _beyond_int64(y).any():
         raise ValueError(f"y_true holds the grade {y[np.argmax(np.abs(y))]:g}, beyond the 64-bit integers trec_eval "
                          "reads; grades are small integers (rescale them).")
     ids = _default_doc_ids(n) if doc_ids is None else _text_ids(doc_ids, n, "doc_ids")
@@ -284,12 +282,22 @@ def _integers(text, path, field, lines):
         row = int(bad[0])
         raise ValueError(f"{path}: line {lines[row]} has the {field} {text[row]!r}; it must be an integer.")
     # Beyond int64 the cast wrapped around (1e20 read as -9.2e18).
-    beyond = np.flatnonzero(np.abs(as_float) > _INT64_LIMIT)
+    beyond = np.flatnonzero(_beyond_int64(values))
     if beyond.size:
         row = int(beyond[0])
         raise ValueError(f"{path}: line {lines[row]} has the {field} {text[row]!r}, beyond the 64-bit integers "
                          "trec_eval reads.")
     return values.astype(np.int64)
+
+
+def _beyond_int64(values):
+    """Which integer values (int64, uint64 or float64, as pandas parses them) int64 does not hold."""
+    values = np.asarray(values)
+    if values.dtype.kind == "u":
+        return values > np.iinfo(np.int64).max
+    if values.dtype.kind == "f":  # -2**63 and 2**63 are exact in float64
+        return (values >= 2.0**63) | (values < -(2.0**63))
+    return np.zeros(values.shape, dtype=bool)
 
 
 def _check_unique(frame, path):

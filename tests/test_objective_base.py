@@ -267,6 +267,8 @@ def test_multi_output_predictions_name_the_cause():
     dtrain = xgb.DMatrix(X, y, qid=np.repeat(np.arange(len(sizes)), sizes))
     with pytest.raises(ValueError, match=r"3 scores per row, as a multi-class or multi-output model gives"):
         LambdaMART()(np.zeros(3 * len(y)), dtrain)
+    with pytest.raises(ValueError, match=rf"preds has 0 entries but there are {len(y)} labels\.$"):
+        LambdaMART()(np.zeros(0), dtrain)
 
 
 @pytest.mark.parametrize("engine", ["xgboost", "lightgbm", "sklearn"])

@@ -385,6 +385,22 @@ def test_a_loaded_ranker_scores_with_the_objective_it_was_trained_with(backend, 
     old = _rewrite_header(path, tmp_path / "v1.rkm", lambda h: (h.update(version=1), h["fitted"].pop("objective_")))
     assert load_model(old).objective_.gain == "linear"  # rebuilt from the parameters, as version 1 did
 
+    # A version-1 generic Ranker whose objective held a seed (ignored in training; refused at fit
+    # since): it loads, its objective rebuilt as before.
+    from rankkit import Ranker
+    from rankkit.objectives import YetiRank
+
+    Ranker(YetiRank(), backend=backend, qid_col="query", random_state=0, **BOOST).fit(train, y).save_model(path)
+
+    def version_1_with_seed(header):
+        header.update(version=1)
+        header["fitted"].pop("objective_")
+        header["params"]["objective"]["params"]["random_state"] = 0
+
+    seeded = load_model(_rewrite_header(path, tmp_path / "v1seed.rkm", version_1_with_seed))
+    assert seeded.objective.random_state == 0 and seeded.objective_.random_state == 0
+    np.testing.assert_array_equal(seeded.predict(test), load_model(path).predict(test))
+
 
 def test_parameters_of_a_newer_rankkit_are_refused(saved, tmp_path):
     path = _rewrite_header(saved, tmp_path / "p.rkm", lambda h: h["params"].update(shiny_new_option=3))

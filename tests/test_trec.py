@@ -488,8 +488,11 @@ def test_grades_beyond_int64_are_errors_not_wrapped(tmp_path):
     path.write_text("q1 0 d1 99999999999999999999\nq1 0 d2 1\n")
     with pytest.raises(ValueError, match=r"line 1 has the relevance '99999999999999999999', beyond the 64-bit"):
         read_qrels(path)
-    path.write_text("q1 0 d1 9223372036854774784\n")  # the largest float64 below 2**63: still an int64
-    assert read_qrels(path)["relevance"].tolist() == [9223372036854774784]
+    path.write_text("q1 0 d1 9223372036854775807\nq1 0 d2 -9223372036854775808\n")  # int64's own limits
+    assert read_qrels(path)["relevance"].tolist() == [2**63 - 1, -(2**63)]
+    path.write_text("q1 0 d1 9223372036854775808\n")
+    with pytest.raises(ValueError, match=r"line 1 has the relevance '9223372036854775808', beyond the 64-bit"):
+        read_qrels(path)
 
 
 def test_scores_beyond_float_overflow_above_its_largest_as_in_trec_eval():

@@ -394,7 +394,7 @@ class RankingObjective:
             y, ptr, w = self._engine_inputs().sklearn_data(preds_or_y_true, weight, group, self._check_labels)
         preds = check_scores(np.asarray(preds, dtype=np.float64).ravel(), name="preds")
         if preds.shape[0] != y.shape[0]:
-            several = y.shape[0] and preds.shape[0] % y.shape[0] == 0
+            several = 0 < y.shape[0] < preds.shape[0] and preds.shape[0] % y.shape[0] == 0
             raise ValueError(
                 f"preds has {preds.shape[0]} entries but there are {y.shape[0]} labels"
                 + (f": {preds.shape[0] // y.shape[0]} scores per row, as a multi-class or multi-output model gives "
