@@ -330,8 +330,9 @@ _PARAMETER_DOCS = {
     ``rel >= 1`` for integer labels).""",
     "doc_ids": """doc_ids : array-like of shape (n_samples,) or None, default=None
     Document id of every row, for ``ties="trec"`` or ``"trec_double"``
-    only. Compared as text, as trec_eval compares ``docno`` (``"10"`` comes
-    before ``"9"``); an id repeated within a query is an error.""",
+    only. Compared as text, as trec_eval compares ``docno``, and tied scores
+    ranked by id descending (``"9"`` before ``"10"``, since ``"10" < "9"`` as
+    text); an id repeated within a query is an error.""",
     "err_mapping": """err_mapping : {None, "chapelle"}, default=None
     ``None``: labels are relevance probabilities and must lie in [0, 1].
     ``"chapelle"``: graded labels map to ``R = (2^r - 1) / 2^{r_max}``.""",
