@@ -402,17 +402,20 @@ class PairwiseEstimator:
         return np.clip(self.t_plus, 1e-6, 1.0)
 
 
-def check_shown_at_top(position, total=None):
+def check_shown_at_top(position, total=None, weight=None):
     """Estimated propensities are relative to position 1: without a training row
-    shown there (over all the parts, ``total``) the estimators have nothing
-    to divide by and would return 1 everywhere, no debiasing at all."""
-    at_top = all_sums(total, [float(np.count_nonzero(position == 1))])[0]
+    of positive weight shown there (over all the parts, ``total``) the
+    estimators have nothing to divide by and would return 1 everywhere, no
+    debiasing at all."""
+    counted = position if weight is None else position[weight > 0]
+    at_top = all_sums(total, [float(np.count_nonzero(counted == 1))])[0]
     if at_top == 0:
-        shallowest = int(position.min()) if position.size else 0
+        shallowest = int(counted.min()) if counted.size else 0
+        weighted = "" if weight is None else " of positive sample_weight"
         raise ValueError(
-            'position_bias="estimate" learns propensities relative to position 1, but no training row was shown '
-            f"at position 1 (the shallowest here is {shallowest}). Number the ranks so the top shown rank is 1 "
-            f"(e.g. position - {shallowest - 1}; the estimate is then relative to that rank), or use "
+            'position_bias="estimate" learns propensities relative to position 1, but no training row'
+            f"{weighted} was shown at position 1 (the shallowest here is {shallowest}). Number the ranks so the top "
+            f"shown rank is 1 (e.g. position - {shallowest - 1}; the estimate is then relative to that rank), or use "
             'position_bias="known" with propensities=.'
         )
 
@@ -470,7 +473,7 @@ class ClickLabels:
         self.trained_with = []
         n_positions = int(self.position.max()) if settings.n_positions is None else int(settings.n_positions)
         if mode == "estimate":
-            check_shown_at_top(self.position, total)
+            check_shown_at_top(self.position, total, train.weight)
         if mode == "known":
             self.estimator = None
             self.theta = propensity_table(settings.propensities, n_positions)

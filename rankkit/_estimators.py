@@ -80,6 +80,7 @@ from ._training import (
     EvalMonitor,
     GradientPipeline,
     QueryData,
+    check_clicks_train_on_grades,
     check_err_metrics_can_map,
     check_err_scale_is_fixed,
     check_metric_settings_read,
@@ -412,6 +413,7 @@ class BaseRanker(BaseEstimator):
                                                   (eval_set, eval_qid, eval_group, eval_position))
         metrics, settings = self._eval_metrics(objective, np.max(train.y, initial=0.0))
         check_err_scale_is_fixed(self.position_bias, objective, metrics)
+        check_clicks_train_on_grades(self.position_bias, objective)
         check_metric_settings_read(self, objective, metrics, settings)
         debiased = {} if self.position_bias is None else {
             name: debiased_metric_settings(settings, objective)

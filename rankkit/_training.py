@@ -157,6 +157,22 @@ def check_metric_settings_read(ranker, objective, metrics, settings):
             )
 
 
+def check_clicks_train_on_grades(position_bias, objective):
+    """Debiased clicks are graded labels (``clicks / propensity``); a metric
+    that reads labels only as relevant or not (above ``relevance_threshold``)
+    sees every click alike, so ``position_bias`` would change nothing: the
+    model of the raw clicks, without a word. Refused."""
+    metric = getattr(_metric_objective(objective), "metric", None)
+    name = str(metric).split("@")[0].strip().lower()
+    if position_bias is not None and name in READ_BY["relevance_threshold"]:
+        raise ValueError(
+            f"metric={metric!r} reads a label only as relevant or not, so position_bias={position_bias!r}, whose "
+            "inverse propensity weights scale a clicked document's label by 1 / propensity, would change nothing: "
+            "the model would be the one of the raw clicks. Train on a graded metric (metric='ndcg', 'dcg' or "
+            "'err') or another objective, and watch MRR or MAP with eval_metric=."
+        )
+
+
 def check_err_scale_is_fixed(position_bias, objective, metrics):
     """ERR and PFound with Chapelle's mapping and ``err_max_label=None`` scale
     the labels by the largest training one; with estimated propensities the

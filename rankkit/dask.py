@@ -120,8 +120,8 @@ from sklearn.utils.validation import check_is_fitted
 from . import _estimators
 from ._backends.xgboost_dask import XGBoostDaskBackend, worker_threads
 from ._clicks import (
-    check_position_bias_params, click_settings, dask_click_settings, debiased_metric_settings, missing_positions_error,
-    position_without_debiasing_error, propensity_table,
+    MAX_POSITION, check_position, check_position_bias_params, click_settings, dask_click_settings,
+    debiased_metric_settings, missing_positions_error, position_without_debiasing_error, propensity_table,
 )
 from ._dask_layout import (
     KEY,
@@ -148,6 +148,7 @@ from ._training import (
     EvalMonitor,
     PartMonitor,
     _metric_objective,
+    check_clicks_train_on_grades,
     check_err_scale_is_fixed,
     check_metric_settings_read,
     curvature_unit,
@@ -520,6 +521,8 @@ class _DaskRanker:
                 raise TypeError(f"position must be a dask collection partitioned like X "
                                 f"(a dask Series or array), got {type(shown).__name__}.")
             deepest = float(client.compute(shown.max()).result())  # on this ranker's cluster, not the default
+            if np.isfinite(deepest) and deepest > MAX_POSITION:  # a document id: before any table that deep
+                check_position(np.array([deepest]), 1)
             n_positions = int(deepest) if np.isfinite(deepest) and deepest >= 1 else 1  # else the layout explains
             if self.position_bias == "known":
                 self.position_bias_ = propensity_table(self.propensities, n_positions)
@@ -549,6 +552,7 @@ class _DaskRanker:
             del self._position_modulus
         metrics, settings = self._eval_metrics(objective, train.max_label)
         check_err_scale_is_fixed(self.position_bias, objective, metrics)
+        check_clicks_train_on_grades(self.position_bias, objective)
         check_metric_settings_read(self, objective, metrics, settings)
         monitor = EvalMonitor(self, None, sets, metrics, settings,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),

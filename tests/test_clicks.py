@@ -557,6 +557,29 @@ def test_estimate_needs_rows_shown_at_position_one(estimator):
         _fit([3, 4, 5, 3, 4, 5], position_bias="estimate", propensity_estimator=estimator)
     # A query whose list starts below 1 is fine when another one starts at 1.
     _fit([1, 2, 3, 3, 4, 5], position_bias="estimate", propensity_estimator=estimator)
+    # Rows at position 1 of sample_weight 0 are no evidence either (EM returned 1 everywhere).
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    ranker = QueryRMSERanker(n_estimators=2, position_bias="estimate", propensity_estimator=estimator)
+    with pytest.raises(ValueError, match=r"no training row of positive sample_weight was shown at position 1"):
+        ranker.fit(X, [1.0, 0, 0, 0, 1, 0], qid=[0, 0, 0, 1, 1, 1], position=[1, 2, 3, 1, 2, 3],
+                   sample_weight=[0, 1, 1, 0, 1, 1])
+
+
+@pytest.mark.parametrize("metric", ["mrr", "map@5"])
+def test_clicks_do_not_train_a_metric_that_reads_only_relevant_or_not(metric):
+    """Debiased clicks are graded (clicks / propensity); MRR and MAP read a label only as relevant
+    or not, so the debiasing changed nothing: the model of the raw clicks, without a word."""
+    X, y, qid = make_ranking(30, n_features=4, max_docs=10, random_state=0)
+    Xc, clicks, sid, position = simulate_clicks(X, y, qid, X[:, 0], n_sessions=100, top_k=6, aggregate=False,
+                                                random_state=0)
+    for ranker in (LambdaMARTRanker(metric=metric, position_bias="known", propensities=lambda k: 1.0 / k),
+                   YetiRanker(metric=metric, position_bias="estimate"),
+                   StochasticRankRanker(metric=metric, position_bias="estimate")):
+        with pytest.raises(ValueError, match=r"reads a label only as relevant or not, so position_bias="):
+            ranker.set_params(n_estimators=2, n_jobs=1).fit(Xc, clicks, qid=sid, position=position)
+    # Watched, not trained on: allowed (a graded-label eval set, say).
+    LambdaMARTRanker(n_estimators=2, n_jobs=1, position_bias="known", propensities=lambda k: 1.0 / k,
+                     eval_metric=["ndcg@10", metric]).fit(Xc, clicks, qid=sid, position=position)
 
 
 def test_a_randomised_logger_lets_the_ranker_recover_the_propensities():

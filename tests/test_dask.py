@@ -1004,6 +1004,12 @@ def test_click_data_errors_on_dask(client):
     with pytest.raises(ValueError, match="needs the rank"):
         DaskLambdaMARTRanker(position_bias="known", propensities=[1.0], client=client).fit(
             frame.drop(columns="position"), dy)
+    # A document id as the position: the in-memory error, not a table of 10^12 propensities (7 TiB).
+    for mode in ("known", "estimate"):
+        kw = {"propensities": lambda k: 1.0 / k} if mode == "known" else {}
+        with pytest.raises(ValueError, match=r"position holds 1000000000001, deeper than rankkit takes"):
+            DaskLambdaMARTRanker(position_bias=mode, client=client, n_estimators=2, **kw).fit(
+                frame.assign(position=frame["position"] + 10**12), dy)
 
 
 def test_scorer_that_excludes_queries_is_the_exact_global_mean(client, data):
