@@ -140,6 +140,14 @@ def assemble(x, y, qid, w, source, pos=None, *, n_features, dtype, objective, wh
         frame[_W] = check_sample_weight(np.asarray(w).ravel(), n)
     if n:
         codes, uniques = factorize_qid(qid, n, name=qid_name)
+        kind = pd.api.types.infer_dtype(uniques, skipna=False)
+        if kind.startswith("mixed") and kind != "mixed-integer-float":
+            # Dask's shuffle by query cannot carry such a column ("P2P ... failed" from a worker).
+            raise ValueError(
+                f"{qid_name} of {where} holds query ids of several types ({kind}: e.g. ints and strings, or "
+                f"tuples) in partition {source}; rankkit.dask shuffles the rows by query id, which takes ids of "
+                f"one type. Convert them (e.g. {qid_name}.astype(str), if no two ids then read alike)."
+            )
         frame[_QID] = np.asarray(uniques)[codes]
         frame[KEY] = query_keys(uniques)[codes]
     else:

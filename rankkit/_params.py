@@ -54,8 +54,8 @@ BOOSTING_PARAMS = {
         1.0, [Interval(Real, 0, 1, closed="right")], "float", "Share of rows sampled for each tree.", True),
     "colsample_bytree": Param(
         1.0, [Interval(Real, 0, 1, closed="right")], "float",
-        "Share of features sampled for each tree: ``colsample_bytree * n_features`` rounded down (at least "
-        "1) on the numba engine and XGBoost, rounded to the nearest by LightGBM.", True),
+        "Share of features sampled for each tree: ``colsample_bytree * n_features`` (in float32) rounded down "
+        "(at least 1) on the numba engine and XGBoost, rounded to the nearest by LightGBM.", True),
     "max_bin": Param(256, [Interval(Integral, 2, None, closed="left")], "int",
                      "Histogram bins per feature (on the numba engine, whose bins are bytes, a larger value is capped at 255).", True),
     "n_jobs": Param(

@@ -90,7 +90,9 @@ backend's weighted sketch on a feature with more distinct values than
 ``max_bin`` (``docs/scaling.md``). With fewer, and at most 200,000 training
 rows (all of them then fit the edges), both separate every value: the trees
 split the training rows alike and predict them alike (the thresholds between
-two values differ: midpoints here, XGBoost's cut values in memory). Models on
+two values differ: midpoints here, XGBoost's cut values in memory; and with
+``sample_weight``, XGBoost's weighted sketch leaves out values that only rows
+of weight 0 hold, which the edges here separate). Models on
 different layouts agree up to the floating-point order of XGBoost's histogram
 sums over the workers.
 """
@@ -223,15 +225,21 @@ class _DaskRanker:
 
     # -- client and checks -------------------------------------------------------
     def _get_client(self):
-        if self.client is not None:
-            return self.client
-        try:
-            return distributed.default_client()
-        except ValueError:
+        client = self.client
+        if client is None:
+            try:
+                client = distributed.default_client()
+            except ValueError:
+                raise ValueError(
+                    f"{type(self).__name__} found no Dask client: start one (distributed.Client(...) or "
+                    "distributed.LocalCluster) before fit/predict, or pass client=."
+                ) from None
+        if client.status in ("closing", "closed"):  # else "IOLoop is closed" from deep inside distributed
             raise ValueError(
-                f"{type(self).__name__} found no Dask client: start one (distributed.Client(...) or "
-                "distributed.LocalCluster) before fit/predict, or pass client=."
-            ) from None
+                f"{type(self).__name__}'s Dask client is closed: pass an open one (set_params(client=...)) or "
+                "set client=None to use the current default client."
+            )
+        return client
 
     def __getstate__(self):
         # A client cannot be pickled; the unpickled ranker uses the current client.
@@ -372,8 +380,17 @@ class _DaskRanker:
                                      meta=lay_out_partition(meta, position_modulus=modulus))
         with quiet_shuffle_log(client):
             frame = client.persist(frame)
-            summaries = client.compute([dask.delayed(partition_summary)(p) for p in frame.to_delayed()],
-                                       sync=True)
+            try:
+                summaries = client.compute([dask.delayed(partition_summary)(p) for p in frame.to_delayed()],
+                                           sync=True)
+            except RuntimeError as error:
+                if "P2P" not in str(error):
+                    raise
+                raise RuntimeError(
+                    f"{error}. rankkit.dask shuffles the rows of {where} by query id (dask's p2p shuffle); one "
+                    f"cause of this failure is query ids ({qid_name}) of different types in different partitions "
+                    "(ints in one, strings in another): give them one type. Others are a worker's memory or disk."
+                ) from error
         keys = [s[0] for s in summaries]
         if sum(k.size for k in keys) == 0:
             raise ValueError(f"{where} has no rows.")
@@ -614,7 +631,9 @@ class _DaskRanker:
         if self.backend_.n_jobs == self.n_jobs:
             return self.backend_
         backend = copy.deepcopy(self.backend_)
-        backend.set_threads(worker_threads(self._get_client(), self.n_jobs))
+        # Only n_jobs < 0 counts threads on the workers: a client is needed for nothing else here.
+        client = self._get_client() if self.n_jobs is not None and self.n_jobs < 0 else None
+        backend.set_threads(worker_threads(client, self.n_jobs))
         return backend
 
     def predict(self, X, iteration_range=None):

@@ -785,6 +785,33 @@ def test_no_client(data):
         DaskLambdaMARTRanker().fit(data["X"], data["dy"])
 
 
+def test_closed_client_and_predict_without_one(client, data):
+    """A closed client was "IOLoop is closed" from inside distributed. A model
+    without a client predicts with dask's own scheduler, also after
+    set_params(n_jobs=2) (which asked for a client it does not need)."""
+    model = DaskLambdaMARTRanker(**SMALL, client=client).fit(data["X"], data["dy"])
+    expected = client.compute(model.predict(data["X"])).result().to_numpy()
+    other = distributed.Client(client.scheduler.address, set_as_default=False)
+    other.close()
+    with pytest.raises(ValueError, match=r"Dask client is closed: pass an open one"):
+        model.set_params(client=other).score(data["X"], data["dy"])
+    with pytest.raises(ValueError, match=r"Dask client is closed: pass an open one"):
+        model.fit(data["X"], data["dy"])
+    unpickled = pickle.loads(pickle.dumps(model.set_params(client=client)))
+    unpickled.set_params(n_jobs=2)
+    got = unpickled.predict(data["X"]).compute(scheduler="sync").to_numpy()
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_query_ids_of_several_types_are_named(client):
+    """Ints and strings in one query column failed inside dask's shuffle ("P2P ... failed")."""
+    X, y, qid = make_ranking(20, n_features=3, random_state=0)
+    mixed = np.where(qid % 2 == 0, qid.astype(object), np.array([f"s{q}" for q in qid], dtype=object))
+    with pytest.raises(ValueError, match=r"qid of X holds query ids of several types \(mixed-integer"):
+        DaskLambdaMARTRanker(n_estimators=2, client=client).fit(
+            da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100), qid=da.from_array(mixed, chunks=100))
+
+
 def test_default_client_is_used(client, data):
     with client.as_current():
         model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 3}).fit(data["X"], data["dy"])

@@ -391,8 +391,9 @@ def test_feature_importances():
 
 
 def test_split_importance_counts_the_splits_that_rows_reach():
-    """Oblivious trees split every node of a level, empty ones included:
-    only the nodes some training row reaches count as splits."""
+    """Oblivious trees split every node of a level, empty ones included, and
+    nodes whose rows all go one way: only nodes whose training rows reach
+    both children count as splits (those divide the data)."""
     X, y = regression_data(n=60, F=4)
     b = backend(n_estimators=5, max_depth=6, min_child_weight=0.0,
                 backend_params={"grow_policy": "oblivious"}).fit(X, squared_error(y))
@@ -406,9 +407,11 @@ def test_split_importance_counts_the_splits_that_rows_reach():
                 v = x[t["feature"][i]]
                 left = t["missing_left"][i] if np.isnan(v) else v <= t["threshold"][i]
                 i = t["left"][i] if left else t["right"][i]
-        for i in reached:
+            reached.add(i)  # the leaf too
+        divides = [i for i in reached if t["left"][i] >= 0 and {t["left"][i], t["right"][i]} <= reached]
+        for i in divides:
             counts[t["feature"][i]] += 1
-        empty += int(np.sum(t["left"] >= 0)) - len(reached)
+        empty += int(np.sum(t["left"] >= 0)) - len(divides)
     assert empty > 0  # the case this checks
     np.testing.assert_allclose(b.feature_importances("split"), counts / counts.sum(), rtol=1e-12)
 
@@ -708,3 +711,19 @@ def test_a_missing_row_of_tiny_hessian_is_a_row(policy):
     for i, rows in node_rows(t, X).items():
         if t["left"][i] < 0:
             assert t["value"][i] == pytest.approx(-grad[rows].sum() / (hess[rows].sum() + 1.0), rel=1e-9, abs=1e-15)
+
+
+def test_colsample_bytree_counts_columns_as_xgboost_does(monkeypatch):
+    """colsample_bytree * n_features rounded down in float32, as XGBoost counts:
+    0.29 * 100 is 28.999999999999996 in float64, and the engine kept 28 columns."""
+    from rankkit._backends._gbm import grower
+
+    seen = []
+    grow = grower.TreeGrower.grow
+    monkeypatch.setattr(grower.TreeGrower, "grow", lambda self, g, h, feats, *a: seen.append(len(feats))
+                        or grow(self, g, h, feats, *a))
+    X, y = regression_data(n=200, F=100)
+    for fraction, n_features, want in ((0.29, 100, 29), (0.57, 100, 57), (0.58, 50, 29), (0.005, 100, 1)):
+        seen.clear()
+        backend(n_estimators=2, colsample_bytree=fraction).fit(X[:, :n_features], squared_error(y))
+        assert seen == [want, want]

@@ -328,7 +328,8 @@ class NumbaBackend(Backend):
             h_tree = self._split_hessians(hess, prob)
         else:
             h_tree = hess if prob is None else hess / prob
-        n_cols = max(1, int(self.colsample_bytree * n_features))
+        # In float32, as XGBoost counts them: 0.29 * 100 is 28.999999999999996 in float64.
+        n_cols = max(1, int(np.float32(self.colsample_bytree) * np.float32(n_features)))
         if n_cols < n_features:
             sample_uniforms(self._seed, _STREAMS * t + 1, n_features, self._u_cols)
             feats = np.sort(np.argsort(self._u_cols, kind="stable")[:n_cols]).astype(np.int64)

@@ -153,9 +153,11 @@ class TreeEnsemble:
     def feature_importances(self, importance_type):
         imp = np.zeros(self.n_features, dtype=np.float64)
         for t in self.trees:
-            # An oblivious level splits its empty nodes too (they keep the tree
-            # full); a split of no row is not a split of the data (and gains 0).
-            internal = (t["left"] >= 0) & (t["count"] > 0)
+            # An oblivious level splits every node of the level (the tree stays
+            # full), also nodes whose rows all go one way; a split that leaves a
+            # child without rows divides no data (and gains 0).
+            internal = t["left"] >= 0
+            internal[internal] = (t["count"][t["left"][internal]] > 0) & (t["count"][t["right"][internal]] > 0)
             f = t["feature"][internal]
             w = t["gain"][internal] if importance_type == "gain" else np.ones(f.shape[0])
             np.add.at(imp, f, w)
