@@ -88,6 +88,16 @@ def test_another_engines_parameter_names_its_backend(data, backend, key, owner):
     assert f"backend={backend!r}" in msg
 
 
+@_needs("xgboost", "lightgbm")
+@pytest.mark.parametrize("backend, key, here", [
+    ("numba", "gamma", "min_split_gain"), ("xgboost", "min_gain_to_split", "gamma"),
+    ("lightgbm", "gamma", "min_gain_to_split"), ("numba", "min_gain_to_split", "min_split_gain"),
+])
+def test_another_engines_least_split_gain_names_this_ones(data, backend, key, here):
+    with pytest.raises(ValueError, match=rf"'{key}' is a parameter of .*\(its equivalent here: '{here}'\)"):
+        _fit(data, backend, {key: 1})
+
+
 @_needs("xgboost")
 @_needs("xgboost", "lightgbm")
 @pytest.mark.parametrize("backend, key, ranker_param, owner", [

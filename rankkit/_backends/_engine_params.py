@@ -84,7 +84,9 @@ def check_backend_params(backend_cls, params):
         owners = _other_backends_accepting(key, name)
         if owners:
             where = " or ".join(f"backend={o!r}" for o in owners)
-            problems.append(f"{key!r} is a parameter of {where}, not of backend={name!r}")
+            same = [k for group in _SAME_SETTING if key in group for k in sorted(group) if k in valid]
+            here = f" (its equivalent here: {same[0]!r})" if same else ""
+            problems.append(f"{key!r} is a parameter of {where}, not of backend={name!r}{here}")
             continue
         close = difflib.get_close_matches(key, sorted(valid), n=3, cutoff=0.75)
         hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
@@ -95,6 +97,10 @@ def check_backend_params(backend_cls, params):
             + f". The valid keys: {backend_cls.params_help}."
         )
     return params
+
+
+#: The engines' names of one setting (the least gain of a split).
+_SAME_SETTING = ({"gamma", "min_split_loss", "min_split_gain", "min_gain_to_split"},)
 
 
 def _other_backends(this):
