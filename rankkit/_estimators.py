@@ -409,11 +409,11 @@ class BaseRanker(BaseEstimator):
             vars(self).pop(name, None)
         check_position_bias_params(self)  # before the columns are read
         objective = self._objective_for_fit()
+        check_clicks_train_on_grades(self.position_bias, objective)
         train, sets, clicks = self._training_data(objective, (X, y, qid, group, position), sample_weight,
                                                   (eval_set, eval_qid, eval_group, eval_position))
         metrics, settings = self._eval_metrics(objective, np.max(train.y, initial=0.0))
         check_err_scale_is_fixed(self.position_bias, objective, metrics)
-        check_clicks_train_on_grades(self.position_bias, objective)
         check_metric_settings_read(self, objective, metrics, settings)
         debiased = {} if self.position_bias is None else {
             name: debiased_metric_settings(settings, objective)

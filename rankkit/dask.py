@@ -524,6 +524,7 @@ class _DaskRanker:
             )
         check_position_bias_params(self)
         objective = self._objective_for_fit()
+        check_clicks_train_on_grades(self.position_bias, objective)
         shrink = shrink_schedule(self.model_shrink_rate, self.model_shrink_mode, self.learning_rate)
         # The engine's parameters before any row moves: XGBoost would refuse
         # some only on the workers, after the shuffle (or after training).
@@ -569,7 +570,6 @@ class _DaskRanker:
             del self._position_modulus
         metrics, settings = self._eval_metrics(objective, train.max_label)
         check_err_scale_is_fixed(self.position_bias, objective, metrics)
-        check_clicks_train_on_grades(self.position_bias, objective)
         check_metric_settings_read(self, objective, metrics, settings)
         monitor = EvalMonitor(self, None, sets, metrics, settings,
                                early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),

@@ -1031,6 +1031,8 @@ def test_click_data_errors_on_dask(client):
     with pytest.raises(ValueError, match="needs the rank"):
         DaskLambdaMARTRanker(position_bias="known", propensities=[1.0], client=client).fit(
             frame.drop(columns="position"), dy)
+    with pytest.raises(ValueError, match=r"metric='mrr' reads a label only as relevant or not"):
+        DaskLambdaMARTRanker(metric="mrr", position_bias="known", propensities=[1.0], client=client).fit(frame, dy)
     # A document id as the position: the in-memory error, not a table of 10^12 propensities (7 TiB).
     for mode in ("known", "estimate"):
         kw = {"propensities": lambda k: 1.0 / k} if mode == "known" else {}
