@@ -115,12 +115,18 @@ def pin_err_max_label(objective, train_max, eval_maxes=(), *, debiased=False):
     return objective
 
 
+def _metric_names(inner, metrics=()):
+    """Names without ``@k`` of the objective's metric (as given: ``"ERR@10"``)
+    and of ``metrics`` (:func:`eval_metrics`' names)."""
+    return {str(m).partition("@")[0].strip().lower() for m in [getattr(inner, "metric", ""), *metrics]}
+
+
 def uses_err_scale(objective, metrics):
     """Whether ERR or PFound with Chapelle's mapping and ``err_max_label``
     left to the data is the objective's metric or one of ``metrics``."""
     inner = _metric_objective(objective)
     return (getattr(inner, "err_mapping", None) is not None and getattr(inner, "err_max_label", 0) is None
-            and any(str(m).split("@")[0] in ("err", "pfound") for m in [getattr(inner, "metric", ""), *metrics]))
+            and bool(_metric_names(inner, metrics) & {"err", "pfound"}))
 
 
 #: The metrics (and YetiRank's classic weights) that read each metric setting of a ranker.
@@ -139,7 +145,7 @@ def check_metric_settings_read(ranker, objective, metrics, settings):
     if settings.get(CALLABLE_METRICS):
         return
     inner = _metric_objective(objective)
-    names = {str(m).split("@")[0].strip().lower() for m in [getattr(inner, "metric", ""), *metrics]}
+    names = _metric_names(inner, metrics)
     # A named ranker holds the settings; the generic Ranker leaves them to its objective.
     holders = [(h, {p.name: p.default for p in inspect.signature(type(h).__init__).parameters.values()})
                for h in (ranker, inner)]
@@ -162,9 +168,9 @@ def check_clicks_train_on_grades(position_bias, objective):
     that reads labels only as relevant or not (above ``relevance_threshold``)
     sees every click alike, so ``position_bias`` would change nothing: the
     model of the raw clicks, without a word. Refused."""
-    metric = getattr(_metric_objective(objective), "metric", None)
-    name = str(metric).split("@")[0].strip().lower()
-    if position_bias is not None and name in READ_BY["relevance_threshold"]:
+    inner = _metric_objective(objective)
+    metric = getattr(inner, "metric", None)
+    if position_bias is not None and _metric_names(inner) & set(READ_BY["relevance_threshold"]):
         raise ValueError(
             f"metric={metric!r} reads a label only as relevant or not, so position_bias={position_bias!r}, whose "
             "inverse propensity weights scale a clicked document's label by 1 / propensity, would change nothing: "

@@ -683,6 +683,14 @@ def test_err_on_clicks_keeps_the_training_scale():
     with pytest.raises(ValueError, match=r"position_bias='estimate'.*Pass err_max_label="):
         LambdaMARTRanker(**kw, position_bias="estimate").fit(Xc, clicks, qid=sid, position=position)
     LambdaMARTRanker(**kw, position_bias="estimate", err_max_label=20.0).fit(Xc, clicks, qid=sid, position=position)
+    # The objective's metric as the user wrote it, in capitals, read by no eval metric: the same rules
+    # (its name was compared without lower-casing: no pin, no error).
+    capitals = dict(kw, metric="ERR", eval_metric="ndcg@10")
+    ranker = LambdaMARTRanker(**capitals, position_bias="known", propensities=lambda k: 1.0 / k)
+    assert ranker.fit(Xc, clicks, qid=sid, position=position).objective_.err_max_label == pytest.approx(
+        np.log2(1 + (clicks * position).max()))
+    with pytest.raises(ValueError, match=r"position_bias='estimate'.*Pass err_max_label="):
+        LambdaMARTRanker(**capitals, position_bias="estimate").fit(Xc, clicks, qid=sid, position=position)
     # An eval set with a click deeper than the training ones: above the pinned scale, said in click terms.
     known = dict(kw, position_bias="known", propensities=lambda k: 1.0 / k)
     deeper = (Xc, clicks, sid, np.where(clicks > 0, position + 100, position))
