@@ -24,7 +24,6 @@ so the in-memory and the distributed training are one pipeline.
 
 from __future__ import annotations
 
-import inspect
 import sys
 import warnings
 from numbers import Integral
@@ -41,7 +40,7 @@ from ._metrics._common import check_exp_gain, parse_metric
 from ._objectives._base import query_hessian_units
 from ._random import mix64
 from ._sglb import add_gaussian_noise, auto_diffusion_temperature, langevin_noise_scale
-from ._validation import first_text
+from ._validation import constructor_defaults, first_text
 
 #: The metric of ``score``, ``scoring=None`` and early stopping for every ranker
 #: without ``eval_metric``: one metric, so rankers compare on the same footing.
@@ -147,8 +146,7 @@ def check_metric_settings_read(ranker, objective, metrics, settings):
     inner = _metric_objective(objective)
     names = _metric_names(inner, metrics)
     # A named ranker holds the settings; the generic Ranker leaves them to its objective.
-    holders = [(h, {p.name: p.default for p in inspect.signature(type(h).__init__).parameters.values()})
-               for h in (ranker, inner)]
+    holders = [(h, constructor_defaults(type(h))) for h in (ranker, inner)]
     for param, readers in READ_BY.items():
         holder, defaults = next(((h, d) for h, d in holders if param in d), (None, {}))
         if holder is None or getattr(holder, param, defaults[param]) == defaults[param]:

@@ -5,6 +5,8 @@ Every message names the parameter and says how to fix it.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
 
 import numpy as np
@@ -174,3 +176,9 @@ def per_eval_set(eval_set, **lists):
                              f"{_PER_SET[name]} per eval set.")
         out[name] = value
     return eval_set, out
+
+
+@functools.lru_cache(maxsize=None)
+def constructor_defaults(cls):
+    """``{parameter: default}`` of ``cls.__init__`` (read once per class; do not modify)."""
+    return {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()}

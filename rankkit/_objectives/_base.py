@@ -77,7 +77,7 @@ from .._metrics._common import (
     uses_exp_gain,
 )
 from .._random import index_query_keys, mix64, seed_from
-from .._validation import check_labels, check_sample_weight, check_scores
+from .._validation import check_labels, check_sample_weight, check_scores, constructor_defaults
 from ._swap import NO_CUTOFF
 
 #: Parameters of :func:`~rankkit._metrics._api.evaluate_sorted` that describe
@@ -227,7 +227,7 @@ class RankingObjective:
 
     def __repr__(self):
         # The arguments that differ from their defaults, as scikit-learn shows estimators.
-        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
+        defaults = constructor_defaults(type(self))
         changed = {k: v for k, v in self._get_params().items()
                    if k not in defaults or repr(v) != repr(defaults[k])}
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
@@ -482,7 +482,7 @@ class MetricObjective(RankingObjective):
     def _check_unused(self, metric_id):
         """Parameters set away from their defaults where nothing reads them are
         errors, not ignored (as the metric functions' and the click settings')."""
-        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
+        defaults = constructor_defaults(type(self))
         for param, (setting, user) in self._unused(metric_id).items():
             value = getattr(self, param)
             if param in defaults and value != defaults[param]:
