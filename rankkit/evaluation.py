@@ -35,6 +35,7 @@ from rankkit._groups import QueryGroups, factorize_qid, missing_qid_error, split
 from rankkit._metrics._api import METRICS, doc_id_key, evaluate_sorted, trec_eval_scores
 from rankkit._metrics._common import TREC, TREC_TIES, parse_metric
 from rankkit._metrics._scorers import scoring_input
+from rankkit._threads import limit_threads
 from rankkit._validation import check_labels, check_scores
 
 __all__ = ["evaluate", "evaluate_runs", "cross_evaluate", "compare", "Comparison"]
@@ -93,6 +94,13 @@ def _check_evaluation(metrics, ties, doc_ids, metric_params):
     return metrics
 
 
+def _check_n_jobs(n_jobs):
+    """``n_jobs`` of the evaluation functions: None or a thread count with scikit-learn's meaning."""
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):
+        raise ValueError(f"n_jobs must be a positive thread count, -1 for every core (-2 all but one), or None for "
+                         f"numba's default, got {n_jobs!r}.")
+
+
 def _check_metrics(metrics):
     if isinstance(metrics, str):
         metrics = [metrics]
@@ -129,7 +137,7 @@ def _scores(rankers, X):
 
 
 def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc_ids=None, qid_col="qid",
-             **metric_params):
+             n_jobs=None, **metric_params):
     """Per-query values of several rankers on the same queries.
 
     Parameters
@@ -160,6 +168,11 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
         Document ids, for ``ties="trec"`` or ``"trec_double"``.
     qid_col : str or None, default="qid"
         Query column of a DataFrame ``X``.
+    n_jobs : int or None, default=None
+        Threads of the metric computation, with scikit-learn's meaning (-1
+        every core); None: numba's default (every core unless
+        ``NUMBA_NUM_THREADS`` says otherwise). Fitted models predict with
+        their own ``n_jobs``.
     **metric_params
         Metric parameters, each passed to the metrics that take it:
         ``gain``, ``empty``, ``relevance_threshold``, ``err_mapping``,
@@ -184,6 +197,7 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
     1      5      b    mrr  0.333333
     """
     metrics = _check_evaluation(metrics, ties, doc_ids, metric_params)
+    _check_n_jobs(n_jobs)
     if X is not None:
         # The rows and query ids as a scorer takes them: the models see X as given.
         X, qid = scoring_input(X, qid, qid_col)
@@ -204,15 +218,17 @@ def evaluate(rankers, X, y, *, qid=None, metrics=("ndcg@10",), ties="worst", doc
                 raise ValueError(f"ranker {ranker!r} has {score.shape[0]} scores for {y.shape[0]} rows.")
             if ties == TREC:  # trec_eval up to 9.0.8 compares scores in single precision
                 score = trec_eval_scores(score)
-            values = evaluate_sorted(name, y_sorted, groups.sort(score), groups.group_ptr, k=k,
-                                     doc_key=doc_key, **kwargs)
+            with limit_threads(n_jobs):
+                values = evaluate_sorted(name, y_sorted, groups.sort(score), groups.group_ptr, k=k,
+                                         doc_key=doc_key, **kwargs)
             keep = ~np.isnan(values)
             frames.append(pd.DataFrame({"query": query_ids[keep], "ranker": ranker, "metric": metric,
                                         "value": values[keep]}))
     return pd.concat(frames, ignore_index=True)
 
 
-def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error", ties="trec", **metric_params):
+def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error", ties="trec", n_jobs=None,
+                  **metric_params):
     """Per-query values of TREC runs against their qrels, with trec_eval's tie order.
 
     Every run is aligned with the qrels by :func:`rankkit.trec.align` (which
@@ -234,6 +250,8 @@ def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error",
     ties : {"trec", "trec_double"}, default="trec"
         trec_eval's order on scores in single precision (trec_eval up to
         9.0.8, pytrec_eval, ir_measures) or in double (trec_eval 10).
+    n_jobs : int or None, default=None
+        As in :func:`evaluate`.
     **metric_params
         As in :func:`evaluate`. For trec_eval's numbers pass
         ``gain="linear", empty=0.0``.
@@ -253,13 +271,14 @@ def evaluate_runs(runs, qrels, *, metrics=("ndcg@10",), missing_queries="error",
     if "doc_ids" in metric_params:
         raise TypeError("evaluate_runs got doc_ids: the document ids are the runs'.")
     _check_evaluation(metrics, "worst", None, metric_params)
+    _check_n_jobs(n_jobs)
     runs = {name: _trec_frame(run, read_run, RUN_COLUMNS, f"runs[{name!r}]") for name, run in runs.items()}
     qrels = _trec_frame(qrels, read_qrels, QRELS_COLUMNS, "qrels")
     frames = []
     for name, run in runs.items():
         y, score, qid, doc_ids = align(run, qrels, missing_queries=missing_queries)
         frames.append(evaluate({name: score}, None, y, qid=qid, metrics=metrics, ties=ties, doc_ids=doc_ids,
-                               **metric_params))
+                               n_jobs=n_jobs, **metric_params))
     result = pd.concat(frames, ignore_index=True)
     # Grouped by metric then ranker, as evaluate's.
     order = {m: i for i, m in enumerate(dict.fromkeys(result["metric"]))}
@@ -277,7 +296,7 @@ def _trec_frame(data, reader, columns, name):
 
 
 def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties="worst", doc_ids=None,
-                   qid_col="qid", **metric_params):
+                   qid_col="qid", n_jobs=None, **metric_params):
     """Per-query test values of rankers fitted on cross-validation folds.
 
     Every ranker is cloned and fitted on the training queries of every fold
@@ -305,6 +324,10 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
         :class:`~rankkit.model_selection.QueryKFold` with ``shuffle=True``).
     X, y, qid, metrics, ties, doc_ids, qid_col, **metric_params
         As in :func:`evaluate`.
+    n_jobs : int or None, default=None
+        Threads of the metric computation, as in :func:`evaluate`. The folds
+        run one after another, and each ranker fits and predicts with its
+        own ``n_jobs`` (set it on the ranker to bound those threads).
 
     Returns
     -------
@@ -314,6 +337,7 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
     from rankkit.model_selection import QueryKFold
 
     _check_evaluation(metrics, ties, doc_ids, metric_params)  # before the fits, not after them
+    _check_n_jobs(n_jobs)
     fit_qid = qid is not None  # given apart from X: the rankers can only get them as qid=
     # The rows and query ids as a scorer takes them: the rankers fit and predict on X as given.
     X, qid = scoring_input(X, qid, qid_col)
@@ -354,7 +378,7 @@ def cross_evaluate(rankers, X, y, *, qid=None, cv=5, metrics=("ndcg@10",), ties=
             predictions[name][test] = model.predict(X_test)
     if np.any(fold_of_row < 0):
         raise ValueError("cv left rows out of every test fold: cross_evaluate needs every query tested once.")
-    result = evaluate(predictions, None, y, qid=qid, metrics=metrics, ties=ties, doc_ids=doc_ids,
+    result = evaluate(predictions, None, y, qid=qid, metrics=metrics, ties=ties, doc_ids=doc_ids, n_jobs=n_jobs,
                       **metric_params)
     codes, uniques = factorize_qid(qid)
     fold_of_query = pd.Series(fold_of_row[np.unique(codes, return_index=True)[1]], index=pd.Index(uniques))

@@ -110,6 +110,39 @@ def test_n_jobs_none_leaves_numbas_setting_alone():
         numba.set_num_threads(before)
 
 
+def test_evaluation_n_jobs_bounds_the_metric_kernels(monkeypatch, tmp_path):
+    from rankkit import evaluation
+    from rankkit.trec import write_qrels, write_run
+
+    seen = []
+    original = evaluation.evaluate_sorted
+
+    def recording(*args, **kwargs):
+        seen.append(numba.get_num_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "evaluate_sorted", recording)
+    X, y, qid = make_ranking(n_queries=40, n_features=4, max_docs=12, random_state=0)
+    y = y.astype(int)
+    before = numba.get_num_threads()
+    expected = 1
+    evaluation.evaluate({"a": X[:, 0], "b": X[:, 1]}, None, y, qid=qid, metrics=["ndcg@10", "map"], n_jobs=1)
+    assert seen == [expected] * 4
+    ranker = Ranker(objective=QueryRMSE(), n_estimators=2, max_depth=2, n_jobs=1, random_state=0)
+    seen.clear()
+    evaluation.cross_evaluate({"r": ranker}, X, y, qid=qid, cv=2, n_jobs=1)
+    assert seen == [expected]
+    write_run(tmp_path / "run", X[:, 0], qid=qid)
+    write_qrels(tmp_path / "qrels", y, qid=qid)
+    seen.clear()
+    evaluation.evaluate_runs({"run": tmp_path / "run"}, tmp_path / "qrels", n_jobs=1)
+    assert seen == [expected]
+    assert numba.get_num_threads() == before  # the caller's setting is restored
+    for bad in (0, 1.5, True, "1"):
+        with pytest.raises(ValueError, match="n_jobs must be"):
+            evaluation.evaluate({"a": X[:, 0]}, None, y, qid=qid, n_jobs=bad)
+
+
 def test_n_jobs_has_scikit_learns_meaning():
     import joblib
 
