@@ -37,7 +37,7 @@ from ._metrics._api import evaluate_sorted
 from ._metrics._callable import (CALLABLE_METRICS, callable_sum_count, check_some_part_counted, metric_function,
                                 metric_name)
 from ._metrics._common import check_exp_gain, parse_metric
-from ._objectives._base import query_hessian_units
+from ._objectives._base import READ_BY, metric_names, metric_objective, query_hessian_units
 from ._random import mix64
 from ._sglb import add_gaussian_noise, auto_diffusion_temperature, langevin_noise_scale
 from ._validation import constructor_defaults, first_text
@@ -83,13 +83,6 @@ def curvature_unit(objective, n_queries, n_rows):
     return min(1.0, UNIT_DOCUMENTS * n_queries / n_rows)
 
 
-def _metric_objective(objective):
-    """The objective that holds the metric settings: SGLB's wrapped one."""
-    while hasattr(objective, "objective") and not hasattr(objective, "err_mapping"):
-        objective = objective.objective
-    return objective
-
-
 def pin_err_max_label(objective, train_max, eval_maxes=(), *, debiased=False):
     """The objective with ERR's ``err_max_label`` set to the largest training
     label when left to the data: Chapelle's ``r_max`` is the top of the label
@@ -98,7 +91,7 @@ def pin_err_max_label(objective, train_max, eval_maxes=(), *, debiased=False):
     would make one query's ERR depend on the others). ``eval_maxes``:
     ``(name, largest label)`` of the eval sets, checked against it;
     ``debiased``: the labels are debiased clicks (named so in errors)."""
-    inner = _metric_objective(objective)
+    inner = metric_objective(objective)
     if getattr(inner, "err_mapping", None) is None or getattr(inner, "err_max_label", 0) is not None:
         return objective
     label = "debiased click label, log2(1 + clicks / propensity)," if debiased else "label"
@@ -114,26 +107,12 @@ def pin_err_max_label(objective, train_max, eval_maxes=(), *, debiased=False):
     return objective
 
 
-def _metric_names(inner, metrics=()):
-    """Names without ``@k`` of the objective's metric (as given: ``"ERR@10"``)
-    and of ``metrics`` (:func:`eval_metrics`' names)."""
-    return {str(m).partition("@")[0].strip().lower() for m in [getattr(inner, "metric", ""), *metrics]}
-
-
 def uses_err_scale(objective, metrics):
     """Whether ERR or PFound with Chapelle's mapping and ``err_max_label``
     left to the data is the objective's metric or one of ``metrics``."""
-    inner = _metric_objective(objective)
+    inner = metric_objective(objective)
     return (getattr(inner, "err_mapping", None) is not None and getattr(inner, "err_max_label", 0) is None
-            and bool(_metric_names(inner, metrics) & {"err", "pfound"}))
-
-
-#: The metrics (and YetiRank's classic weights) that read each metric setting of a ranker.
-READ_BY = {
-    "relevance_threshold": ("mrr", "map", "precision", "recall", "rprecision"),
-    "err_mapping": ("err", "pfound"), "err_max_label": ("err", "pfound"),
-    "decay": ("expdcg", "pfound", "classic"),
-}
+            and bool(metric_names(inner, metrics) & {"err", "pfound"}))
 
 
 def check_metric_settings_read(ranker, objective, metrics, settings):
@@ -143,8 +122,8 @@ def check_metric_settings_read(ranker, objective, metrics, settings):
     Callable eval metrics may read anything: no check then."""
     if settings.get(CALLABLE_METRICS):
         return
-    inner = _metric_objective(objective)
-    names = _metric_names(inner, metrics)
+    inner = metric_objective(objective)
+    names = metric_names(inner, metrics)
     # A named ranker holds the settings; the generic Ranker leaves them to its objective.
     holders = [(h, constructor_defaults(type(h))) for h in (ranker, inner)]
     for param, readers in READ_BY.items():
@@ -166,9 +145,9 @@ def check_clicks_train_on_grades(position_bias, objective):
     that reads labels only as relevant or not (above ``relevance_threshold``)
     sees every click alike, so ``position_bias`` would change nothing: the
     model of the raw clicks, without a word. Refused."""
-    inner = _metric_objective(objective)
+    inner = metric_objective(objective)
     metric = getattr(inner, "metric", None)
-    if position_bias is not None and _metric_names(inner) & set(READ_BY["relevance_threshold"]):
+    if position_bias is not None and metric_names(inner) & set(READ_BY["relevance_threshold"]):
         raise ValueError(
             f"metric={metric!r} reads a label only as relevant or not, so position_bias={position_bias!r}, whose "
             "inverse propensity weights scale a clicked document's label by 1 / propensity, would change nothing: "
@@ -195,7 +174,7 @@ def check_err_metrics_can_map(metrics, settings, objective, max_label):
     """ERR and PFound eval metrics on graded labels need Chapelle's mapping,
     which an objective without ``err_mapping`` (XE-NDCG, QueryRMSE) cannot
     set: say how at fit, not at the first score."""
-    inner = _metric_objective(objective)
+    inner = metric_objective(objective)
     if max_label <= 1 or hasattr(inner, "err_mapping"):
         return
     callables = settings.get(CALLABLE_METRICS, {})

@@ -149,7 +149,6 @@ from ._sglb import shrink_schedule
 from ._training import (
     EvalMonitor,
     PartMonitor,
-    _metric_objective,
     check_clicks_train_on_grades,
     check_err_scale_is_fixed,
     check_metric_settings_read,

@@ -6,6 +6,7 @@ all-equal-label and all-zero-label queries.
 """
 
 import math
+import re
 
 import numba
 import numpy as np
@@ -269,7 +270,8 @@ def test_yetirank_matches_reference(metric, k, num_neighbors, noise):
     y, z, ptr = make_queries(4)
     obj_kw, _ = metric_kw(metric)
     scale = {} if noise == "none" else {"noise_scale": 0.8}  # noise_scale is refused with noise="none"
-    obj = YetiRank(metric, k, n_permutations=4, noise=noise, num_neighbors=num_neighbors, decay=0.7, **scale, **obj_kw)
+    decay = {"decay": 0.7} if metric in ("classic", "expdcg") else {}  # refused where the metric does not read it
+    obj = YetiRank(metric, k, n_permutations=4, noise=noise, num_neighbors=num_neighbors, **decay, **scale, **obj_kw)
     seed = 123456789
     g, h = obj.gradient_hessian(y, z, group_ptr=ptr, seed=seed)
     g_ref, h_ref, _ = yeti_reference(obj, y, z, ptr, seed)
@@ -301,7 +303,8 @@ def test_yetirank_matches_reference_on_long_queries(metric, k, num_neighbors, no
     z = rng.normal(size=ptr[-1])
     z[ptr[4]:ptr[5]] = z[ptr[4]:ptr[5]].round(0)  # ties in a long query
     obj_kw, _ = metric_kw(metric)
-    obj = YetiRank(metric, k, n_permutations=3, noise=noise, num_neighbors=num_neighbors, decay=0.9, **obj_kw)
+    decay = {"decay": 0.9} if metric == "classic" else {}  # refused where the metric does not read it
+    obj = YetiRank(metric, k, n_permutations=3, noise=noise, num_neighbors=num_neighbors, **decay, **obj_kw)
     seed = 2024
     g, h = obj.gradient_hessian(y, z, group_ptr=ptr, seed=seed)
     g_ref, h_ref, _ = yeti_reference(obj, y, z, ptr, seed)
@@ -976,6 +979,29 @@ def test_public_gradients_that_overflow_are_an_error():
 def test_bad_parameters(make, match):
     with pytest.raises((ValueError, TypeError), match=match):
         make().gradient_hessian([0, 1], [0.0, 0.0], qid=[1, 1])
+
+
+def test_an_objective_alone_refuses_metric_settings_its_metric_does_not_read():
+    """On its own entry points the objective's metric is the only reader of
+    its metric settings: one its metric ignores was ignored without a word."""
+    import xgboost as xgb
+
+    y, raw = [0, 1, 2, 0], [0.0, 0.0, 0.0, 0.0]
+    unread = [(LambdaMART("ndcg", relevance_threshold=2.0), "relevance_threshold=2.0 is not read by metric='ndcg'"),
+              (YetiRank("ndcg", decay=0.5), "decay=0.5 is not read by metric='ndcg'"),
+              (StochasticRank("map", err_mapping="chapelle"), "err_mapping='chapelle' is not read by metric='map'"),
+              (SGLB(StochasticRank("ndcg", relevance_threshold=1.0)), "StochasticRank: relevance_threshold=1.0")]
+    for objective, match in unread:
+        with pytest.raises(ValueError, match=re.escape(match)):
+            objective.gradient_hessian(y, raw, qid=[1, 1, 1, 1])
+    dtrain = xgb.DMatrix(np.zeros((4, 1)), label=y, qid=[1, 1, 1, 1])
+    with pytest.raises(ValueError, match="relevance_threshold=2.0 is not read"):
+        xgb.train({"base_score": 0.0}, dtrain, 1, obj=LambdaMART("ndcg", relevance_threshold=2.0))
+    # Read by the objective's metric (YetiRank's classic weights read decay): accepted.
+    for objective in (LambdaMART("mrr", relevance_threshold=2.0), YetiRank(decay=0.5),
+                      SGLB(StochasticRank("map", relevance_threshold=1.0)), LambdaMART("ERR", err_mapping="chapelle")):
+        g, _ = objective.gradient_hessian(y, raw, qid=[1, 1, 1, 1])
+        assert np.all(np.isfinite(g))
 
 
 def test_decay_range_is_the_metrics():

@@ -131,6 +131,27 @@ def query_hessian_units(grad, hess, n_queries, hess_sum=None):
     return factor
 
 
+#: The metrics (and YetiRank's classic weights) that read each metric setting of an objective or a ranker.
+READ_BY = {
+    "relevance_threshold": ("mrr", "map", "precision", "recall", "rprecision"),
+    "err_mapping": ("err", "pfound"), "err_max_label": ("err", "pfound"),
+    "decay": ("expdcg", "pfound", "classic"),
+}
+
+
+def metric_objective(objective):
+    """The objective that holds the metric settings: SGLB's wrapped one."""
+    while hasattr(objective, "objective") and not hasattr(objective, "err_mapping"):
+        objective = objective.objective
+    return objective
+
+
+def metric_names(inner, metrics=()):
+    """Names without ``@k`` of the objective's metric (as given: ``"ERR@10"``)
+    and of ``metrics`` (eval metrics' names)."""
+    return {str(m).partition("@")[0].strip().lower() for m in [getattr(inner, "metric", ""), *metrics]}
+
+
 class RankingObjective:
     """Base class of rankkit objectives (see module docstring)."""
 
@@ -241,6 +262,24 @@ class RankingObjective:
         )
         self._resolve()
 
+    def _check_settings_read_alone(self):
+        """On the objective's own entry points (:meth:`gradient_hessian`, the
+        engines' hooks) its metric is the only reader of its metric settings:
+        one set away from its default that this metric does not read is an
+        error, not ignored. (A ranker's eval metrics may read them: the
+        rankers check against those, :func:`rankkit._training.check_metric_settings_read`.)"""
+        inner = metric_objective(self)
+        defaults = constructor_defaults(type(inner))
+        names = metric_names(inner)
+        for param, readers in READ_BY.items():
+            if param not in defaults or getattr(inner, param) == defaults[param] or names & set(readers):
+                continue
+            raise ValueError(
+                f"{type(inner).__name__}: {param}={getattr(inner, param)!r} is not read by metric="
+                f"{getattr(inner, 'metric', None)!r}; only {', '.join(readers)} read it. Leave it at "
+                f"{defaults[param]!r} (a ranker evaluating such a metric with eval_metric= takes it)."
+            )
+
     def _eval_metric_settings(self):
         """The objective's parameters that set up its metric (``gain``,
         ``decay``, ...), for evaluating that metric with the same settings;
@@ -277,6 +316,7 @@ class RankingObjective:
         grad, hess : ndarray of shape (n_samples,)
         """
         self._check_params()
+        self._check_settings_read_alone()
         y = self._check_labels(y)
         raw = check_scores(raw, name="raw")
         if raw.shape[0] != y.shape[0]:
@@ -381,6 +421,7 @@ class RankingObjective:
         grad, hess : ndarray of float64, shape (n_samples,)
         """
         self._check_params()  # first: the label checks read the parameters
+        self._check_settings_read_alone()
         if hasattr(data_or_y_pred, "get_label"):  # xgboost.DMatrix or lightgbm.Dataset
             if weight is not None or group is not None:
                 raise TypeError(
