@@ -697,7 +697,7 @@ class Ranker(BaseRanker):
 
     def __init__(self, objective=None, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
-                 random_state=None, backend="auto", backend_params=None, langevin=False,
+                 random_state=0, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
@@ -801,7 +801,7 @@ class StochasticRankRanker(_NamedRanker):
     def __init__(self, metric="ndcg", k=None, *, sigma=1.0, mu=0.1, nu=0.01, sfa=True, n_estimations=1,
                  gain="exp", relevance_threshold=0.0, err_mapping=None, err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
-                 subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
+                 subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=0,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
@@ -822,7 +822,7 @@ class YetiRanker(_NamedRanker):
                  num_neighbors="auto", decay=0.85, gain="exp", relevance_threshold=0.0, err_mapping=None,
                  err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
-                 subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
+                 subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=0,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
@@ -842,7 +842,7 @@ class LambdaMARTRanker(_NamedRanker):
     def __init__(self, metric="ndcg", k=None, *, sigma=1.0, truncation=None, normalize=True, gain="exp",
                  relevance_threshold=0.0, err_mapping=None, err_max_label=None,
                  n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
-                 subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=None,
+                 subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=0,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
                  early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
@@ -860,7 +860,7 @@ class XENDCGRanker(_NamedRanker):
 
     def __init__(self, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
-                 random_state=None, backend="auto", backend_params=None, langevin=False,
+                 random_state=0, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):
@@ -879,7 +879,7 @@ class QueryRMSERanker(_NamedRanker):
 
     def __init__(self, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
-                 random_state=None, backend="auto", backend_params=None, langevin=False,
+                 random_state=0, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, qid_col="qid", position_bias=None,
                  propensities=None, propensity_estimator="em", position_bias_norm=1.0, position_col="position"):

@@ -64,9 +64,10 @@ BOOSTING_PARAMS = {
         "Threads of the engine and of rankkit's kernels, with scikit-learn's meaning on every backend: -1 "
         "every core, -2 all but one; None: each pool's default.", True),
     "random_state": Param(
-        None, ["random_state"], "int, RandomState or None",
+        0, ["random_state"], "int, RandomState or None",
         "Seeds everything random (objective sampling, SGLB noise, subsampling, the numba engine's split "
-        "noise); None draws a fresh seed per fit.", True),
+        "noise). The default 0 gives the same model on every fit, as XGBoost, LightGBM and CatBoost do "
+        "by default; None draws a fresh seed per fit.", True),
     "backend": Param(
         "auto", [StrOptions({"auto", *BACKENDS})], "{" + ", ".join(f'"{b}"' for b in ("auto", *BACKENDS)) + "}",
         "Boosting engine (``docs/backends.md``: when to choose which). ``\"auto\"``: ``\"numba\"`` "
