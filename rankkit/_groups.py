@@ -265,11 +265,11 @@ def missing_qid_error(X, qid_col="qid", *, where="X", qid_name="qid"):
         )
     return ValueError(
         f"Missing query ids: {column} and no {qid_name}= was given. A ranker needs one "
-        f"query id per row: pass {qid_name}=..., or {frame}. Inside GridSearchCV / "
+        f"query id per row: pass {qid_name}=..., or {frame}. Inside a Pipeline, GridSearchCV or "
         "cross_validate, either use such a DataFrame or enable metadata routing "
         "(sklearn.set_config(enable_metadata_routing=True)) and pass qid= to "
-        "GridSearchCV(...).fit(X, y, qid=qid), or params={'qid': qid} to cross_validate / "
-        "cross_val_score."
+        "Pipeline.fit / Pipeline.score or GridSearchCV(...).fit(X, y, qid=qid), or params={'qid': qid} to "
+        "cross_validate / cross_val_score: without routing scikit-learn drops qid= on the way."
     )
 
 

@@ -194,6 +194,21 @@ def test_query_train_test_split_dataframe(data):
 # Inside scikit-learn's CV tools
 
 
+def test_pipeline_score_without_routing_names_the_cause(data):
+    """Without metadata routing Pipeline.score drops qid= on the way to the
+    ranker: the error says so, where it only named GridSearchCV."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from rankkit import LambdaMARTRanker
+
+    X, y, qid = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(StandardScaler(), LambdaMARTRanker(n_estimators=3, max_depth=2)).fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="Pipeline.score.*scikit-learn drops qid= on the way"):
+        pipe.score(X, y, qid=qid)
+
+
 class _SeenQueries(BaseEstimator, RegressorMixin):
     """Ridge that records the query ids it was trained on, and drops a qid column."""
 
