@@ -31,6 +31,9 @@ is ``A * min(1, C * n_queries / n_documents)`` (``A`` queries' worth, at most
 the square root of the mean list length. Values inside ``backend_params`` are
 resolved the same way (``'ns:backend_params={"random_strength":"sqrtlen*1"}'``).
 ``--seeds-for synthetic=4`` runs another number of random states for one dataset.
+``--catboost-variant 'name:param=value,...'`` adds CatBoost's learners with other
+parameters (``'det:random_strength=0,bootstrap_type=No'``); a rankkit variant of the
+same name is paired with them.
 
 Every fit is cached in ``benchmarks/results/curves_cache`` (keyed by the
 rankkit source or the engine's version), so a re-run only trains what changed;
@@ -181,12 +184,13 @@ def fit_rankkit(spec, train, cfg, seed):
     return model.predict
 
 
-def fit_catboost(loss, train, cfg, seed):
+def fit_catboost(spec, train, cfg, seed):
     import catboost
 
+    loss, extra = spec if isinstance(spec, tuple) else (spec, {})  # a --catboost-variant: (loss, params)
     model = catboost.CatBoost({"loss_function": loss, "iterations": cfg.n_estimators, "depth": cfg.depth,
                                "learning_rate": cfg.lr, "random_seed": seed, "thread_count": cfg.n_jobs,
-                               "verbose": False, "allow_writing_files": False})
+                               "verbose": False, "allow_writing_files": False, **extra})
     model.fit(catboost.Pool(train[0], train[1], group_id=train[2]))
     return model.predict
 
@@ -211,25 +215,32 @@ def fit_xgboost(objective, train, cfg, seed):
     return lambda X: booster.predict(xgb.DMatrix(X))
 
 
+def _variant(text):
+    """``'name:param=value,...'`` as ``(name, {param: value})``; values read as JSON where they parse."""
+    name, _, settings = text.partition(":")
+    extra = {}
+    for item in filter(None, settings.split(",")):
+        key, _, value = item.partition("=")
+        try:
+            extra[key] = json.loads(value)
+        except json.JSONDecodeError:
+            extra[key] = value
+    return name, extra
+
+
 def learners(cfg):
     """label -> (engine, fit, spec)."""
     out = {}
     if cfg.only in (None, "rankkit"):
         for label, spec in RANKKIT.items():
             out[label] = ("rankkit", fit_rankkit, spec)
-        for variant in cfg.variants:
-            name, _, settings = variant.partition(":")
-            extra = {}
-            for item in filter(None, settings.split(",")):
-                key, _, value = item.partition("=")
-                try:
-                    extra[key] = json.loads(value)
-                except json.JSONDecodeError:
-                    extra[key] = value
+        for name, extra in map(_variant, cfg.variants):
             for label, (cls, params) in RANKKIT.items():
                 out[f"{label} [{name}]"] = ("rankkit", fit_rankkit, (cls, {**params, **extra}))
     if cfg.only in (None, "peers"):
         out.update({k: ("catboost", fit_catboost, v) for k, v in CATBOOST.items()})
+        for name, extra in map(_variant, getattr(cfg, "catboost_variants", [])):
+            out.update({f"{k} [{name}]": ("catboost", fit_catboost, (v, extra)) for k, v in CATBOOST.items()})
         out.update({k: ("lightgbm", fit_lightgbm, v) for k, v in LIGHTGBM.items()})
         out.update({k: ("xgboost", fit_xgboost, v) for k, v in XGBOOST.items()})
     if cfg.objectives:
@@ -294,8 +305,10 @@ def report(dataset, scale, results, sizes):
     for label in labels:
         if not label.startswith("rankkit"):
             continue
-        obj = label.split(" ", 1)[1].split(" [")[0]
+        obj, _, variant = label.split(" ", 1)[1].partition(" [")
         peer = COUNTERPART.get(obj)
+        if variant and f"{peer} [{variant}" in labels:  # the CatBoost variant of the same name
+            peer = f"{peer} [{variant}"
         cells = [f"{label} - {peer}"]
         for n in sizes:
             if n not in results or peer not in results[n]:
@@ -321,7 +334,7 @@ def report(dataset, scale, results, sizes):
     brow = []
     for n in sizes:
         ours = [k for k in results[n] if k.startswith("rankkit") and " [" not in k]
-        theirs = [k for k in results[n] if not k.startswith("rankkit")]
+        theirs = [k for k in results[n] if not k.startswith("rankkit") and " [" not in k]
         if ours and theirs:
             a = max(ours, key=lambda k: results[n][k].mean())
             b = max(theirs, key=lambda k: results[n][k].mean())
@@ -385,6 +398,7 @@ def main(argv=None):
                         help="peers to run (substrings of the labels, e.g. 'CatBoost StochasticRank' XGBoost); "
                              "default all")
     parser.add_argument("--variant", dest="variants", action="append", default=[])
+    parser.add_argument("--catboost-variant", dest="catboost_variants", action="append", default=[])
     parser.add_argument("--plot", default=None, help="also draw the differences to the counterparts to this PNG")
     cfg = parser.parse_args(argv)
 
