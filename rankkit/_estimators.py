@@ -565,7 +565,7 @@ class BaseRanker(BaseEstimator):
         """``(start, end)`` with ``0 <= start < end <=`` the iterations the model kept."""
         return check_iteration_range(iteration_range, int(self.backend_.n_iterations_), self.n_iterations_)
 
-    def score(self, X, y, *, qid=None, sample_weight=None, position=None):
+    def score(self, X, y, *, qid=None, group=None, sample_weight=None, position=None):
         """Mean per-query ranking metric of the predictions.
 
         The metric is the first ``eval_metric``, by default ``ndcg@10`` for
@@ -580,7 +580,10 @@ class BaseRanker(BaseEstimator):
         X : {array-like, sparse matrix, DataFrame}
         y : array-like of shape (n_samples,)
         qid : array-like of shape (n_samples,), optional
-            Query ids, unless ``X`` has the query column.
+            Query ids, unless ``X`` has the query column or ``group`` is given.
+        group : array-like of int, optional
+            Query sizes instead of ``qid``, as in :meth:`fit` (consecutive
+            rows; not cross-validation safe).
         sample_weight : array-like of shape (n_samples,), optional
             Row weights. Ranking metrics are per query, so the mean is
             weighted by query: a query weighs the mean of its rows' weights
@@ -600,6 +603,7 @@ class BaseRanker(BaseEstimator):
         float
         """
         check_is_fitted(self, "backend_")
+        qid = self._qid_from_group(X, qid, group)
         data = self._prepare(X, y, qid, self.objective_, reset=False, sample_weight=sample_weight, position=position)
         metrics, settings = self._eval_metrics(self.objective_)
         if data.position is not None:  # the metric checks the debiased labels, as any labels of score

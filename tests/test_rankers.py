@@ -949,3 +949,13 @@ def test_numba_gradients_whose_sums_square_past_float64_are_an_error():
     reference = est.QueryRMSERanker(**params).fit(X, y, qid=qid).predict(X)
     model = est.QueryRMSERanker(**params).fit(X, y * 1e148, qid=qid)
     np.testing.assert_allclose(model.predict(X) / 1e148, reference, rtol=1e-9)
+
+
+def test_score_takes_group_sizes_as_fit_does():
+    """LightGBM's group= worked in fit but not in score."""
+    X, y, qid = make_ranking(30, random_state=0)
+    sizes = np.unique(qid, return_counts=True)[1]  # make_ranking's rows come query by query, qid sorted
+    ranker = est.LambdaMARTRanker(n_estimators=5).fit(X, y, group=sizes)
+    assert ranker.score(X, y, group=sizes) == ranker.score(X, y, qid=qid)
+    with pytest.raises(ValueError, match="group"):
+        ranker.score(X, y, group=sizes[:-1])
