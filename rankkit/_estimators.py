@@ -237,29 +237,35 @@ class BaseRanker(BaseEstimator):
             None if position is None else sorted_positions(position, groups, X.shape[0], name=position_name),
         )
 
-    def _eval_sets(self, eval_set, eval_qid, eval_group, objective, training, eval_position=None):
+    def _eval_sets(self, eval_set, eval_qid, eval_group, objective, training, eval_position=None,
+                   eval_sample_weight=None, sample_weight=None):
         """``[(name, data)]`` for ``eval_set``: ``"validation_<i>"`` with the
         set's validated rows, or ``("training", None)`` for an entry that is
         the training data itself (the same ``X`` and ``y`` objects with the
         same query ids and positions), evaluated on the training scores
-        without predicting anything (LightGBM's rule). ``training`` is
-        ``(X, y, qid, group, position)`` of ``fit``; ``eval_position`` one
-        entry per set, routed as ``eval_qid``."""
+        without predicting anything (LightGBM's rule), weighted by the
+        training ``sample_weight``. ``training`` is ``(X, y, qid, group,
+        position)`` of ``fit``; ``eval_position`` and ``eval_sample_weight``
+        one entry per set, routed as ``eval_qid``."""
         eval_set, per_set = per_eval_set(eval_set, eval_qid=eval_qid, eval_group=eval_group,
-                                         eval_position=eval_position)
+                                         eval_position=eval_position, eval_sample_weight=eval_sample_weight)
         out = []
-        for i, (pair, q, g, p) in enumerate(zip(eval_set, *per_set.values())):
+        for i, (pair, q, g, p, w) in enumerate(zip(eval_set, *per_set.values())):
             if len(pair) != 2:
                 raise ValueError(f"eval_set[{i}] must be an (X, y) pair.")
             if pair[0] is training[0] and pair[1] is training[1] and q is training[2] and g is training[3] \
                     and p is training[4]:
+                if w is not None and w is not sample_weight:
+                    raise ValueError(
+                        f"eval_set[{i}] is the training data, which is evaluated with its sample_weight: "
+                        f"eval_sample_weight[{i}] must be None or the sample_weight object itself.")
                 out.append((EvalMonitor.TRAINING, None))
                 continue
             q = self._qid_from_group(pair[0], q, g, where=f"eval_set[{i}]", qid_name=f"eval_qid[{i}]",
                                      group_name=f"eval_group[{i}]")
             out.append((f"validation_{i}", self._prepare(
-                pair[0], pair[1], q, objective, reset=False, where=f"eval_set[{i}]", qid_name=f"eval_qid[{i}]",
-                position=p, position_name=f"eval_position[{i}]",
+                pair[0], pair[1], q, objective, reset=False, sample_weight=w, where=f"eval_set[{i}]",
+                qid_name=f"eval_qid[{i}]", position=p, position_name=f"eval_position[{i}]",
             )))
         return out
 
@@ -327,7 +333,8 @@ class BaseRanker(BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     @keeps_the_model_on_error
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
-            eval_group=None, verbose=False, early_stopping_rounds=None, position=None, eval_position=None):
+            eval_group=None, eval_sample_weight=None, verbose=False, early_stopping_rounds=None, position=None,
+            eval_position=None):
         """Fit the ranker.
 
         Parameters
@@ -373,6 +380,12 @@ class BaseRanker(BaseEstimator):
             the query column).
         eval_group : list of array-like, optional
             Query sizes of each eval set, instead of ``eval_qid``.
+        eval_sample_weight : list of array-like (or None), optional
+            Row weights of each eval set (LightGBM's name), one entry per
+            ``eval_set`` entry as ``eval_qid``: its metrics (``evals_result_``,
+            early stopping, ``best_score_``) are then query-weighted means,
+            as :meth:`score` with ``sample_weight``. The training data's
+            entry is weighted by ``sample_weight`` (give None or that array).
         verbose : bool or int, default=False
             Print a line every ``verbose`` iterations (``True``: every one),
             and at the last one, with the training data's metrics and every
@@ -411,7 +424,7 @@ class BaseRanker(BaseEstimator):
         objective = self._objective_for_fit()
         check_clicks_train_on_grades(self.position_bias, objective)
         train, sets, clicks = self._training_data(objective, (X, y, qid, group, position), sample_weight,
-                                                  (eval_set, eval_qid, eval_group, eval_position))
+                                                  (eval_set, eval_qid, eval_group, eval_position, eval_sample_weight))
         metrics, settings = self._eval_metrics(objective, np.max(train.y, initial=0.0))
         check_err_scale_is_fixed(self.position_bias, objective, metrics)
         check_metric_settings_read(self, objective, metrics, settings)
@@ -453,7 +466,7 @@ class BaseRanker(BaseEstimator):
     def _training_data(self, objective, training, sample_weight, evals):
         """``(train, sets, clicks)``: the training rows (``training``: ``X, y,
         qid, group, position`` of ``fit``), the eval sets (``evals``:
-        ``eval_set, eval_qid, eval_group, eval_position``), and the debiased
+        ``eval_set, eval_qid, eval_group, eval_position, eval_sample_weight``), and the debiased
         click labels (:class:`rankkit._clicks.ClickLabels`, from
         :func:`rankkit._clicks.start_click_training`; None without
         ``position_bias``). ERR's ``err_max_label`` left to the data becomes
@@ -462,8 +475,9 @@ class BaseRanker(BaseEstimator):
         X, y, qid, group, position = training
         qid = self._qid_from_group(X, qid, group)
         train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
-        eval_set, eval_qid, eval_group, eval_position = evals
-        sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training, eval_position)
+        eval_set, eval_qid, eval_group, eval_position, eval_sample_weight = evals
+        sets = self._eval_sets(eval_set, eval_qid, eval_group, objective, training, eval_position,
+                               eval_sample_weight, sample_weight)
         train, sets, clicks = start_click_training(self, objective, train, sets)
         # Known propensities: the debiased labels, and their top, are fixed (pinned where ERR reads them).
         if self.position_bias is None or (self.position_bias == "known"

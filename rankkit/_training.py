@@ -534,7 +534,8 @@ class EvalMonitor:
 
     def _metric(self, metric, name, data, raw):
         try:
-            return mean_metric(metric, data.y, raw, data.group_ptr, self.set_settings.get(name, self.settings))
+            return mean_metric(metric, data.y, raw, data.group_ptr, self.set_settings.get(name, self.settings),
+                               weight=data.weight)
         except ValueError as error:  # the metric's check of the labels: say whose
             if name == self.TRAINING:
                 raise
@@ -695,7 +696,7 @@ class PartMonitor:
         metrics = self.monitor.metrics
         sums = []
         for metric in metrics:
-            sums += metric_sum_count(metric, data.y, raw, data.group_ptr, settings, part=True) \
+            sums += metric_sum_count(metric, data.y, raw, data.group_ptr, settings, data.weight, part=True) \
                 if data.y.size else [0.0, 0]
         sums = self.total(sums)  # the same on every worker: all raise together
         functions = settings.get(CALLABLE_METRICS, {})

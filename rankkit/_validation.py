@@ -148,7 +148,8 @@ def check_iteration_range(iteration_range, n_kept, n_run):
 
 #: What one entry of each per-eval-set argument of ``fit`` is, for the messages.
 _PER_SET = {"eval_qid": "qid array", "eval_group": "group-sizes array",
-            "eval_position": "positions array (None for a set of graded labels)"}
+            "eval_position": "positions array (None for a set of graded labels)",
+            "eval_sample_weight": "weights array (None for an unweighted set)"}
 
 
 def per_eval_set(eval_set, **lists):
@@ -167,9 +168,11 @@ def per_eval_set(eval_set, **lists):
     n_sets = len(eval_set)
     out = {}
     for name, value in lists.items():
-        if name == "eval_position" and value is not None and (hasattr(value, "shape") or hasattr(value, "dtype")):
-            raise ValueError("eval_position must be a list with one positions array per eval set, like eval_qid: "
-                             "eval_position=[position_val].")
+        if name in ("eval_position", "eval_sample_weight") and value is not None \
+                and (hasattr(value, "shape") or hasattr(value, "dtype")):
+            example = "position_val" if name == "eval_position" else "weight_val"
+            raise ValueError(f"{name} must be a list with one array per eval set, like eval_qid: "
+                             f"{name}=[{example}].")
         value = [None] * n_sets if value is None else list(value)
         if len(value) != n_sets:
             raise ValueError(f"{name} has {len(value)} entries but eval_set has {n_sets}: pass one "

@@ -442,7 +442,8 @@ class _DaskRanker:
     @_fit_context(prefer_skip_nested_validation=True)
     @_estimators.keeps_the_model_on_error
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
-            eval_group=None, verbose=False, early_stopping_rounds=None, position=None, eval_position=None):
+            eval_group=None, eval_sample_weight=None, verbose=False, early_stopping_rounds=None, position=None,
+            eval_position=None):
         """Fit on a Dask cluster.
 
         Parameters
@@ -472,6 +473,12 @@ class _DaskRanker:
             Query ids of each eval set (unless it carries the query column).
         eval_group : None
             Refused, as ``group``: pass ``eval_qid``.
+        eval_sample_weight : list of dask Series or arrays (or None), optional
+            As the in-memory ranker's: row weights of each eval set
+            (partitioned like its X), whose metrics are then query-weighted
+            means; the training data's entry is weighted by ``sample_weight``.
+            The workers read weights from XGBoost's DMatrix, which holds them
+            in float32 (so do the training gradients).
         verbose : bool or int, default=False
             As the in-memory ranker's: a progress line every ``verbose``
             iterations and at the last one (the training metrics, all-reduced
@@ -556,7 +563,8 @@ class _DaskRanker:
                                             skip=(self.qid_col, self.position_col if self.position_bias else None))
         try:
             train = self._prepare(X, y, qid, objective, reset=True, sample_weight=sample_weight, position=position)
-            sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None, position), eval_position)
+            sets = self._eval_sets(eval_set, eval_qid, None, objective, (X, y, qid, None, position), eval_position,
+                                   eval_sample_weight, sample_weight)
             # ERR's Chapelle scale left to the data is the largest label of all the rows in memory; each
             # worker sees its own, so it is pinned to all of them (the debiased labels with known
             # propensities too). Estimated, they change every iteration: see below.

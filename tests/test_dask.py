@@ -577,6 +577,30 @@ def test_column_types(client):
         DaskLambdaMARTRanker(**kw, client=client).fit(twice, dd.from_pandas(pd.Series(y), npartitions=2))
 
 
+def test_eval_sample_weight_on_the_cluster(client, data):
+    """Weighted eval sets on Dask: the history is the query-weighted mean over
+    all eval queries, as the in-memory score(sample_weight=); the training
+    entry is weighted by sample_weight."""
+    rng = np.random.default_rng(5)
+    w_test = rng.uniform(0.0, 3.0, data["y_test"].size)
+    w_train = rng.uniform(0.5, 2.0, data["y"].size)
+    X_eval = dd.from_pandas(data["test"], npartitions=3, sort=False)
+    y_eval = dd.from_pandas(pd.Series(data["y_test"]), npartitions=3, sort=False)
+    weight_eval = dd.from_pandas(pd.Series(w_test), npartitions=3, sort=False)
+    weight = dd.from_pandas(pd.Series(w_train), npartitions=4, sort=False)
+    model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 6}, client=client)
+    model.fit(data["X"], data["dy"], sample_weight=weight, eval_set=[(data["X"], data["dy"]), (X_eval, y_eval)],
+              eval_sample_weight=[None, weight_eval])
+    local = model.to_local()
+    history = model.evals_result_["validation_1"]["ndcg@10"]
+    # The workers read the weights from XGBoost's DMatrix, which holds them in float32.
+    w_test32, w_train32 = w_test.astype(np.float32), w_train.astype(np.float32)
+    assert local.score(data["test"], data["y_test"], sample_weight=w_test32) == pytest.approx(history[-1], abs=1e-12)
+    assert local.score(data["test"], data["y_test"]) != pytest.approx(history[-1], abs=1e-6)
+    training = model.evals_result_["training"]["ndcg@10"]
+    assert local.score(data["local"], data["y"], sample_weight=w_train32) == pytest.approx(training[-1], abs=1e-12)
+
+
 def test_eval_set_errors_name_the_set(client, data):
     model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 2}, client=client)
     X_eval = data["X"].drop(columns="x0")

@@ -959,3 +959,46 @@ def test_score_takes_group_sizes_as_fit_does():
     assert ranker.score(X, y, group=sizes) == ranker.score(X, y, qid=qid)
     with pytest.raises(ValueError, match="group"):
         ranker.score(X, y, group=sizes[:-1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
+def test_eval_sample_weight_weighs_the_eval_metrics_as_score_does(data, backend):
+    """eval_sample_weight (LightGBM's name): the eval sets' metrics, early
+    stopping and best_score_ are query-weighted means, as score(sample_weight=);
+    the training entry is weighted by sample_weight. They were unweighted."""
+    X, y, qid, Xt, yt, qt = data
+    rng = np.random.default_rng(0)
+    queries = np.unique(qt)
+    by_query = rng.uniform(0.0, 3.0, queries.size)
+    by_query[:5] = 0.0
+    wt = by_query[np.searchsorted(queries, qt)]
+    w = rng.uniform(0.5, 2.0, y.size)
+    model = _ranker("lambdamart", backend, n_estimators=40, early_stopping_rounds=5).fit(
+        X, y, qid=qid, sample_weight=w, eval_set=[(X, y), (Xt, yt)], eval_qid=[qid, qt],
+        eval_sample_weight=[None, wt])
+    history = model.evals_result_["validation_1"]["ndcg@10"]
+    assert model.best_score_ == max(history) and model.best_iteration_ == int(np.argmax(history))
+    assert model.score(Xt, yt, qid=qt, sample_weight=wt) == pytest.approx(model.best_score_, rel=0, abs=1e-12)
+    assert model.score(Xt, yt, qid=qt) != pytest.approx(model.best_score_, rel=0, abs=1e-6)
+    training = model.evals_result_["training"]["ndcg@10"]
+    full = _ranker("lambdamart", backend, n_estimators=len(training)).fit(X, y, qid=qid, sample_weight=w)
+    assert full.score(X, y, qid=qid, sample_weight=w) == pytest.approx(training[-1], rel=0, abs=1e-12)
+    # The training entry with its own weights given again is the same entry.
+    again = _ranker("lambdamart", backend, n_estimators=2).fit(
+        X, y, qid=qid, sample_weight=w, eval_set=[(X, y)], eval_qid=[qid], eval_sample_weight=[w])
+    assert list(again.evals_result_) == ["training"]
+
+
+def test_eval_sample_weight_errors(data):
+    X, y, qid, Xt, yt, qt = data
+    ranker = est.LambdaMARTRanker(n_estimators=2)
+    with pytest.raises(ValueError, match=r"eval_sample_weight has 2 entries but eval_set has 1"):
+        ranker.fit(X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt], eval_sample_weight=[None, None])
+    with pytest.raises(ValueError, match=r"eval_sample_weight must be a list with one array per eval set"):
+        ranker.fit(X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt], eval_sample_weight=np.ones(yt.size))
+    with pytest.raises(ValueError, match=r"eval_sample_weight\[0\] must be None or the sample_weight object"):
+        ranker.fit(X, y, qid=qid, eval_set=[(X, y)], eval_qid=[qid], eval_sample_weight=[np.ones(y.size)])
+    with pytest.raises(ValueError, match="eval_sample_weight was given without eval_set"):
+        ranker.fit(X, y, qid=qid, eval_sample_weight=[np.ones(yt.size)])
+    with pytest.raises(ValueError, match="sample_weight"):
+        ranker.fit(X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt], eval_sample_weight=[-np.ones(yt.size)])
