@@ -466,3 +466,36 @@ def test_a_sigma_that_overflows_the_first_gradients_is_named():
     # A sigma whose first gradients are finite but huge: the scores overflow at once.
     with pytest.raises(ValueError, match=r"iteration [01] .*StochasticRank's gradients grow as 1 / sigma"):
         StochasticRankRanker(sigma=1e-300, n_estimators=3, n_jobs=1).fit(X, y, qid=qid)
+
+
+def test_expected_gradient_equals_catboosts_stochasticrank():
+    """An independent implementation: CatBoost's StochasticRank derivatives,
+    read from one-iteration models whose every leaf holds one document
+    (learning rate 1, no leaf regularisation, no bootstrap, no split noise),
+    averaged over seeds, equal rankkit's CCS gradients with CatBoost's
+    surrogate (linear gain, mu = 0) in expectation; SFA on in both."""
+    catboost = pytest.importorskip("catboost")
+    rng = np.random.default_rng(0)
+    n_docs = 8
+    index = np.arange(2 * n_docs)
+    X = ((index[:, None] >> np.arange(4)) & 1).astype(float)  # 4 bits: the document, then the query
+    qid = index // n_docs
+    y = rng.integers(0, 4, index.size).astype(float)
+    base = np.round(rng.normal(size=index.size), 1)  # ties among the scores
+    test_pool = catboost.Pool(X, group_id=qid, baseline=np.zeros(index.size))
+
+    def catboost_derivatives(seed):
+        model = catboost.CatBoost({
+            "loss_function": "StochasticRank:metric=NDCG;top=5", "iterations": 1, "depth": 4,
+            "learning_rate": 1.0, "l2_leaf_reg": 1e-10, "random_strength": 0, "bootstrap_type": "No",
+            "random_seed": seed, "verbose": 0, "thread_count": 1, "allow_writing_files": False})
+        model.fit(catboost.Pool(X, y, group_id=qid, baseline=base))
+        return model.predict(test_pool, prediction_type="RawFormulaVal")
+
+    theirs = np.array([catboost_derivatives(seed) for seed in range(150)])
+    objective = StochasticRank("ndcg@5", gain="linear", mu=0.0, random_state=0)
+    ours = -np.array([objective.gradient_hessian(y, base, qid=qid, seed=s)[0] for s in range(1, 1501)])
+    se = np.sqrt(theirs.var(axis=0, ddof=1) / len(theirs) + ours.var(axis=0, ddof=1) / len(ours))
+    difference = theirs.mean(axis=0) - ours.mean(axis=0)
+    assert np.abs(ours.mean(axis=0)).max() > 0.05  # gradients far from 0 ...
+    assert np.all(np.abs(difference) <= 5 * se + 1e-9), (difference, se)  # ... and equal in expectation
