@@ -67,18 +67,23 @@ class _RecordingQueryRMSE(QueryRMSE):
         super()._compute(*args)
 
 
-@pytest.fixture
-def metric_threads(monkeypatch):
-    """numba's thread count at every ranker metric evaluation (eval sets, score)."""
+def _record_metric_threads(monkeypatch, module):
+    """numba's thread count at every call of ``module.evaluate_sorted`` (the metric kernels)."""
     seen = []
-    original = _training.evaluate_sorted
+    original = module.evaluate_sorted
 
     def recording(*args, **kwargs):
         seen.append(numba.get_num_threads())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(_training, "evaluate_sorted", recording)
+    monkeypatch.setattr(module, "evaluate_sorted", recording)
     return seen
+
+
+@pytest.fixture
+def metric_threads(monkeypatch):
+    """numba's thread count at every ranker metric evaluation (eval sets, score)."""
+    return _record_metric_threads(monkeypatch, _training)
 
 
 @pytest.mark.parametrize("backend", BACKENDS_UNDER_TEST)
@@ -114,14 +119,7 @@ def test_evaluation_n_jobs_bounds_the_metric_kernels(monkeypatch, tmp_path):
     from rankkit import evaluation
     from rankkit.trec import write_qrels, write_run
 
-    seen = []
-    original = evaluation.evaluate_sorted
-
-    def recording(*args, **kwargs):
-        seen.append(numba.get_num_threads())
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(evaluation, "evaluate_sorted", recording)
+    seen = _record_metric_threads(monkeypatch, evaluation)
     X, y, qid = make_ranking(n_queries=40, n_features=4, max_docs=12, random_state=0)
     y = y.astype(int)
     before = numba.get_num_threads()
