@@ -93,7 +93,8 @@ from ._training import (
     weighted_counts,
     why_constant,
 )
-from ._validation import check_iteration_range, check_labels, check_sample_weight, first_text, per_eval_set
+from ._validation import (check_iteration_range, check_labels, check_sample_weight, constructor_defaults, first_text,
+                          per_eval_set)
 
 
 def keeps_the_model_on_error(fit):
@@ -757,12 +758,13 @@ class Ranker(BaseRanker):
 
     def _objective_for_fit(self, fitting=True):
         seed = getattr(self.objective, "random_state", None)
-        if fitting and seed is not None:
+        default = constructor_defaults(type(self.objective)).get("random_state") if self.objective is not None else None
+        if fitting and seed is not default and seed != default:
             # Training draws from the ranker's random_state; the objective's would be ignored.
             raise ValueError(
                 f"Ranker: the objective's random_state={seed!r} is not used: training draws its randomness from "
                 f"the ranker's random_state. Pass Ranker(objective={type(self.objective).__name__}(...), "
-                f"random_state={seed!r}) and leave the objective's random_state at None."
+                f"random_state={seed!r}) and leave the objective's random_state at its default ({default!r})."
             )
         return super()._objective_for_fit(fitting)
 

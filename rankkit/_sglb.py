@@ -289,8 +289,8 @@ class SGLB(RankingObjective):
         is its first iteration, so this is the rankers' rule. Another
         training set gets its own (calls that alternate between the folds
         of ``xgboost.cv`` keep one per fold).
-    random_state : int, RandomState instance or None
-        Source of the per-call seeds.
+    random_state : int, RandomState instance or None, default=0
+        Source of the per-call seeds (None: fresh ones every run).
 
     Attributes
     ----------
@@ -324,7 +324,7 @@ class SGLB(RankingObjective):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, objective, *, learning_rate=0.1, diffusion_temperature="auto", random_state=None):
+    def __init__(self, objective, *, learning_rate=0.1, diffusion_temperature="auto", random_state=0):
         self.objective = objective
         self.learning_rate = learning_rate
         self.diffusion_temperature = diffusion_temperature

@@ -1004,6 +1004,19 @@ def test_an_objective_alone_refuses_metric_settings_its_metric_does_not_read():
         assert np.all(np.isfinite(g))
 
 
+def test_random_objectives_are_reproducible_by_default():
+    """random_state=0 by default, as XGBoost's and LightGBM's seeds: two new
+    objectives give the same gradients; None draws fresh ones."""
+    y, raw, qid = [0, 1, 2, 0, 3, 1], [0.0] * 6, [1, 1, 1, 2, 2, 2]
+    for make in (YetiRank, StochasticRank, XENDCG, lambda: SGLB(StochasticRank())):
+        first, second = make(), make()
+        assert first.random_state == 0
+        np.testing.assert_array_equal(first.gradient_hessian(y, raw, qid=qid)[0],
+                                      second.gradient_hessian(y, raw, qid=qid)[0])
+    draws = [StochasticRank(random_state=None).gradient_hessian(y, raw, qid=qid)[0] for _ in range(2)]
+    assert not np.array_equal(*draws)
+
+
 def test_decay_range_is_the_metrics():
     """YetiRank's decay and ExpDCG's share one range, (0, 1]: b = 1 (no
     position decay) is a valid base for both."""

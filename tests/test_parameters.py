@@ -255,6 +255,9 @@ def test_the_objective_is_a_parameter_of_ranker_and_of_lgbmranker():
     # The ranker's random_state seeds training; the objective's would be ignored without a word.
     with pytest.raises(ValueError, match=r"the objective's random_state=3 is not used.*random_state=3\)"):
         rankkit.Ranker(YetiRank(random_state=3), n_estimators=2).fit(df, y)
+    with pytest.raises(ValueError, match=r"random_state=None is not used.*at its default \(0\)"):
+        rankkit.Ranker(YetiRank(random_state=None), n_estimators=2).fit(df, y)
+    rankkit.Ranker(YetiRank(), n_estimators=2).fit(df, y)  # the objective's default: nothing to ignore
 
     # LGBMRanker: the objective (SGLB around one included) is one parameter.
     X, qid = df.drop(columns="qid").to_numpy(), df["qid"].to_numpy()

@@ -328,8 +328,9 @@ class StochasticRank(MetricObjective):
         ``"chapelle"`` maps ``(2^r - 1) / 2^{r_max}``.
     err_max_label : float, optional
         ``r_max`` of the Chapelle mapping (default: the largest label seen).
-    random_state : int, RandomState instance or None
-        Source of the per-call seeds.
+    random_state : int, RandomState instance or None, default=0
+        Source of the per-call seeds (0: the same gradients in every run,
+        as XGBoost's and LightGBM's own seeds; None: fresh ones).
 
     Notes
     -----
@@ -355,7 +356,7 @@ class StochasticRank(MetricObjective):
     def __init__(
         self, metric="ndcg", k=None, *, sigma=1.0, mu=0.1, nu=0.01, sfa=True,
         n_estimations=1, gain="exp", relevance_threshold=0.0, err_mapping=None,
-        err_max_label=None, random_state=None,
+        err_max_label=None, random_state=0,
     ):
         self.metric = metric
         self.k = k

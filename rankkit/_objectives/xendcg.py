@@ -73,8 +73,8 @@ class XENDCG(RankingObjective):
 
     Parameters
     ----------
-    random_state : int, RandomState instance or None
-        Seeds the per-call :math:`\gamma`. The draw of a document is a
+    random_state : int, RandomState instance or None, default=0
+        (None: fresh seeds every run.) Seeds the per-call :math:`\gamma`. The draw of a document is a
         function of the seed, its query id's value and its place in the query
         sorted by score (ties: less relevant first, then row order): results
         do not depend on the thread count, and permuting the rows of a query
@@ -115,7 +115,7 @@ class XENDCG(RankingObjective):
 
     _parameter_constraints = {"random_state": ["random_state"]}
 
-    def __init__(self, *, random_state=None):
+    def __init__(self, *, random_state=0):
         self.random_state = random_state
 
     def _check_labels(self, y):

@@ -326,8 +326,8 @@ class YetiRank(MetricObjective):
         with ``metric="expdcg"``).
     gain, relevance_threshold, err_mapping, err_max_label
         Metric parameters, as in :class:`~rankkit._objectives.lambdamart.LambdaMART`.
-    random_state : int, RandomState instance or None
-        Seeds the per-call noise; a fixed value gives identical gradients
+    random_state : int, RandomState instance or None, default=0
+        Seeds the per-call noise (None: fresh seeds every run); a fixed value gives identical gradients
         whatever the number of threads. The noise of a document in round ``p``
         is a function of ``(seed, the query id's value, p)`` and of its place
         in the query sorted by score (ties: less relevant first, then row
@@ -385,7 +385,7 @@ class YetiRank(MetricObjective):
     def __init__(
         self, metric="classic", k=None, *, n_permutations=10, noise="logistic", noise_scale=1.0,
         num_neighbors="auto", decay=DEFAULT_DECAY, gain="exp", relevance_threshold=0.0, err_mapping=None,
-        err_max_label=None, random_state=None,
+        err_max_label=None, random_state=0,
     ):
         self.metric = metric
         self.k = k
