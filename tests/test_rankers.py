@@ -1002,3 +1002,21 @@ def test_eval_sample_weight_errors(data):
         ranker.fit(X, y, qid=qid, eval_sample_weight=[np.ones(yt.size)])
     with pytest.raises(ValueError, match="sample_weight"):
         ranker.fit(X, y, qid=qid, eval_set=[(Xt, yt)], eval_qid=[qt], eval_sample_weight=[-np.ones(yt.size)])
+
+
+def test_submodules_load_on_first_use_after_import_rankkit():
+    """``import rankkit`` then ``rankkit.metrics...``: an AttributeError before
+    (only ``rankkit.callback`` was loaded by the rankers), in a fresh process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rankkit\n"
+        "assert 'rankkit.metrics' not in sys.modules and 'rankkit.trec' not in sys.modules\n"
+        "print(rankkit.metrics.ndcg_score([1, 0], [0.2, 0.1], qid=[0, 0]), rankkit.trec.read_run.__name__)\n"
+        "print(all(m in dir(rankkit) for m in ('metrics', 'objectives', 'model_selection', 'datasets')))\n"
+        "try:\n    rankkit.not_a_module\nexcept AttributeError as error:\n    print(error)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["1.0 read_run", "True", "module 'rankkit' has no attribute 'not_a_module'"]
