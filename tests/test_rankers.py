@@ -1020,3 +1020,13 @@ def test_submodules_load_on_first_use_after_import_rankkit():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == ["1.0 read_run", "True", "module 'rankkit' has no attribute 'not_a_module'"]
+
+
+def test_default_fits_are_the_same_model():
+    """random_state=0 by default, as XGBoost, LightGBM and CatBoost: the
+    default learner's split noise gave another model on every fit."""
+    X, y, qid = make_ranking(40, random_state=0)
+    first, second = (est.LambdaMARTRanker(n_estimators=10).fit(X, y, qid=qid).predict(X) for _ in range(2))
+    np.testing.assert_array_equal(first, second)
+    fresh = [est.LambdaMARTRanker(n_estimators=10, random_state=None).fit(X, y, qid=qid).predict(X) for _ in range(2)]
+    assert not np.array_equal(*fresh)
