@@ -37,10 +37,10 @@ from ._metrics._api import evaluate_sorted
 from ._metrics._callable import (CALLABLE_METRICS, callable_sum_count, check_some_part_counted, metric_function,
                                 metric_name)
 from ._metrics._common import check_exp_gain, parse_metric
-from ._objectives._base import READ_BY, metric_names, metric_objective, query_hessian_units
+from ._objectives._base import READ_BY, metric_names, metric_objective, query_hessian_units, unread_metric_setting
 from ._random import mix64
 from ._sglb import add_gaussian_noise, auto_diffusion_temperature, langevin_noise_scale
-from ._validation import constructor_defaults, first_text
+from ._validation import first_text
 
 #: The metric of ``score``, ``scoring=None`` and early stopping for every ranker
 #: without ``eval_metric``: one metric, so rankers compare on the same footing.
@@ -123,21 +123,17 @@ def check_metric_settings_read(ranker, objective, metrics, settings):
     if settings.get(CALLABLE_METRICS):
         return
     inner = metric_objective(objective)
-    names = metric_names(inner, metrics)
     # A named ranker holds the settings; the generic Ranker leaves them to its objective.
-    holders = [(h, constructor_defaults(type(h))) for h in (ranker, inner)]
-    for param, readers in READ_BY.items():
-        holder, defaults = next(((h, d) for h, d in holders if param in d), (None, {}))
-        if holder is None or getattr(holder, param, defaults[param]) == defaults[param]:
-            continue
-        if not names & set(readers):
-            where = type(ranker).__name__ if holder is ranker else f"{type(ranker).__name__}'s objective"
-            raise ValueError(
-                f"{where}: {param}={getattr(holder, param)!r} is read by no metric here: the "
-                f"objective optimises {getattr(inner, 'metric', None)!r} and eval_metric gives {list(metrics)}, and "
-                f"only {', '.join(readers)} read it. Leave it at {defaults[param]!r}, or evaluate such a metric "
-                f"(eval_metric=[..., '{readers[0]}@10'])."
-            )
+    unread = unread_metric_setting([ranker, inner], metric_names(inner, metrics))
+    if unread is not None:
+        holder, param, default, readers = unread
+        where = type(ranker).__name__ if holder is ranker else f"{type(ranker).__name__}'s objective"
+        raise ValueError(
+            f"{where}: {param}={getattr(holder, param)!r} is read by no metric here: the "
+            f"objective optimises {getattr(inner, 'metric', None)!r} and eval_metric gives {list(metrics)}, and "
+            f"only {', '.join(readers)} read it. Leave it at {default!r}, or evaluate such a metric "
+            f"(eval_metric=[..., '{readers[0]}@10'])."
+        )
 
 
 def check_clicks_train_on_grades(position_bias, objective):

@@ -146,6 +146,21 @@ def metric_objective(objective):
     return objective
 
 
+def unread_metric_setting(holders, names):
+    """The first metric setting (:data:`READ_BY`) set away from its default
+    that no metric of ``names`` reads: ``(holder, parameter, default,
+    readers)``, or None. ``holders``: the objects that may hold the settings,
+    each a setting's owner when the first to take it in its constructor."""
+    for param, readers in READ_BY.items():
+        holder, defaults = next(((h, d) for h, d in ((h, constructor_defaults(type(h))) for h in holders)
+                                 if param in d), (None, {}))
+        if holder is None or getattr(holder, param, defaults[param]) == defaults[param]:
+            continue
+        if not names & set(readers):
+            return holder, param, defaults[param], readers
+    return None
+
+
 def metric_names(inner, metrics=()):
     """Names without ``@k`` of the objective's metric (as given: ``"ERR@10"``)
     and of ``metrics`` (eval metrics' names)."""
@@ -269,15 +284,13 @@ class RankingObjective:
         error, not ignored. (A ranker's eval metrics may read them: the
         rankers check against those, :func:`rankkit._training.check_metric_settings_read`.)"""
         inner = metric_objective(self)
-        defaults = constructor_defaults(type(inner))
-        names = metric_names(inner)
-        for param, readers in READ_BY.items():
-            if param not in defaults or getattr(inner, param) == defaults[param] or names & set(readers):
-                continue
+        unread = unread_metric_setting([inner], metric_names(inner))
+        if unread is not None:
+            _, param, default, readers = unread
             raise ValueError(
                 f"{type(inner).__name__}: {param}={getattr(inner, param)!r} is not read by metric="
                 f"{getattr(inner, 'metric', None)!r}; only {', '.join(readers)} read it. Leave it at "
-                f"{defaults[param]!r} (a ranker evaluating such a metric with eval_metric= takes it)."
+                f"{default!r} (a ranker evaluating such a metric with eval_metric= takes it)."
             )
 
     def _eval_metric_settings(self):
