@@ -246,7 +246,7 @@ def _check_args(args, names, parser):
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            parser.error("--plot needs matplotlib: pip install matplotlib")
+            parser.error("--plot needs matplotlib: pip install matplotlib (or 'rankkit[plot]')")
         folder = os.path.dirname(os.path.abspath(args.plot))
         if not os.path.isdir(folder):
             parser.error(f"--plot: the folder {folder} does not exist.")

@@ -45,7 +45,7 @@ def _new_axes(ax, figsize):
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError(
-            "rankkit.plotting needs matplotlib, which is not installed: pip install matplotlib"
+            "rankkit.plotting needs matplotlib, which is not installed: pip install matplotlib (or 'rankkit[plot]')"
         ) from exc
     _, ax = plt.subplots(figsize=figsize)
     return ax

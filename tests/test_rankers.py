@@ -3,6 +3,7 @@ early stopping, persistence and bad input, on every backend available."""
 
 import pickle
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -630,6 +631,24 @@ def test_backend_engine_not_installed(monkeypatch, data, engine):
     X, y, qid, _, _, _ = data
     with pytest.raises(ImportError, match=f"pip install {engine}"):
         _ranker("queryrmse", engine).fit(X, y, qid=qid)
+
+
+def test_extras_named_in_messages_exist():
+    """Every ``rankkit[extra]`` an install hint names is an extra of the package."""
+    import re
+
+    tomllib = pytest.importorskip("tomllib")
+    import rankkit
+    from rankkit._backends import _ENGINE_INSTALL
+
+    root = Path(rankkit.__file__).resolve().parent
+    with open(root.parent / "pyproject.toml", "rb") as f:
+        extras = set(tomllib.load(f)["project"]["optional-dependencies"])
+    hints = " ".join(filter(None, _ENGINE_INSTALL.values()))
+    hints += " ".join(path.read_text() for path in root.glob("*.py"))
+    named = set(re.findall(r"rankkit\[(\w+)\]", hints))
+    assert {"lightgbm", "plot", "dask"} <= named
+    assert named <= extras
 
 
 def test_predict_before_fit(data):

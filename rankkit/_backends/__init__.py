@@ -23,8 +23,8 @@ BACKENDS = {
     "lightgbm": "rankkit._backends.lightgbm:LightGBMBackend",
 }
 
-#: The package a user installs for each engine (``None``: ships with rankkit).
-_ENGINE_PACKAGES = {"xgboost": "xgboost (or xgboost-cpu)", "numba": None, "lightgbm": "lightgbm"}
+#: How a user installs each engine (``None``: ships with rankkit).
+_ENGINE_INSTALL = {"xgboost": "pip install xgboost", "numba": None, "lightgbm": "pip install lightgbm (or 'rankkit[lightgbm]')"}
 
 
 def get_backend(name):
@@ -48,12 +48,12 @@ def get_backend(name):
             with openmp_wait_policy():
                 module = importlib.import_module(module_name)
     except ImportError as exc:
-        package = _ENGINE_PACKAGES.get(name)
-        if package is None or not _is_missing_engine(exc, name):
+        install = _ENGINE_INSTALL.get(name)
+        if install is None or not _is_missing_engine(exc, name):
             raise
         raise ImportError(
             f"backend={name!r} needs the {name} package, which is not installed: "
-            f"pip install {package.split(' ')[0]}, or choose another backend from {sorted(BACKENDS)}."
+            f"{install}, or choose another backend from {sorted(BACKENDS)}."
         ) from exc
     return getattr(module, class_name)
 
