@@ -330,7 +330,8 @@ def load_model(path, *, classes=()):
     ValueError
         For a file that is not a rankkit model (saying what it looks like),
         one of a newer format version (naming both versions: upgrade
-        rankkit), or a damaged one.
+        rankkit), a damaged one, or one holding a parameter value the
+        ranker or its objective refuses.
     """
     if isinstance(path, io.TextIOBase):
         raise TypeError(f"load_model reads a binary file: open {_shown(path)} with mode 'rb', not 'r'.")
@@ -400,6 +401,12 @@ def _rebuild(header, files, classes):
             f"have (it was written by rankkit {header.get('rankkit_version', '?')}): upgrade rankkit."
         )
     ranker = cls(**params)
+    try:  # a hand-edited header (a max_depth of "deep") fails here, not at some later call
+        ranker._validate_params()
+        if getattr(ranker, "objective", None) is not None:
+            ranker.objective._check_params()
+    except ValueError as error:
+        raise ValueError(f"The file's parameters are not valid: {error}") from None
     for name, value in header["fitted"].items():
         if not (name.endswith("_") and not name.startswith("_") and name not in _REBUILT):
             raise ValueError(f"The file's fitted attribute {name!r} is not a fitted attribute name.")
@@ -409,4 +416,8 @@ def _rebuild(header, files, classes):
     ranker.booster_ = getattr(backend, "booster_", None)
     if "objective_" not in header["fitted"]:  # a version-1 file
         ranker.objective_ = ranker._objective_for_fit(fitting=False)
+    try:
+        ranker.objective_._check_params()
+    except ValueError as error:
+        raise ValueError(f"The file's trained objective is not valid: {error}") from None
     return ranker

@@ -639,6 +639,24 @@ def test_values_json_lacks_round_trip_through_their_tags():
     assert back["numpy scalars"] == [4, True] and type(back["numpy scalars"][0]) is int
 
 
+def test_parameter_values_of_a_hand_edited_header_are_checked(frames, tmp_path):
+    """A value the ranker or its objective would refuse in ``set_params``
+    fails at load, not at some later call."""
+    train, y, _, _ = frames
+    path = tmp_path / "m.rkm"
+    LambdaMARTRanker(backend="numba", qid_col="query", random_state=0, **BOOST).fit(train, y).save_model(path)
+    load_model(path)  # as written, it loads
+    for change, message in [
+        (lambda h: h["params"].update(max_depth="deep"), "parameters are not valid: The 'max_depth' parameter"),
+        (lambda h: h["params"].update(gain="cubic"),
+         "parameters are not valid: The 'gain' parameter"),
+        (lambda h: h["fitted"]["objective_"]["params"].update(sigma=0.0),
+         "trained objective is not valid: The 'sigma' parameter"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            load_model(_rewrite_header(path, tmp_path / "e.rkm", change))
+
+
 def test_a_file_cannot_set_arbitrary_attributes(saved, tmp_path):
     path = _rewrite_header(saved, tmp_path / "a.rkm", lambda h: h["fitted"].update(predict=1))
     with pytest.raises(ValueError, match="'predict' is not a fitted attribute name"):
