@@ -535,6 +535,8 @@ class _DaskRanker:
         # The engine's parameters before any row moves: XGBoost would refuse
         # some only on the workers, after the shuffle (or after training).
         XGBoostDaskBackend(**self._backend_settings(0)).check_params(shrink)
+        # The eval metrics' names and settings too (their checks against the labels follow the layout).
+        check_metric_settings_read(self, objective, *eval_metrics(self.eval_metric, objective))
         self.position_bias_ = None
         clicks = None  # ClickSettings of the workers when they estimate the propensities
         if dask_click_settings(self, objective, fitting=True) is not None:

@@ -1171,6 +1171,19 @@ def test_backend_params_dask_cannot_train_are_refused_before_the_layout(client, 
     assert not laid_out  # refused before any row moved (the shuffle is the costly part)
 
 
+@pytest.mark.parametrize("params, message", [
+    ({"eval_metric": "ndgc@10"}, r"ndgc"),
+    ({"metric": "ndcg@10", "relevance_threshold": 2.0}, r"relevance_threshold"),
+])
+def test_metric_settings_are_refused_before_the_layout(client, data, monkeypatch, params, message):
+    model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 3, **params}, client=client)
+    laid_out = []
+    monkeypatch.setattr(DaskLambdaMARTRanker, "_lay_out", lambda *a, **k: laid_out.append(1))
+    with pytest.raises(ValueError, match=message):
+        model.fit(data["X"], data["dy"])
+    assert not laid_out
+
+
 def test_score_labels_above_the_err_scale_say_how_to_refit(client):
     """score with labels above the largest training label of an ERR ranker
     (err_max_label=None): the in-memory message, not the metric's from a
