@@ -24,7 +24,8 @@ BACKENDS = {
 }
 
 #: How a user installs each engine (``None``: ships with rankkit).
-_ENGINE_INSTALL = {"xgboost": "pip install xgboost", "numba": None, "lightgbm": "pip install lightgbm (or 'rankkit[lightgbm]')"}
+_ENGINE_INSTALL = {"xgboost": "pip install xgboost", "numba": None,
+                   "lightgbm": "pip install lightgbm (or 'rankkit[lightgbm]')"}
 
 
 def get_backend(name):
