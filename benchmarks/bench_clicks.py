@@ -109,7 +109,8 @@ def logging_scores(X, y, qid, seed):
     rows = np.isin(qid, chosen)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a constant model on a query with one label warns
-        logger = LambdaMARTRanker(n_estimators=50, n_jobs=1, random_state=seed).fit(X[rows], y[rows], qid=qid[rows])
+        logger = LambdaMARTRanker(n_estimators=50, learning_rate=0.1, n_jobs=1, random_state=seed).fit(
+            X[rows], y[rows], qid=qid[rows])
     return logger.predict(X), int(chosen.size)
 
 

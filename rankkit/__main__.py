@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rankkit._params import BOOSTING_PARAMS
+
 #: ``--rankers`` name -> (label, short label, class name in rankkit or None, objective parameters).
 RANKERS = {
     "stochasticrank": ("StochasticRank NDCG@10", "StochasticRank", "StochasticRankRanker", {"metric": "ndcg", "k": 10}),
@@ -54,9 +56,11 @@ def _parser():
     parser.add_argument("--rankers", default=",".join(RANKERS),
                         help=f"comma-separated, from: {', '.join(RANKERS)}")
     parser.add_argument("--n-queries", type=int, default=600, help="synthetic data: number of queries")
-    parser.add_argument("--n-estimators", type=int, default=200, help="trees of every ranker")
+    parser.add_argument("--n-estimators", type=int, default=BOOSTING_PARAMS["n_estimators"].default,
+                        help="trees of every ranker (the rankers' default)")
     parser.add_argument("--max-depth", type=int, default=6, help="depth of every tree")
-    parser.add_argument("--learning-rate", type=float, default=0.1, help="learning rate of every ranker")
+    parser.add_argument("--learning-rate", type=float, default=BOOSTING_PARAMS["learning_rate"].default,
+                        help="learning rate of every ranker (the rankers' default)")
     parser.add_argument("--backend", default="auto", help="auto (the rankers' default), xgboost, lightgbm or numba")
     parser.add_argument("--n-jobs", type=int, default=1,
                         help="threads per fit (-1: all cores); one is fastest on data this small")

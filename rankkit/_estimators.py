@@ -714,7 +714,7 @@ class Ranker(BaseRanker):
 
     _parameter_constraints = {"objective": [RankingObjective, None], **BaseRanker._parameter_constraints}
 
-    def __init__(self, objective=None, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
+    def __init__(self, objective=None, *, n_estimators=300, learning_rate=0.05, max_depth=6, min_child_weight=1.0,
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=0, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
@@ -820,7 +820,7 @@ class StochasticRankRanker(_NamedRanker):
 
     def __init__(self, metric="ndcg", k=None, *, sigma=1.0, mu=0.1, nu=0.01, sfa=True, n_estimations=1,
                  gain="exp", relevance_threshold=0.0, err_mapping=None, err_max_label=None,
-                 n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
+                 n_estimators=300, learning_rate=0.05, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=0,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
@@ -841,7 +841,7 @@ class YetiRanker(_NamedRanker):
     def __init__(self, metric="classic", k=None, *, n_permutations=10, noise="logistic", noise_scale=1.0,
                  num_neighbors="auto", decay=0.85, gain="exp", relevance_threshold=0.0, err_mapping=None,
                  err_max_label=None,
-                 n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
+                 n_estimators=300, learning_rate=0.05, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=0,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
@@ -861,7 +861,7 @@ class LambdaMARTRanker(_NamedRanker):
 
     def __init__(self, metric="ndcg", k=None, *, sigma=1.0, truncation=None, normalize=True, gain="exp",
                  relevance_threshold=0.0, err_mapping=None, err_max_label=None,
-                 n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
+                 n_estimators=300, learning_rate=0.05, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=0,
                  backend="auto", backend_params=None, langevin=False, diffusion_temperature="auto",
                  model_shrink_rate=0.0, model_shrink_mode="constant", eval_metric=None,
@@ -878,7 +878,7 @@ class XENDCGRanker(_NamedRanker):
 
     _objective_class = XENDCG
 
-    def __init__(self, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
+    def __init__(self, *, n_estimators=300, learning_rate=0.05, max_depth=6, min_child_weight=1.0,
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=0, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",
@@ -897,7 +897,7 @@ class QueryRMSERanker(_NamedRanker):
 
     _objective_class = QueryRMSE
 
-    def __init__(self, *, n_estimators=100, learning_rate=0.1, max_depth=6, min_child_weight=1.0,
+    def __init__(self, *, n_estimators=300, learning_rate=0.05, max_depth=6, min_child_weight=1.0,
                  reg_lambda=3.0, subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None,
                  random_state=0, backend="auto", backend_params=None, langevin=False,
                  diffusion_temperature="auto", model_shrink_rate=0.0, model_shrink_mode="constant",

@@ -35,9 +35,11 @@ class Param(NamedTuple):
 
 BOOSTING_PARAMS = {
     "n_estimators": Param(
-        100, [Interval(Integral, 1, None, closed="left")], "int", "Boosting iterations (trees).", True),
+        300, [Interval(Integral, 1, None, closed="left")], "int",
+        "Boosting iterations (trees). With ``learning_rate=0.05``, chosen on learning curves of every dataset at "
+        "hand (user guide section 9): 100 trees at 0.1 were 0.2 to 0.6 NDCG@10 points lower on average.", True),
     "learning_rate": Param(
-        0.1, [Interval(Real, 0, np.inf, closed="neither")], "float",
+        0.05, [Interval(Real, 0, np.inf, closed="neither")], "float",
         "Shrinkage ``eta`` of every tree (and of the SGLB noise scale).", True),
     "max_depth": Param(6, [Interval(Integral, 1, None, closed="left")], "int", "Depth of every tree.", True),
     "min_child_weight": Param(

@@ -428,7 +428,7 @@ def test_debiasing_off_is_bit_for_bit_today(backend, cls):
     if version != _ENGINES[backend]:
         pytest.skip(f"fingerprints recorded with {backend} {_ENGINES[backend]}, found {version}")
     X, y, qid = make_ranking(40, n_features=6, max_docs=15, random_state=5)
-    r = cls(n_estimators=8, n_jobs=1, random_state=3, backend=backend).fit(X, y, qid=qid)
+    r = cls(n_estimators=8, learning_rate=0.1, n_jobs=1, random_state=3, backend=backend).fit(X, y, qid=qid)
     digest = hashlib.sha256(np.ascontiguousarray(r.predict(X), dtype=np.float64).tobytes()).hexdigest()[:16]
     assert digest == _TODAY[(backend, cls.__name__)]
     assert r.position_bias_ is None

@@ -107,7 +107,7 @@ def test_xgboost_reads_absent_entries_as_zeros_not_missing(data):
     from rankkit.objectives import QueryRMSE
 
     (X, y, qid), _ = data
-    ranker = QueryRMSERanker(backend="xgboost", n_estimators=8, max_depth=3, n_jobs=1)
+    ranker = QueryRMSERanker(backend="xgboost", n_estimators=8, learning_rate=0.1, max_depth=3, n_jobs=1)
     ranker.fit(sp.csr_matrix(X), y, qid=qid)
     params = {"tree_method": "hist", "eta": 0.1, "max_depth": 3, "lambda": 3.0, "base_score": 0.0, "nthread": 1,
               "disable_default_eval_metric": 1}

@@ -90,9 +90,11 @@ def test_matches_plain_xgboost_train(data, name):
 
     X, y, qid = data
     if name == "queryrmse":
-        ranker, obj = est.QueryRMSERanker(n_estimators=10, max_depth=4, random_state=0, backend="xgboost"), QueryRMSE()
+        ranker = est.QueryRMSERanker(n_estimators=10, learning_rate=0.1, max_depth=4, random_state=0, backend="xgboost")
+        obj = QueryRMSE()
     else:
-        ranker = est.LambdaMARTRanker("ndcg", 10, n_estimators=10, max_depth=4, random_state=0, backend="xgboost")
+        ranker = est.LambdaMARTRanker("ndcg", 10, n_estimators=10, learning_rate=0.1, max_depth=4, random_state=0,
+                                      backend="xgboost")
         obj = LambdaMART("ndcg", 10)
     ranker.fit(X, y, qid=qid)
     params = {"tree_method": "hist", "eta": 0.1, "max_depth": 4, "min_child_weight": 1.0, "lambda": 3.0,
