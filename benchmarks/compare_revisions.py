@@ -1,7 +1,7 @@
 """Held-out quality of the default rankers at two git revisions, paired over test queries.
 
 A speed change to an engine must not change what it learns beyond noise.
-This trains each ranker with its defaults (plus ``--trees``) at revision
+This trains each ranker with its defaults (plus ``--trees`` and ``--lr``) at revision
 ``--base`` (checked out with ``git worktree`` into a temporary folder) and
 at the working tree, on folds 1-``--folds`` of every dataset of
 ``bench_quality`` (MQ2008, ClueWeb09, the Yahoo sample; those in
@@ -64,7 +64,8 @@ def worker(args):
             (X, y, q), (Xt, yt, qt) = fold["train"], fold["test"]
             for name, (cls, params) in rankers(args.objectives).items():
                 for seed in range(args.seeds):
-                    model = getattr(rankkit, cls)(n_estimators=args.trees, n_jobs=2, random_state=seed, **params)
+                    model = getattr(rankkit, cls)(n_estimators=args.trees, learning_rate=args.lr, n_jobs=2,
+                                                  random_state=seed, **params)
                     if args.patience:
                         Xv, yv, qv = fold["vali"]
                         model.set_params(eval_metric="ndcg@10", early_stopping_rounds=args.patience)
@@ -79,7 +80,7 @@ def worker(args):
 def run(source, args):
     env = dict(os.environ, PYTHONPATH=str(source))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--datasets", args.datasets,
-           "--folds", str(args.folds), "--seeds", str(args.seeds), "--trees", str(args.trees),
+           "--folds", str(args.folds), "--seeds", str(args.seeds), "--trees", str(args.trees), "--lr", str(args.lr),
            "--patience", str(args.patience), "--objectives", args.objectives]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=HERE.parent)
     if proc.returncode != 0:
@@ -94,6 +95,9 @@ def main(argv=None):
     parser.add_argument("--folds", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--trees", type=int, default=100)
+    parser.add_argument("--lr", type=float, default=0.1,
+                        help="learning rate of every ranker, given to both revisions (0.1: the rankers' default "
+                             "before 300 trees at 0.05, and the rate of the runs in benchmarks/README.md)")
     parser.add_argument("--patience", type=int, default=0,
                         help="early stopping on each fold's validation split after this many rounds (0: none)")
     parser.add_argument("--objectives", default="",
@@ -134,7 +138,7 @@ def main(argv=None):
         rows.append([dataset, name, f"{a.mean():.4f}", f"{b.mean():.4f}", f"{d.mean():+.4f}", f"{se:.4f}",
                      f"{d.mean() / se:+.2f}" if se > 0 else "identical"])
     stopping = f", early stopping after {args.patience} rounds" if args.patience else ""
-    text = (f"compare_revisions --base {args.base}: {args.trees} trees{stopping}, folds 1-{args.folds}, "
+    text = (f"compare_revisions --base {args.base}: {args.trees} trees at {args.lr}{stopping}, folds 1-{args.folds}, "
             f"{args.seeds} seeds\n\n"
             + markdown_table(["dataset", "ranker", f"NDCG@10 at {args.base}", "NDCG@10 now", "difference",
                               "standard error", "difference / SE"], rows))
