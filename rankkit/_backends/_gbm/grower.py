@@ -44,7 +44,8 @@ from numba import njit
 
 from .binning import MISSING_BIN
 from .histogram import N_BINS, clear_used, subtract_one
-from .splitting import EMPTY_HESSIAN, best_split_one, find_oblivious_split, oblivious_node_gains, oblivious_scores
+from .splitting import (EMPTY_HESSIAN, best_oblivious_split, best_split_one, oblivious_left_sums,
+                        oblivious_node_gains)
 from .tree import empty_nodes
 
 
@@ -331,6 +332,7 @@ class TreeGrower:
         self.n_sampled = n
         self._segments = None
         self._tiny = 0.0  # what a hessian sum must exceed to hold a row (.splitting), set by grow
+        self._split_scratch = None  # best_oblivious_split's, kept from tree to tree
 
     def _buffer(self, which, n_slots, n_feats):
         buf = self._hist[which]
@@ -525,31 +527,24 @@ class TreeGrower:
 
     def _oblivious_split(self, cur, feats, slots, gs, hs, m, depth, noise):
         """The level's shared split, or None when no candidate gains more than ``min_split_gain / 2``."""
-        lam = self.reg_lambda
-        og = np.empty((feats.shape[0], N_BINS, 2))
-        find_oblivious_split(cur, feats, self.n_bins, slots, gs, hs, lam, self.min_child_weight, self._tiny, og)
-        score = og
-        if noise[0] > 0.0:
-            score = np.empty_like(og)
-            oblivious_scores(og, feats, gs, hs, lam, *noise, 512 * depth * self.n_bins.shape[0], score)
-        # The noise ranks only the splits that gain enough: it never ends a tree early.
-        score = np.where(og > self.min_gain, score, -np.inf)
-        flat = int(np.argmax(score))  # first maximum: lowest feature, then bin, then missing-right
-        if score.ravel()[flat] == -np.inf:
+        n_feats = feats.shape[0]
+        if self._split_scratch is None or self._split_scratch[0].shape[0] < n_feats:
+            self._split_scratch = (np.empty((n_feats, N_BINS, 2)), np.empty(n_feats), np.empty((n_feats, 2), np.int64))
+        gain, best_score, best_at = (a[:n_feats] for a in self._split_scratch)
+        j, t, ml = best_oblivious_split(cur, feats, self.n_bins, slots, gs, hs, self.reg_lambda, self.min_child_weight,
+                                        self._tiny, self.min_gain, *noise, 512 * depth * self.n_bins.shape[0],
+                                        gain, best_score, best_at)
+        if j < 0:
             return None
-        j, t, ml = np.unravel_index(flat, og.shape)
-        # Each node's left sums, read from its histogram, and its own gain (the
-        # level's is their sum; a node that cannot use the split adds 0).
+        # Each node's left sums and its own gain (the level's is their sum; a
+        # node that cannot use the split adds 0).
         lg = np.empty(m)
         lh = np.empty(m)
-        for k in range(m):
-            h = cur[slots[k], j]
-            lg[k] = h[: t + 1, 0].sum() + ml * h[MISSING_BIN, 0]
-            lh[k] = h[: t + 1, 1].sum() + ml * h[MISSING_BIN, 1]
-        gain = np.empty(m)
-        oblivious_node_gains(lg, lh, gs, hs, lam, self.min_child_weight, self._tiny, gain)
+        oblivious_left_sums(cur, slots, j, t, ml, lg, lh)
+        node_gain = np.empty(m)
+        oblivious_node_gains(lg, lh, gs, hs, self.reg_lambda, self.min_child_weight, self._tiny, node_gain)
         return (np.ones(m, dtype=bool), np.full(m, feats[j], dtype=np.int64), np.full(m, t, dtype=np.uint8),
-                np.full(m, ml, dtype=np.uint8), lg, lh, gain)
+                np.full(m, ml, dtype=np.uint8), lg, lh, node_gain)
 
     def _depthwise_splits(self, outs, slots, feats, m):
         """Each node's best split; the mask says which nodes split at all."""

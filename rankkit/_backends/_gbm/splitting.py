@@ -120,33 +120,44 @@ def best_split_one(h, nb, G, H, reg_lambda, min_child_weight, tiny, min_gain, no
 
 
 @njit(cache=True, parallel=True)
-def find_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h,
-                         reg_lambda, min_child_weight, tiny, out_gain):
-    """Summed gain of one split shared by every node of a level (oblivious trees).
+def best_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h, reg_lambda, min_child_weight, tiny,
+                         min_gain, noise_sd, noise_key, noise_base, gain, best_score, best_at):
+    """The best split shared by every node of a level (oblivious trees): ``(j, t, ml)``, or ``j = -1``.
 
-    ``out_gain[j, t, ml]`` is the sum over the level's nodes of the gain of
-    splitting on ``(feats[j], t)`` with missing values left iff ``ml``; a node
-    whose children would violate ``min_child_weight`` contributes 0 (it is
-    still split, as in CatBoost's symmetric trees). Candidates that no node
-    can use are ``-inf``, and so are those with ``ml = 1`` when no node of the
-    level has a missing value of the feature (missing values seen later go
-    right, as without split noise, where the two candidates tie and the
-    first wins).
+    A candidate ``(feats[j], t, ml)`` (bins ``<= t`` left, missing values
+    left iff ``ml``) gains the sum over the level's nodes of each node's gain;
+    a node whose children would violate ``min_child_weight`` or be empty adds 0
+    (it is still split, as in CatBoost's symmetric trees). A candidate no node
+    can use is not one, nor is ``ml = 1`` when no node of the level has a
+    missing value of the feature (missing values seen later go right, as
+    without split noise, where the two candidates tie and the first wins).
+    Candidates gaining at most ``min_gain`` are never chosen, so the noise
+    cannot end a tree early; the others are compared by :func:`noisy_score`
+    with the level's summed parent score and counter ``noise_base + 512
+    feats[j] + 2 t + ml``. The first maximum wins (lowest feature, then bin,
+    then missing right), as ``numpy.argmax`` over the candidates in that
+    order would pick it (a NaN, which cannot come from finite sums, first).
+
+    Scratch, written per feature so that nothing is shared between threads:
+    ``gain`` (n_feats, 256, 2) the summed gains, ``best_score`` (n_feats,),
+    ``best_at`` (n_feats, 2) each feature's best ``(t, ml)``.
     """
     n_nodes = node_slot.shape[0]
     n_feats = feats.shape[0]
+    parent_sum = 0.0
+    for k in range(n_nodes):
+        parent_sum += _score(node_g[k], node_h[k], reg_lambda)
     for j in numba.prange(n_feats):
         nb = n_bins[feats[j]]
-        o = out_gain[j]
-        for t in range(o.shape[0]):
+        o = gain[j]
+        for t in range(nb):
             o[t, 0] = -np.inf
             o[t, 1] = -np.inf
         # Without a missing value at this level both sides of the missing rule
         # split alike: only "missing right" is scored (half the work).
         n_sides = 1
         for k in range(n_nodes):
-            h = hist[node_slot[k], j]
-            if h[MISSING_BIN, 1] > tiny:
+            if hist[node_slot[k], j][MISSING_BIN, 1] > tiny:
                 n_sides = 2
         for k in range(n_nodes):
             h = hist[node_slot[k], j]
@@ -165,19 +176,121 @@ def find_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h,
                     lh = ch + mh * ml
                     rg = G - lg
                     rh = H - lh
-                    gain = 0.0
                     if lh >= min_child_weight and rh >= min_child_weight and lh > tiny and rh > tiny:
-                        gain = 0.5 * (_score(lg, lh, reg_lambda) + _score(rg, rh, reg_lambda) - parent)
+                        g = 0.5 * (_score(lg, lh, reg_lambda) + _score(rg, rh, reg_lambda) - parent)
                         if o[t, ml] == -np.inf:
                             o[t, ml] = 0.0
-                        o[t, ml] += gain
+                        o[t, ml] += g
+        best = -np.inf
+        best_t = 0
+        best_ml = 0
+        found_nan = False
+        base = noise_base + 512 * feats[j]
+        for t in range(nb):
+            for ml in range(n_sides):
+                g = o[t, ml]
+                if not g > min_gain:
+                    continue
+                s = noisy_score(g, parent_sum, noise_sd, noise_key, base + 2 * t + ml)
+                if s != s:
+                    if not found_nan:
+                        found_nan = True
+                        best = s
+                        best_t = t
+                        best_ml = ml
+                elif not found_nan and s > best:
+                    best = s
+                    best_t = t
+                    best_ml = ml
+        best_score[j] = best
+        best_at[j, 0] = best_t
+        best_at[j, 1] = best_ml
+    # Across features in order, first maximum (NaN first), as within one.
+    jb = -1
+    best = -np.inf
+    for j in range(n_feats):
+        s = best_score[j]
+        if s != s:
+            jb = j
+            break
+        if s > best:
+            best = s
+            jb = j
+    if jb < 0:
+        return -1, 0, 0
+    return jb, best_at[jb, 0], best_at[jb, 1]
+
+
+@njit(cache=True)
+def oblivious_left_sums(hist, node_slot, j, t, ml, out_g, out_h):
+    """Each node's left sums under the split ``(feats[j], t, ml)``: bins ``0..t``
+    of its histogram (summed as ``numpy.sum`` sums them, so that the leaves are
+    the same to the bit as those of the grower's NumPy code before) plus the
+    missing bin if ``ml``."""
+    for k in range(node_slot.shape[0]):
+        h = hist[node_slot[k], j]
+        out_g[k] = _pairwise_sum(h[:, 0], 0, t + 1) + ml * h[MISSING_BIN, 0]
+        out_h[k] = _pairwise_sum(h[:, 1], 0, t + 1) + ml * h[MISSING_BIN, 1]
+
+
+@njit(cache=True, inline="always")
+def _block_sum(a, lo, n):
+    """``a[lo:lo + n].sum()`` for ``n <= 128`` in NumPy's order: eight
+    interleaved accumulators, then the remainder, one by one."""
+    if n < 8:
+        s = 0.0
+        for i in range(lo, lo + n):
+            s += a[i]
+        return s
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = lo + 8
+    stop = lo + n - n % 8
+    while i < stop:
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+        i += 8
+    s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < lo + n:
+        s += a[i]
+        i += 1
+    return s
+
+
+@njit(cache=True, inline="always")
+def _half(n):
+    """Where NumPy's pairwise summation splits ``n > 128`` values: half, down to a multiple of 8."""
+    n2 = n // 2
+    return n2 - n2 % 8
+
+
+@njit(cache=True, inline="always")
+def _pairwise_sum(a, lo, n):
+    """``a[lo:lo + n].sum()`` for ``n <= 256`` (a histogram's bins) in NumPy's
+    order, its pairwise summation: up to 128 values in one block, more in two
+    halves summed apart, each again if above 128 (written out: numba's cache
+    cannot hold a recursive function)."""
+    if n <= 128:
+        return _block_sum(a, lo, n)
+    n2 = _half(n)
+    rest = n - n2  # n2 <= 128 < rest <= 135 or rest <= 128
+    if rest <= 128:
+        return _block_sum(a, lo, n2) + _block_sum(a, lo + n2, rest)
+    r2 = _half(rest)
+    return _block_sum(a, lo, n2) + (_block_sum(a, lo + n2, r2) + _block_sum(a, lo + n2 + r2, rest - r2))
 
 
 @njit(cache=True)
 def oblivious_node_gains(left_g, left_h, node_g, node_h, reg_lambda, min_child_weight, tiny, out):
     """``out[k]``: node ``k``'s own gain from the level's chosen split (left
     sums ``left_g``, ``left_h``), 0 where a child would break
-    ``min_child_weight`` or be empty, as in :func:`find_oblivious_split`."""
+    ``min_child_weight`` or be empty, as in :func:`best_oblivious_split`."""
     for k in range(node_g.shape[0]):
         lh = left_h[k]
         rh = node_h[k] - lh
@@ -185,21 +298,3 @@ def oblivious_node_gains(left_g, left_h, node_g, node_h, reg_lambda, min_child_w
         if lh >= min_child_weight and rh >= min_child_weight and lh > tiny and rh > tiny:
             out[k] = 0.5 * (_score(left_g[k], lh, reg_lambda) + _score(node_g[k] - left_g[k], rh, reg_lambda)
                             - _score(node_g[k], node_h[k], reg_lambda))
-
-
-@njit(cache=True, parallel=True)
-def oblivious_scores(gain, feats, node_g, node_h, reg_lambda, noise_sd, noise_key, noise_base, out):
-    """``out[j, t, ml]``: the criterion of each shared split (module docstring),
-    from the summed gains of :func:`find_oblivious_split` and the summed
-    parent scores of the level's nodes (sums ``node_g``, ``node_h``);
-    candidate ``(feats[j], t, ml)`` draws counter ``noise_base + 512 feats[j]
-    + 2 t + ml``. Invalid candidates stay ``-inf``."""
-    parent = 0.0
-    for k in range(node_g.shape[0]):
-        parent += _score(node_g[k], node_h[k], reg_lambda)
-    for j in numba.prange(gain.shape[0]):
-        base = noise_base + 512 * feats[j]
-        for t in range(gain.shape[1]):
-            for ml in range(2):
-                g = gain[j, t, ml]
-                out[j, t, ml] = g if g == -np.inf else noisy_score(g, parent, noise_sd, noise_key, base + 2 * t + ml)
