@@ -359,6 +359,8 @@ class TreeGrower:
     def _level(self, feats, build_start, build_end, build_slot, sib_slot,
                parent_slot, parent_hist, hist, n_slots, node_g, node_h, node_ids, find_splits, noise):
         nf = feats.shape[0]
+        if not find_splits:  # oblivious levels: the kernel writes no per-node split
+            n_slots = nf = 0
         outs = (np.full((n_slots, nf), -np.inf), np.full((n_slots, nf), -np.inf), np.zeros((n_slots, nf), np.uint8),
                 np.zeros((n_slots, nf), np.uint8), np.zeros((n_slots, nf)), np.zeros((n_slots, nf)))
         level_histograms(self.X, self._gh, feats, self.n_bins, build_start, build_end,

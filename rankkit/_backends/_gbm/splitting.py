@@ -136,7 +136,7 @@ def best_oblivious_split(hist, feats, n_bins, node_slot, node_g, node_h, reg_lam
     with the level's summed parent score and counter ``noise_base + 512
     feats[j] + 2 t + ml``. The first maximum wins (lowest feature, then bin,
     then missing right), as ``numpy.argmax`` over the candidates in that
-    order would pick it (a NaN, which cannot come from finite sums, first).
+    order would pick it (a NaN score first).
 
     Scratch, written per feature so that nothing is shared between threads:
     ``gain`` (n_feats, 256, 2) the summed gains, ``best_score`` (n_feats,),
@@ -279,7 +279,7 @@ def _pairwise_sum(a, lo, n):
     if n <= 128:
         return _block_sum(a, lo, n)
     n2 = _half(n)
-    rest = n - n2  # n2 <= 128 < rest <= 135 or rest <= 128
+    rest = n - n2  # n2 <= 128 values, rest <= 135
     if rest <= 128:
         return _block_sum(a, lo, n2) + _block_sum(a, lo + n2, rest)
     r2 = _half(rest)
