@@ -93,8 +93,8 @@ from ._training import (
     weighted_counts,
     why_constant,
 )
-from ._validation import (check_iteration_range, check_labels, check_sample_weight, constructor_defaults, first_text,
-                          per_eval_set)
+from ._validation import (check_iteration_range, check_labels, check_sample_weight, constructor_defaults,
+                          explains_other_libraries_keywords, first_text, per_eval_set)
 
 
 def keeps_the_model_on_error(fit):
@@ -332,6 +332,7 @@ class BaseRanker(BaseEstimator):
         return settings
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @explains_other_libraries_keywords
     @keeps_the_model_on_error
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
             eval_group=None, eval_sample_weight=None, verbose=False, early_stopping_rounds=None, position=None,
@@ -497,7 +498,7 @@ class BaseRanker(BaseEstimator):
             f"{type(self).__name__}(early_stopping_rounds={fit_value!r}), as in XGBoost 3. Until then "
             "the fit argument overrides the ranker's value.",
             FutureWarning,
-            stacklevel=5,  # the caller of fit, above keeps_the_model_on_error and scikit-learn's fit wrapper
+            stacklevel=6,  # the caller of fit, above its two decorators and scikit-learn's fit wrapper
         )
         return fit_value
 
@@ -527,7 +528,7 @@ class BaseRanker(BaseEstimator):
                 f"{type(self).__name__} grew no split in {n_done} trees: the model is a constant. "
                 + self._why_constant(train, grad_fn, objective),
                 UserWarning,
-                stacklevel=5,  # the caller of fit, above keeps_the_model_on_error and scikit-learn's fit wrapper
+                stacklevel=6,  # the caller of fit, above its two decorators and scikit-learn's fit wrapper
             )
         return self
 

@@ -185,3 +185,44 @@ def per_eval_set(eval_set, **lists):
 def constructor_defaults(cls):
     """``{parameter: default}`` of ``cls.__init__`` (read once per class; do not modify)."""
     return {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()}
+
+
+#: ``fit`` keywords of XGBoost's, LightGBM's and CatBoost's rankers that rankkit's
+#: ``fit`` does not take, and where rankkit takes what they say.
+_OTHER_LIBRARIES_FIT_KEYWORDS = {
+    "eval_at": "evaluation cut-offs are part of the ranker's eval_metric: eval_metric=['ndcg@5', 'ndcg@10'] "
+               "(LightGBM's eval_at=[5, 10])",
+    "eval_metric": "eval_metric is a parameter of the ranker, as in XGBoost 3: pass it to the constructor or "
+                   "set_params(eval_metric='ndcg@10')",
+    "callbacks": "callbacks is a parameter of the ranker, as in XGBoost 3: pass it to the constructor "
+                 "(rankkit.callback.TrainingCallback objects)",
+    "eval_names": "eval sets are named by their position in evals_result_: 'validation_0', 'validation_1', ... "
+                  "('training' for the training data itself)",
+    "sample_weight_eval_set": "pass eval_sample_weight= (one entry per eval_set entry)",
+    "init_score": "rankkit's fit always starts from scores of 0: it takes no initial scores",
+    "base_margin": "rankkit's fit always starts from scores of 0: it takes no initial scores",
+    "eval_init_score": "rankkit's fit always starts from scores of 0: it takes no initial scores",
+    "base_margin_eval_set": "rankkit's fit always starts from scores of 0: it takes no initial scores",
+    "init_model": "rankkit's fit trains a new model: it does not continue one",
+    "xgb_model": "rankkit's fit trains a new model: it does not continue one",
+    "categorical_feature": "give the categorical columns of a DataFrame pandas' 'category' dtype "
+                           "(backend='auto' then trains on XGBoost, which splits them natively)",
+    "cat_features": "give the categorical columns of a DataFrame pandas' 'category' dtype "
+                    "(backend='auto' then trains on XGBoost, which splits them natively)",
+    "feature_name": "pass a DataFrame: its column names are the feature names",
+    "feature_weights": "rankkit samples features uniformly (colsample_bytree): it takes no feature weights",
+}
+
+
+def explains_other_libraries_keywords(fit):
+    """``fit`` whose ``TypeError`` for a keyword of XGBoost's, LightGBM's or
+    CatBoost's ``fit`` says where rankkit takes it; the signature is ``fit``'s."""
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        accepted = inspect.signature(fit).parameters
+        for name in kwargs:
+            if name not in accepted and name in _OTHER_LIBRARIES_FIT_KEYWORDS:
+                raise TypeError(f"{type(self).__name__}.fit() got an unexpected keyword argument {name!r}: "
+                                f"{_OTHER_LIBRARIES_FIT_KEYWORDS[name]}.")
+        return fit(self, *args, **kwargs)
+    return wrapper

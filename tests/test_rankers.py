@@ -2,6 +2,7 @@
 early stopping, persistence and bad input, on every backend available."""
 
 import pickle
+import re
 import warnings
 from pathlib import Path
 
@@ -1049,3 +1050,32 @@ def test_default_fits_are_the_same_model():
     np.testing.assert_array_equal(first, second)
     fresh = [est.LambdaMARTRanker(n_estimators=10, random_state=None).fit(X, y, qid=qid).predict(X) for _ in range(2)]
     assert not np.array_equal(*fresh)
+
+
+@pytest.mark.parametrize("keyword, names", [
+    ("eval_at", "eval_metric=['ndcg@5', 'ndcg@10']"),
+    ("eval_metric", "set_params(eval_metric="),
+    ("callbacks", "TrainingCallback"),
+    ("init_score", "starts from scores of 0"),
+    ("base_margin", "starts from scores of 0"),
+    ("xgb_model", "does not continue"),
+    ("categorical_feature", "'category' dtype"),
+    ("sample_weight_eval_set", "eval_sample_weight="),
+])
+def test_fit_keywords_of_other_libraries_say_where_rankkit_takes_them(data, keyword, names):
+    """XGBoost's, LightGBM's and CatBoost's fit keywords that rankkit's fit does
+    not take: a TypeError saying where rankkit takes them, before any training,
+    with fit's own signature kept (scikit-learn reads it for metadata routing)."""
+    import inspect
+
+    from rankkit.dask import DaskLambdaMARTRanker
+
+    X, y, qid = data[:3]
+    for ranker in (est.LambdaMARTRanker(n_estimators=2), DaskLambdaMARTRanker(n_estimators=2)):
+        with pytest.raises(TypeError, match=rf"fit\(\) got an unexpected keyword argument '{keyword}': .*"
+                                            rf"{re.escape(names)}"):
+            ranker.fit(X, y, qid=qid, **{keyword: None})
+        assert not hasattr(ranker, "booster_")
+        assert "kwargs" not in str(inspect.signature(type(ranker).fit))
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'eval_st'$"):  # a typo: Python's own message
+        est.LambdaMARTRanker(n_estimators=2).fit(X, y, qid=qid, eval_st=None)
