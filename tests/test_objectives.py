@@ -990,6 +990,8 @@ def test_an_objective_alone_refuses_metric_settings_its_metric_does_not_read():
     unread = [(LambdaMART("ndcg", relevance_threshold=2.0), "relevance_threshold=2.0 is not read by metric='ndcg'"),
               (YetiRank("ndcg", decay=0.5), "decay=0.5 is not read by metric='ndcg'"),
               (StochasticRank("map", err_mapping="chapelle"), "err_mapping='chapelle' is not read by metric='map'"),
+              (LambdaMART("mrr", gain="linear"), "gain='linear' is not read by metric='mrr'"),
+              (YetiRank(gain="linear"), "gain='linear' is not read by metric='classic'"),
               (SGLB(StochasticRank("ndcg", relevance_threshold=1.0)), "StochasticRank: relevance_threshold=1.0")]
     for objective, match in unread:
         with pytest.raises(ValueError, match=re.escape(match)):

@@ -46,6 +46,7 @@ VALUES = [
 CONTEXT = {
     "err_max_label": dict(metric="err", err_mapping="chapelle"),
     "err_mapping": dict(metric="err"),
+    "gain": dict(metric="ndcg"),  # YetiRank's classic weights read no gain (its ranker's NDCG@10 does)
     "k": dict(metric="ndcg"),
     "relevance_threshold": dict(metric="mrr"),  # a ranker refuses a threshold no metric reads
 }

@@ -937,18 +937,20 @@ def test_no_split_warning_names_weights_and_subsample(backend):
 
 def test_metric_settings_no_metric_reads_are_refused():
     """relevance_threshold beside NDCG (objective and eval metric), err_mapping
-    without ERR, YetiLoss's decay: ignored before. Read by an eval metric, or
+    without ERR, YetiLoss's decay, gain without NDCG or DCG: ignored before. Read by an eval metric, or
     by a callable one (which may read anything), they are taken."""
     X, y, qid = make_ranking(30, n_features=4, random_state=0)
     kw = dict(n_estimators=2, n_jobs=1, random_state=0)
     for ranker, param in ((est.LambdaMARTRanker(relevance_threshold=1.5, **kw), "relevance_threshold"),
                           (est.StochasticRankRanker(err_mapping="chapelle", **kw), "err_mapping"),
-                          (est.YetiRanker(metric="ndcg", decay=0.5, **kw), "decay")):
+                          (est.YetiRanker(metric="ndcg", decay=0.5, **kw), "decay"),
+                          (est.YetiRanker(metric="mrr", gain="linear", eval_metric="mrr", **kw), "gain")):
         with pytest.raises(ValueError, match=rf"{param}=.* is read by no metric here: the objective optimises"):
             ranker.fit(X, y, qid=qid)
     est.LambdaMARTRanker(relevance_threshold=1.5, eval_metric=["ndcg@10", "mrr@10"], **kw).fit(X, y, qid=qid)
     est.LambdaMARTRanker(metric="map", relevance_threshold=1.5, **kw).fit(X, y, qid=qid)
     est.YetiRanker(decay=0.5, **kw).fit(X, y, qid=qid)  # the classic weights read it
+    est.YetiRanker(metric="mrr", gain="linear", **kw).fit(X, y, qid=qid)  # the default score, NDCG@10, reads it
     est.LambdaMARTRanker(relevance_threshold=1.5, eval_metric=lambda y, s: 0.0, **kw).fit(X, y, qid=qid)
     # The generic Ranker's objective holds them: the same rule.
     with pytest.raises(ValueError, match=r"Ranker's objective: relevance_threshold=1.5 is read by no metric here"):

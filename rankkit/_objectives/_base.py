@@ -133,6 +133,7 @@ def query_hessian_units(grad, hess, n_queries, hess_sum=None):
 
 #: The metrics (and YetiRank's classic weights) that read each metric setting of an objective or a ranker.
 READ_BY = {
+    "gain": ("ndcg", "dcg"),
     "relevance_threshold": ("mrr", "map", "precision", "recall", "rprecision"),
     "err_mapping": ("err", "pfound"), "err_max_label": ("err", "pfound"),
     "decay": ("expdcg", "pfound", "classic"),
