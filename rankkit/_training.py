@@ -123,8 +123,11 @@ def check_metric_settings_read(ranker, objective, metrics, settings):
     if settings.get(CALLABLE_METRICS):
         return
     inner = metric_objective(objective)
+    # Training on clicks, the gain makes every label (clicks / propensity, or log2 of 1 plus it;
+    # rankkit._clicks.ipw_labels), whatever the metric.
+    read_anyway = ("gain",) if getattr(ranker, "position_bias", None) is not None else ()
     # A named ranker holds the settings; the generic Ranker leaves them to its objective.
-    unread = unread_metric_setting([ranker, inner], metric_names(inner, metrics))
+    unread = unread_metric_setting([ranker, inner], metric_names(inner, metrics), read_anyway)
     if unread is not None:
         holder, param, default, readers = unread
         where = type(ranker).__name__ if holder is ranker else f"{type(ranker).__name__}'s objective"

@@ -196,33 +196,50 @@ _OTHER_LIBRARIES_FIT_KEYWORDS = {
                    "set_params(eval_metric='ndcg@10')",
     "callbacks": "callbacks is a parameter of the ranker, as in XGBoost 3: pass it to the constructor "
                  "(rankkit.callback.TrainingCallback objects)",
-    "eval_names": "eval sets are named by their position in evals_result_: 'validation_0', 'validation_1', ... "
-                  "('training' for the training data itself)",
+    "eval_names": "eval sets are named by their position in eval_set, 'validation_0', 'validation_1', ..., in "
+                  "evals_result_ ('training' for an entry that is the training data itself)",
     "sample_weight_eval_set": "pass eval_sample_weight= (one entry per eval_set entry)",
+    "group_id": "pass the query id of every row as qid= (or a qid column of a DataFrame)",
     "init_score": "rankkit's fit always starts from scores of 0: it takes no initial scores",
     "base_margin": "rankkit's fit always starts from scores of 0: it takes no initial scores",
+    "baseline": "rankkit's fit always starts from scores of 0: it takes no initial scores",
     "eval_init_score": "rankkit's fit always starts from scores of 0: it takes no initial scores",
     "base_margin_eval_set": "rankkit's fit always starts from scores of 0: it takes no initial scores",
     "init_model": "rankkit's fit trains a new model: it does not continue one",
     "xgb_model": "rankkit's fit trains a new model: it does not continue one",
     "categorical_feature": "give the categorical columns of a DataFrame pandas' 'category' dtype "
-                           "(backend='auto' then trains on XGBoost, which splits them natively)",
+                           "(backend='auto' then trains on an engine that splits them natively: XGBoost, or LightGBM)",
     "cat_features": "give the categorical columns of a DataFrame pandas' 'category' dtype "
-                    "(backend='auto' then trains on XGBoost, which splits them natively)",
+                    "(backend='auto' then trains on an engine that splits them natively: XGBoost, or LightGBM)",
     "feature_name": "pass a DataFrame: its column names are the feature names",
     "feature_weights": "rankkit samples features uniformly (colsample_bytree): it takes no feature weights",
 }
 
+#: The same for :mod:`rankkit.dask`'s rankers, where two of them differ.
+DASK_FIT_KEYWORDS = {
+    **_OTHER_LIBRARIES_FIT_KEYWORDS,
+    "callbacks": "rankkit.dask rankers run no callbacks, as their iterations run on the workers: use "
+                 "early_stopping_rounds, verbose and evals_result_, or the in-memory ranker",
+    "categorical_feature": "rankkit.dask trains on numeric columns only: encode the categories as numbers, or train "
+                           "in memory, where columns of pandas' 'category' dtype are split natively",
+    "cat_features": "rankkit.dask trains on numeric columns only: encode the categories as numbers, or train "
+                    "in memory, where columns of pandas' 'category' dtype are split natively",
+}
 
-def explains_other_libraries_keywords(fit):
+
+def explains_other_libraries_keywords(fit=None, *, hints=_OTHER_LIBRARIES_FIT_KEYWORDS):
     """``fit`` whose ``TypeError`` for a keyword of XGBoost's, LightGBM's or
-    CatBoost's ``fit`` says where rankkit takes it; the signature is ``fit``'s."""
+    CatBoost's ``fit`` says where rankkit takes it (``hints``: keyword -> where);
+    the signature is ``fit``'s."""
+    if fit is None:
+        return functools.partial(explains_other_libraries_keywords, hints=hints)
+
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         accepted = inspect.signature(fit).parameters
         for name in kwargs:
-            if name not in accepted and name in _OTHER_LIBRARIES_FIT_KEYWORDS:
+            if name not in accepted and name in hints:
                 raise TypeError(f"{type(self).__name__}.fit() got an unexpected keyword argument {name!r}: "
-                                f"{_OTHER_LIBRARIES_FIT_KEYWORDS[name]}.")
+                                f"{hints[name]}.")
         return fit(self, *args, **kwargs)
     return wrapper

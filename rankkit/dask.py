@@ -145,7 +145,7 @@ from ._groups import missing_qid_error
 from ._metrics._callable import CALLABLE_METRICS, check_some_part_counted
 from ._params import store_arguments
 from ._random import seed_from
-from ._validation import explains_other_libraries_keywords
+from ._validation import DASK_FIT_KEYWORDS, explains_other_libraries_keywords
 from ._sglb import shrink_schedule
 from ._training import (
     EvalMonitor,
@@ -441,7 +441,7 @@ class _DaskRanker:
 
     # -- fit -----------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    @explains_other_libraries_keywords
+    @explains_other_libraries_keywords(hints=DASK_FIT_KEYWORDS)
     @_estimators.keeps_the_model_on_error
     def fit(self, X, y, *, qid=None, group=None, sample_weight=None, eval_set=None, eval_qid=None,
             eval_group=None, eval_sample_weight=None, verbose=False, early_stopping_rounds=None, position=None,

@@ -1031,3 +1031,20 @@ def test_a_ranking_scorer_refuses_click_positions():
     # Relevance labels without positions: the scorer's own job, for a ranker trained on clicks too.
     assert scorer(fitted, pd.DataFrame(X).assign(qid=qid), y) == pytest.approx(
         ndcg_score(y, fitted.predict(pd.DataFrame(X)), qid=qid, k=10))
+
+
+def test_the_gain_makes_the_click_labels_whatever_the_metric():
+    """On clicks the gain builds every debiased label (clicks / propensity, or
+    log2 of 1 plus it), so it is read whatever the metric: ExpDCG and
+    YetiRank's classic weights train on other labels with gain='linear', and
+    a ranker must not refuse it as a setting no metric reads."""
+    (_, _, _), (Xc, clicks, sid, position) = _click_data(n_sessions=200)
+    known = dict(n_estimators=5, n_jobs=1, eval_metric=["expdcg@10"], position_bias="known",
+                 propensities=lambda k: 1.0 / k)
+    for make in (lambda **kw: LambdaMARTRanker(metric="expdcg", **kw), lambda **kw: YetiRanker(**kw)):
+        models = [make(**known, gain=gain).fit(Xc, clicks, qid=sid, position=position) for gain in ("exp", "linear")]
+        assert not np.array_equal(models[0].predict(Xc), models[1].predict(Xc))
+    # Without clicks the same settings are read by no metric: refused.
+    graded = {k: v for k, v in known.items() if k not in ("position_bias", "propensities")}
+    with pytest.raises(ValueError, match=r"gain='linear' is read by no metric here"):
+        YetiRanker(**graded, gain="linear").fit(Xc, clicks, qid=sid)

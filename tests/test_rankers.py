@@ -1054,28 +1054,31 @@ def test_default_fits_are_the_same_model():
     assert not np.array_equal(*fresh)
 
 
-@pytest.mark.parametrize("keyword, names", [
-    ("eval_at", "eval_metric=['ndcg@5', 'ndcg@10']"),
-    ("eval_metric", "set_params(eval_metric="),
-    ("callbacks", "TrainingCallback"),
-    ("init_score", "starts from scores of 0"),
-    ("base_margin", "starts from scores of 0"),
-    ("xgb_model", "does not continue"),
-    ("categorical_feature", "'category' dtype"),
-    ("sample_weight_eval_set", "eval_sample_weight="),
+@pytest.mark.parametrize("keyword, names, on_dask", [
+    ("eval_at", "eval_metric=['ndcg@5', 'ndcg@10']", None),
+    ("eval_metric", "set_params(eval_metric=", None),
+    ("callbacks", "TrainingCallback", "run no callbacks, as their iterations run on the workers"),
+    ("init_score", "starts from scores of 0", None),
+    ("base_margin", "starts from scores of 0", None),
+    ("group_id", "qid=", None),
+    ("xgb_model", "does not continue", None),
+    ("categorical_feature", "'category' dtype", "numeric columns only"),
+    ("sample_weight_eval_set", "eval_sample_weight=", None),
 ])
-def test_fit_keywords_of_other_libraries_say_where_rankkit_takes_them(data, keyword, names):
+def test_fit_keywords_of_other_libraries_say_where_rankkit_takes_them(data, keyword, names, on_dask):
     """XGBoost's, LightGBM's and CatBoost's fit keywords that rankkit's fit does
-    not take: a TypeError saying where rankkit takes them, before any training,
-    with fit's own signature kept (scikit-learn reads it for metadata routing)."""
+    not take: a TypeError saying where rankkit takes them (where rankkit.dask
+    differs, where it does), before any training, with fit's own signature
+    kept (scikit-learn reads it for metadata routing)."""
     import inspect
 
     from rankkit.dask import DaskLambdaMARTRanker
 
     X, y, qid = data[:3]
-    for ranker in (est.LambdaMARTRanker(n_estimators=2), DaskLambdaMARTRanker(n_estimators=2)):
+    for ranker, says in ((est.LambdaMARTRanker(n_estimators=2), names),
+                         (DaskLambdaMARTRanker(n_estimators=2), on_dask or names)):
         with pytest.raises(TypeError, match=rf"fit\(\) got an unexpected keyword argument '{keyword}': .*"
-                                            rf"{re.escape(names)}"):
+                                            rf"{re.escape(says)}"):
             ranker.fit(X, y, qid=qid, **{keyword: None})
         assert not hasattr(ranker, "booster_")
         assert "kwargs" not in str(inspect.signature(type(ranker).fit))

@@ -147,12 +147,15 @@ def metric_objective(objective):
     return objective
 
 
-def unread_metric_setting(holders, names):
+def unread_metric_setting(holders, names, read_anyway=()):
     """The first metric setting (:data:`READ_BY`) set away from its default
     that no metric of ``names`` reads: ``(holder, parameter, default,
     readers)``, or None. ``holders``: the objects that may hold the settings,
-    each a setting's owner when the first to take it in its constructor."""
+    each a setting's owner when the first to take it in its constructor;
+    ``read_anyway``: settings something other than a metric reads."""
     for param, readers in READ_BY.items():
+        if param in read_anyway:
+            continue
         holder, defaults = next(((h, d) for h, d in ((h, constructor_defaults(type(h))) for h in holders)
                                  if param in d), (None, {}))
         if holder is None or getattr(holder, param, defaults[param]) == defaults[param]:

@@ -277,13 +277,13 @@ def _pairwise_sum(a, lo, n):
     halves summed apart, each again if above 128 (written out: numba's cache
     cannot hold a recursive function)."""
     if n <= 128:
-        return _block_sum(a, lo, n)
+        return 0.0 + _block_sum(a, lo, n)  # 0.0 +: NumPy's sum of -0.0s is 0.0
     n2 = _half(n)
     rest = n - n2  # n2 <= 128 values, rest <= 135
     if rest <= 128:
-        return _block_sum(a, lo, n2) + _block_sum(a, lo + n2, rest)
+        return 0.0 + (_block_sum(a, lo, n2) + _block_sum(a, lo + n2, rest))
     r2 = _half(rest)
-    return _block_sum(a, lo, n2) + (_block_sum(a, lo + n2, r2) + _block_sum(a, lo + n2 + r2, rest - r2))
+    return 0.0 + (_block_sum(a, lo, n2) + (_block_sum(a, lo + n2, r2) + _block_sum(a, lo + n2 + r2, rest - r2)))
 
 
 @njit(cache=True)
