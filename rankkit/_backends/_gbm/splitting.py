@@ -233,7 +233,7 @@ def oblivious_left_sums(hist, node_slot, j, t, ml, out_g, out_h):
         out_h[k] = _pairwise_sum(h[:, 1], 0, t + 1) + ml * h[MISSING_BIN, 1]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _block_sum(a, lo, n):
     """``a[lo:lo + n].sum()`` for ``n <= 128`` in NumPy's order: eight
     interleaved accumulators, then the remainder, one by one."""
@@ -263,14 +263,14 @@ def _block_sum(a, lo, n):
     return s
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _half(n):
     """Where NumPy's pairwise summation splits ``n > 128`` values: half, down to a multiple of 8."""
     n2 = n // 2
     return n2 - n2 % 8
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _pairwise_sum(a, lo, n):
     """``a[lo:lo + n].sum()`` for ``n <= 256`` (a histogram's bins) in NumPy's
     order, its pairwise summation: up to 128 values in one block, more in two
