@@ -67,7 +67,7 @@ PEERS = ("XGBoost rank:ndcg", "LightGBM lambdarank", "CatBoost YetiRank")
 #: numba kernels (by name) summed into each stage of the profile.
 STAGES = {
     "histograms": ("level_histograms",),
-    "split search": ("best_oblivious_split", "oblivious_left_sums", "oblivious_node_gains", "best_split_one"),
+    "split search": ("best_oblivious_split", "oblivious_node_gains", "best_split_one"),
     "partition": ("split_sides", "partition_segments", "gather_gradients", "sampled_sides", "sum_segment"),
     "score update": ("scatter_leaf_values", "add_tree_positions", "add_tree_binned"),
     "binning": ("fit_bin_edges", "bin_block", "transform", "_greedy", "quantile"),

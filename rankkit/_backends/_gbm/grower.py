@@ -44,8 +44,7 @@ from numba import njit
 
 from .binning import MISSING_BIN
 from .histogram import N_BINS, clear_used, subtract_one
-from .splitting import (EMPTY_HESSIAN, best_oblivious_split, best_split_one, oblivious_left_sums,
-                        oblivious_node_gains)
+from .splitting import EMPTY_HESSIAN, best_oblivious_split, best_split_one, oblivious_node_gains
 from .tree import empty_nodes
 
 
@@ -538,11 +537,10 @@ class TreeGrower:
                                         gain, best_score, best_at)
         if j < 0:
             return None
-        # Each node's left sums and its own gain (the level's is their sum; a
-        # node that cannot use the split adds 0).
-        lg = np.empty(m)
-        lh = np.empty(m)
-        oblivious_left_sums(cur, slots, j, t, ml, lg, lh)
+        # Each node's left sums, read from its histogram, and its own gain (the
+        # level's is their sum; a node that cannot use the split adds 0).
+        lg = cur[slots, j, : t + 1, 0].sum(axis=1) + ml * cur[slots, j, MISSING_BIN, 0]
+        lh = cur[slots, j, : t + 1, 1].sum(axis=1) + ml * cur[slots, j, MISSING_BIN, 1]
         node_gain = np.empty(m)
         oblivious_node_gains(lg, lh, gs, hs, self.reg_lambda, self.min_child_weight, self._tiny, node_gain)
         return (np.ones(m, dtype=bool), np.full(m, feats[j], dtype=np.int64), np.full(m, t, dtype=np.uint8),
