@@ -114,6 +114,14 @@ def keeps_the_model_on_error(fit):
     return wrapper
 
 
+def is_training_entry(pair, qid, group, position, training):
+    """Whether an ``eval_set`` entry ``(X, y)`` with its ``qid``, ``group`` and
+    ``position`` is the training data itself (``training``: ``(X, y, qid,
+    group, position)`` of ``fit``): the same objects, each of them."""
+    return (pair[0] is training[0] and pair[1] is training[1] and qid is training[2] and group is training[3]
+            and position is training[4])
+
+
 class BaseRanker(BaseEstimator):
     """Base class of rankkit rankers; not meant to be used directly.
 
@@ -254,8 +262,7 @@ class BaseRanker(BaseEstimator):
         for i, (pair, q, g, p, w) in enumerate(zip(eval_set, *per_set.values())):
             if len(pair) != 2:
                 raise ValueError(f"eval_set[{i}] must be an (X, y) pair.")
-            if pair[0] is training[0] and pair[1] is training[1] and q is training[2] and g is training[3] \
-                    and p is training[4]:
+            if is_training_entry(pair, q, g, p, training):
                 if w is not None and w is not sample_weight:
                     raise ValueError(
                         f"eval_set[{i}] is the training data, which is evaluated with its sample_weight: "

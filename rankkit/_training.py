@@ -479,29 +479,37 @@ class EvalMonitor:
 
     TRAINING = "training"
 
-    def __init__(self, ranker, train, sets, metrics, settings, *, early_stopping_rounds, verbose, callbacks,
-                 set_settings=None, relabelled=False):
+    @staticmethod
+    def check_settings(verbose, early_stopping_rounds, has_validation):
+        """Refuse a ``verbose`` or ``early_stopping_rounds`` the monitor cannot
+        follow (early stopping without an eval set other than the training
+        data: ``has_validation`` False); the printing period ``verbose`` asks."""
         if isinstance(verbose, (bool, np.bool_)):
-            self.period = 1 if verbose else 0
+            period = 1 if verbose else 0
         elif isinstance(verbose, Integral) and verbose >= 0:
-            self.period = int(verbose)
+            period = int(verbose)
         else:
             raise ValueError(
                 f"verbose must be a bool or a non-negative int (print every N iterations), got {verbose!r}."
             )
-        watched = [name for name, data in sets if data is not None]
-        self.watch = watched[-1] if watched else None
         if early_stopping_rounds is not None:
             if isinstance(early_stopping_rounds, bool) or not isinstance(early_stopping_rounds, Integral) \
                     or early_stopping_rounds < 1:
                 raise ValueError(
                     f"early_stopping_rounds must be a positive int or None, got {early_stopping_rounds!r}."
                 )
-            if self.watch is None:
+            if not has_validation:
                 raise ValueError(
                     "early_stopping_rounds needs an eval_set other than the training data: pass "
                     "eval_set=[(X_val, y_val)] with eval_qid=[qid_val] (or a DataFrame with the query column)."
                 )
+        return period
+
+    def __init__(self, ranker, train, sets, metrics, settings, *, early_stopping_rounds, verbose, callbacks,
+                 set_settings=None, relabelled=False):
+        watched = [name for name, data in sets if data is not None]
+        self.watch = watched[-1] if watched else None
+        self.period = self.check_settings(verbose, early_stopping_rounds, self.watch is not None)
         self.ranker = ranker
         self.train = train
         self.sets = sets

@@ -145,7 +145,7 @@ from ._groups import missing_qid_error
 from ._metrics._callable import CALLABLE_METRICS, check_some_part_counted
 from ._params import store_arguments
 from ._random import seed_from
-from ._validation import DASK_FIT_KEYWORDS, explains_other_libraries_keywords
+from ._validation import DASK_FIT_KEYWORDS, explains_other_libraries_keywords, per_eval_set
 from ._sglb import shrink_schedule
 from ._training import (
     EvalMonitor,
@@ -537,8 +537,17 @@ class _DaskRanker:
         # The engine's parameters before any row moves: XGBoost would refuse
         # some only on the workers, after the shuffle (or after training).
         XGBoostDaskBackend(**self._backend_settings(0)).check_params(shrink)
-        # The eval metrics' names and settings too (their checks against the labels follow the layout).
+        # The eval metrics' names and settings too (their checks against the labels follow the layout),
+        # ERR's scale under estimated propensities, and what the monitor follows: verbose, early stopping
+        # and an eval set to stop on.
         check_metric_settings_read(self, objective, *eval_metrics(self.eval_metric, objective))
+        check_err_scale_is_fixed(self.position_bias, objective, eval_metrics(self.eval_metric, objective)[0])
+        early_stopping_rounds = self._early_stopping_rounds(early_stopping_rounds)
+        entries, per_set = per_eval_set(eval_set, eval_qid=eval_qid, eval_position=eval_position)
+        EvalMonitor.check_settings(verbose, early_stopping_rounds, any(
+            not (isinstance(pair, (tuple, list)) and len(pair) == 2
+                 and _estimators.is_training_entry(pair, q, None, p, (X, y, qid, None, position)))
+            for pair, q, p in zip(entries, *per_set.values())))
         self.position_bias_ = None
         clicks = None  # ClickSettings of the workers when they estimate the propensities
         if dask_click_settings(self, objective, fitting=True) is not None:
@@ -580,10 +589,8 @@ class _DaskRanker:
         finally:
             del self._position_modulus
         metrics, settings = self._eval_metrics(objective, train.max_label)
-        check_err_scale_is_fixed(self.position_bias, objective, metrics)
         check_metric_settings_read(self, objective, metrics, settings)
-        monitor = EvalMonitor(self, None, sets, metrics, settings,
-                               early_stopping_rounds=self._early_stopping_rounds(early_stopping_rounds),
+        monitor = EvalMonitor(self, None, sets, metrics, settings, early_stopping_rounds=early_stopping_rounds,
                                verbose=verbose, callbacks=None, relabelled=self._relabelled(sets))
         seed_base = seed_from(self.random_state)
         # The in-memory ranker of the same parameters records the metrics on the workers.

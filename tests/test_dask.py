@@ -1171,16 +1171,23 @@ def test_backend_params_dask_cannot_train_are_refused_before_the_layout(client, 
     assert not laid_out  # refused before any row moved (the shuffle is the costly part)
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"eval_metric": "ndgc@10"}, r"ndgc"),
-    ({"metric": "ndcg@10", "relevance_threshold": 2.0}, r"relevance_threshold"),
+@pytest.mark.parametrize("params, fit_params, message", [
+    ({"eval_metric": "ndgc@10"}, {}, r"ndgc"),
+    ({"metric": "ndcg@10", "relevance_threshold": 2.0}, {}, r"relevance_threshold"),
+    # What the monitor follows: failed after the shuffle before.
+    ({}, {"verbose": "yes"}, r"verbose must be a bool or a non-negative int"),
+    ({"early_stopping_rounds": 0}, {}, r"'early_stopping_rounds' parameter of DaskLambdaMARTRanker must be an int"),
+    ({"early_stopping_rounds": 2}, {}, r"early_stopping_rounds needs an eval_set other than the training data"),
+    ({"early_stopping_rounds": 2}, {"eval_set": "training"}, r"needs an eval_set other than the training data"),
 ])
-def test_metric_settings_are_refused_before_the_layout(client, data, monkeypatch, params, message):
+def test_settings_are_refused_before_the_layout(client, data, monkeypatch, params, fit_params, message):
     model = DaskLambdaMARTRanker(**{**SMALL, "n_estimators": 3, **params}, client=client)
     laid_out = []
     monkeypatch.setattr(DaskLambdaMARTRanker, "_lay_out", lambda *a, **k: laid_out.append(1))
+    if fit_params.get("eval_set") == "training":
+        fit_params = {"eval_set": [(data["X"], data["dy"])]}
     with pytest.raises(ValueError, match=message):
-        model.fit(data["X"], data["dy"])
+        model.fit(data["X"], data["dy"], **fit_params)
     assert not laid_out
 
 
