@@ -540,8 +540,9 @@ class _DaskRanker:
         # The eval metrics' names and settings too (their checks against the labels follow the layout),
         # ERR's scale under estimated propensities, and what the monitor follows: verbose, early stopping
         # and an eval set to stop on.
-        check_metric_settings_read(self, objective, *eval_metrics(self.eval_metric, objective))
-        check_err_scale_is_fixed(self.position_bias, objective, eval_metrics(self.eval_metric, objective)[0])
+        named_metrics, metric_settings = eval_metrics(self.eval_metric, objective)
+        check_metric_settings_read(self, objective, named_metrics, metric_settings)
+        check_err_scale_is_fixed(self.position_bias, objective, named_metrics)
         early_stopping_rounds = self._early_stopping_rounds(early_stopping_rounds)
         entries, per_set = per_eval_set(eval_set, eval_qid=eval_qid, eval_position=eval_position)
         EvalMonitor.check_settings(verbose, early_stopping_rounds, any(
