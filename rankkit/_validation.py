@@ -187,6 +187,13 @@ def constructor_defaults(cls):
     return {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()}
 
 
+_NO_INITIAL_SCORES = "rankkit's fit always starts from scores of 0: it takes no initial scores"
+_NO_CONTINUATION = "rankkit's fit trains a new model: it does not continue one"
+_CATEGORY_DTYPE = ("give the categorical columns of a DataFrame pandas' 'category' dtype "
+                   "(backend='auto' then trains on an engine that splits them natively: XGBoost, or LightGBM)")
+_DASK_NUMERIC_ONLY = ("rankkit.dask trains on numeric columns only: encode the categories as numbers, or train "
+                      "in memory, where columns of pandas' 'category' dtype are split natively")
+
 #: ``fit`` keywords of XGBoost's, LightGBM's and CatBoost's rankers that rankkit's
 #: ``fit`` does not take, and where rankkit takes what they say.
 _OTHER_LIBRARIES_FIT_KEYWORDS = {
@@ -200,17 +207,10 @@ _OTHER_LIBRARIES_FIT_KEYWORDS = {
                   "evals_result_ ('training' for an entry that is the training data itself)",
     "sample_weight_eval_set": "pass eval_sample_weight= (one entry per eval_set entry)",
     "group_id": "pass the query id of every row as qid= (or a qid column of a DataFrame)",
-    "init_score": "rankkit's fit always starts from scores of 0: it takes no initial scores",
-    "base_margin": "rankkit's fit always starts from scores of 0: it takes no initial scores",
-    "baseline": "rankkit's fit always starts from scores of 0: it takes no initial scores",
-    "eval_init_score": "rankkit's fit always starts from scores of 0: it takes no initial scores",
-    "base_margin_eval_set": "rankkit's fit always starts from scores of 0: it takes no initial scores",
-    "init_model": "rankkit's fit trains a new model: it does not continue one",
-    "xgb_model": "rankkit's fit trains a new model: it does not continue one",
-    "categorical_feature": "give the categorical columns of a DataFrame pandas' 'category' dtype "
-                           "(backend='auto' then trains on an engine that splits them natively: XGBoost, or LightGBM)",
-    "cat_features": "give the categorical columns of a DataFrame pandas' 'category' dtype "
-                    "(backend='auto' then trains on an engine that splits them natively: XGBoost, or LightGBM)",
+    **dict.fromkeys(("init_score", "base_margin", "baseline", "eval_init_score", "base_margin_eval_set"),
+                    _NO_INITIAL_SCORES),
+    **dict.fromkeys(("init_model", "xgb_model"), _NO_CONTINUATION),
+    **dict.fromkeys(("categorical_feature", "cat_features"), _CATEGORY_DTYPE),
     "feature_name": "pass a DataFrame: its column names are the feature names",
     "feature_weights": "rankkit samples features uniformly (colsample_bytree): it takes no feature weights",
 }
@@ -220,10 +220,7 @@ DASK_FIT_KEYWORDS = {
     **_OTHER_LIBRARIES_FIT_KEYWORDS,
     "callbacks": "rankkit.dask rankers run no callbacks, as their iterations run on the workers: use "
                  "early_stopping_rounds, verbose and evals_result_, or the in-memory ranker",
-    "categorical_feature": "rankkit.dask trains on numeric columns only: encode the categories as numbers, or train "
-                           "in memory, where columns of pandas' 'category' dtype are split natively",
-    "cat_features": "rankkit.dask trains on numeric columns only: encode the categories as numbers, or train "
-                    "in memory, where columns of pandas' 'category' dtype are split natively",
+    **dict.fromkeys(("categorical_feature", "cat_features"), _DASK_NUMERIC_ONLY),
 }
 
 
@@ -233,12 +230,13 @@ def explains_other_libraries_keywords(fit=None, *, hints=_OTHER_LIBRARIES_FIT_KE
     the signature is ``fit``'s."""
     if fit is None:
         return functools.partial(explains_other_libraries_keywords, hints=hints)
+    # Keywords fit takes are never explained away, whatever the table says.
+    hints = {name: hint for name, hint in hints.items() if name not in inspect.signature(fit).parameters}
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
-        accepted = inspect.signature(fit).parameters
         for name in kwargs:
-            if name not in accepted and name in hints:
+            if name in hints:
                 raise TypeError(f"{type(self).__name__}.fit() got an unexpected keyword argument {name!r}: "
                                 f"{hints[name]}.")
         return fit(self, *args, **kwargs)
