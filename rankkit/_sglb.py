@@ -58,7 +58,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ._objectives._base import RankingObjective
 from ._random import index_query_keys, mix64, noise_ranks, normal, query_stream
-from ._validation import Interval
+from ._validation import Interval, kernel_array
 
 #: Constraints of the SGLB parameters (the rankers declare them from here).
 PARAMETER_CONSTRAINTS = {
@@ -392,7 +392,7 @@ class SGLB(RankingObjective):
         return self.objective._eval_metric_settings()
 
     def _gradient_hessian_sorted(self, y, raw, group_ptr, seed, query_keys=None):
-        group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
+        group_ptr = kernel_array(group_ptr, np.int64)
         if query_keys is None:
             query_keys = index_query_keys(group_ptr.shape[0] - 1)
         grad, hess = self.objective._gradient_hessian_sorted(y, raw, group_ptr, seed, query_keys)

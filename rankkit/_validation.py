@@ -27,6 +27,16 @@ class Interval(_SklearnInterval):
         return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
 
 
+def kernel_array(a, dtype):
+    """``a`` as a writable C-contiguous array of ``dtype``, copied only if it is not one.
+
+    The kernels see one array type this way: numba compiles a kernel again for
+    a read-only array (pandas 3 hands out read-only views), seconds per kernel
+    on first use.
+    """
+    return np.require(a, dtype, ["C", "W"])
+
+
 def vector(a, name, what):
     """``a`` as a 1-D float64 array of finite numbers (``what`` names them in errors)."""
     a = np.asarray(a)
@@ -36,7 +46,7 @@ def vector(a, name, what):
         raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}.")
     if a.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric {what}, got dtype {a.dtype}.")
-    a = a.astype(np.float64, copy=False)
+    a = kernel_array(a, np.float64)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} contains NaN or infinite values; {what} must be finite.")
     return a

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from rankkit._backends._base import iter_row_blocks
 from rankkit._backends._gbm import binning, histogram, splitting
 from rankkit._backends._gbm.grower import (TreeGrower, level_histograms, misplaced_positions, partition_segments,
                                            split_sides)
@@ -25,6 +26,11 @@ def tied_data(rng, n, F, n_values=4, missing=0.15):
 def dyadic(rng, n, lo=-8, hi=9):
     """Gradients on a 1/4 grid: all sums are exact, so gains tie exactly."""
     return rng.integers(lo, hi, size=n) / 4.0
+
+
+def engine_block(X):
+    """``X`` as the engine hands it to the predictors: one read-only C-contiguous block."""
+    return next(iter_row_blocks(X, len(X)))[1]
 
 
 def binned(X, max_bins=255):
@@ -417,15 +423,15 @@ def test_raw_predictors_at_thresholds_and_missing(policy):
     assert (tables is None) == (policy == "depthwise")
     for Xc in (Xt, Xt.astype(np.float32)):  # every value is exact in float32
         out = np.zeros(len(Xc))
-        predict_raw(*fields, len(trees), np.ascontiguousarray(Xc), 1.0, out, 0)
+        predict_raw(*fields, len(trees), engine_block(Xc), 1.0, out, 0)
         np.testing.assert_allclose(out, expected, rtol=1e-14)
         if tables is not None:
             by_table = np.full(len(Xc) + 3, np.nan)
-            predict_oblivious(*tables, len(trees), np.ascontiguousarray(Xc), 1.0, by_table, 3)
+            predict_oblivious(*tables, len(trees), engine_block(Xc), 1.0, by_table, 3)
             np.testing.assert_array_equal(by_table[3:], out)
             for k in (0, 2, len(trees)):  # the first k trees
-                predict_raw(*fields, k, np.ascontiguousarray(Xc), 0.5, out, 0)
-                predict_oblivious(*tables, k, np.ascontiguousarray(Xc), 0.5, by_table, 3)
+                predict_raw(*fields, k, engine_block(Xc), 0.5, out, 0)
+                predict_oblivious(*tables, k, engine_block(Xc), 0.5, by_table, 3)
                 np.testing.assert_array_equal(by_table[3:], out)
 
 
@@ -445,7 +451,7 @@ def test_predictors_match_reference_traversal():
     expected = [0.5 * sum(ref.ref_predict_tree(t, x) for t in trees) for x in X]
     for Xc in (X, X.astype(np.float32)):  # integer values: exact in float32, ties at the thresholds
         out = np.zeros(n)
-        predict_raw(*fields, len(trees), np.ascontiguousarray(Xc), 0.5, out, 0)
+        predict_raw(*fields, len(trees), engine_block(Xc), 0.5, out, 0)
         np.testing.assert_allclose(out, expected, rtol=1e-14)
     Xb = binned(X)[0]
     acc = np.zeros(n)

@@ -727,3 +727,42 @@ def test_colsample_bytree_counts_columns_as_xgboost_does(monkeypatch):
         seen.clear()
         backend(n_estimators=2, colsample_bytree=fraction).fit(X[:, :n_features], squared_error(y))
         assert seen == [want, want]
+
+
+def _kernel_signature_counts():
+    """Every numba kernel of rankkit and the number of array types it is compiled for."""
+    counts = {}
+    for name, module in list(sys.modules.items()):
+        if name == "rankkit" or name.startswith("rankkit."):
+            for attr, obj in vars(module).items():
+                if isinstance(obj, numba.core.registry.CPUDispatcher):
+                    counts[f"{obj.py_func.__module__}.{obj.py_func.__qualname__}"] = len(obj.signatures)
+    return counts
+
+
+@pytest.mark.parametrize("ranker", ["YetiRanker", "StochasticRankRanker"])
+def test_read_only_inputs_reuse_the_kernels_compiled_for_writable_ones(ranker):
+    """pandas 3 hands out read-only views of a DataFrame's values; numba would
+    compile every kernel again for them (seconds each on first use)."""
+    import pandas as pd
+
+    import rankkit
+    from rankkit.datasets import make_ranking
+    from rankkit.metrics import ndcg_score
+
+    X, y, qid = make_ranking(n_queries=30, n_features=5, random_state=0)
+    model = getattr(rankkit, ranker)(n_estimators=3, n_jobs=1)
+    model.fit(X, y, qid=qid).score(X, y, qid=qid)
+    ndcg_score(y, model.predict(X), qid=qid, k=10)
+    before = _kernel_signature_counts()
+
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    frozen = [np.array(a) for a in (X, y, qid)]
+    for a in frozen:
+        a.flags.writeable = False
+    Xr, yr, qr = frozen
+    model.fit(Xr, yr, qid=qr).score(Xr, yr, qid=qr)
+    ndcg_score(yr, model.predict(Xr), qid=qr, k=10)
+    model.fit(df, pd.Series(y), qid=pd.Series(qid)).predict(df)
+    after = _kernel_signature_counts()
+    assert {k: (before.get(k, 0), n) for k, n in after.items() if n != before.get(k, 0)} == {}

@@ -66,7 +66,7 @@ from sklearn.utils._param_validation import InvalidParameterError, validate_para
 from .._params import BACKEND_SETTINGS, BOOSTING_PARAMS
 from .._sglb import ShrunkScores
 from .._threads import limit_threads, resolve_n_jobs
-from .._validation import Interval
+from .._validation import Interval, kernel_array
 from ._engine_params import check_backend_params
 
 
@@ -399,8 +399,8 @@ def check_gradients(grad, hess, n, t):
     """``grad_fn``'s output as contiguous float64 arrays of shape ``(n,)``
     (``hess=None``: ones), or a clear error: every backend hands the engine
     nothing else."""
-    grad = np.ascontiguousarray(grad, dtype=np.float64)
-    hess = np.ones(n) if hess is None else np.ascontiguousarray(hess, dtype=np.float64)
+    grad = kernel_array(grad, np.float64)
+    hess = np.ones(n) if hess is None else kernel_array(hess, np.float64)
     if grad.shape != (n,) or hess.shape != (n,):
         raise ValueError(f"grad_fn must return grad and hess of shape ({n},), got {grad.shape} and {hess.shape}.")
     if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
@@ -483,7 +483,8 @@ def iter_row_blocks(X, block_rows):
 
     A sparse matrix is densified one block at a time, so an absent entry is
     the value 0 (scikit-learn's meaning) and memory holds one dense block at
-    most; a dense ``X`` yields views (no copy when it is C-contiguous).
+    most; a dense ``X`` yields views (no copy when it is C-contiguous). Blocks
+    are read-only.
     """
     n = X.shape[0]
     sparse = hasattr(X, "toarray")
@@ -493,5 +494,10 @@ def iter_row_blocks(X, block_rows):
     for a in range(0, n, block_rows):
         b = min(n, a + block_rows)
         blk = X[a:b]
-        blk = blk.toarray() if sparse else blk
-        yield a, np.ascontiguousarray(blk, dtype=dtype)
+        blk = np.ascontiguousarray(blk.toarray() if sparse else blk, dtype=dtype)
+        if blk.flags.writeable:
+            # Read-only, as pandas 3 hands out a DataFrame's values: numba
+            # compiles a kernel once per array type, seconds each on first use.
+            blk = blk.view()
+            blk.flags.writeable = False
+        yield a, blk

@@ -32,7 +32,7 @@ from rankkit._metrics._common import (
     uses_exp_gain,
 )
 from rankkit._metrics._kernels import evaluate_kernel
-from rankkit._validation import check_k, check_labels, check_same_length, check_scores
+from rankkit._validation import check_k, check_labels, check_same_length, check_scores, kernel_array
 
 
 def _check_ties(ties):
@@ -201,9 +201,9 @@ def evaluate_sorted(
     empty_value = _check_empty(empty)
     threshold = _check_threshold(relevance_threshold)
     decay = _check_decay(decay)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    score = np.ascontiguousarray(score, dtype=np.float64)
-    group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
+    y = kernel_array(y, np.float64)
+    score = kernel_array(score, np.float64)
+    group_ptr = kernel_array(group_ptr, np.int64)
     if y.shape != score.shape or y.ndim != 1:
         raise ValueError(f"y and score must be 1-D of equal length, got {y.shape} and {score.shape}.")
     if group_ptr.ndim != 1 or group_ptr.shape[0] < 1 or group_ptr[0] != 0 or group_ptr[-1] != y.shape[0]:
@@ -212,7 +212,7 @@ def evaluate_sorted(
     if ties in TREC_TIES:
         if doc_key is None:
             raise ValueError(f"ties={ties!r} breaks ties by document id: pass doc_ids= (one id per row).")
-        tie_key = np.ascontiguousarray(doc_key, dtype=np.float64)
+        tie_key = kernel_array(doc_key, np.float64)
     else:
         tie_key = y
     cascade = metric_id in (METRIC_IDS["err"], METRIC_IDS["pfound"])

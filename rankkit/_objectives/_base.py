@@ -77,7 +77,7 @@ from .._metrics._common import (
     uses_exp_gain,
 )
 from .._random import index_query_keys, mix64, seed_from
-from .._validation import check_labels, check_sample_weight, check_scores, constructor_defaults
+from .._validation import check_labels, check_sample_weight, check_scores, constructor_defaults, kernel_array
 from ._swap import NO_CUTOFF
 
 #: Parameters of :func:`~rankkit._metrics._api.evaluate_sorted` that describe
@@ -351,7 +351,7 @@ class RankingObjective:
                     "group_ptr must be a one-dimensional array of integer offsets, n_queries + 1 of them from 0 "
                     f"to n_samples={y.shape[0]}; got shape {given.shape} of dtype {given.dtype}."
                 )
-            ptr = np.ascontiguousarray(given, dtype=np.int64)
+            ptr = kernel_array(given, np.int64)
             if ptr[0] != 0 or ptr[-1] != y.shape[0] or np.any(np.diff(ptr) < 0):
                 raise ValueError(
                     f"group_ptr must rise from 0 to n_samples={y.shape[0]}; got {ptr[:3]}...{ptr[-1:]}."
@@ -364,7 +364,7 @@ class RankingObjective:
         elif not 0 <= int(seed) < 2**63:  # the kernels key their draws by a 63-bit seed
             raise ValueError(f"seed must be an int in [0, 2**63 - 1], got {seed!r}.")
         grad, hess = self._gradient_hessian_sorted(
-            np.ascontiguousarray(y), np.ascontiguousarray(raw), ptr, seed, keys
+            kernel_array(y, np.float64), kernel_array(raw, np.float64), ptr, seed, keys
         )
         if groups is not None:
             grad, hess = groups.unsort(grad), groups.unsort(hess)

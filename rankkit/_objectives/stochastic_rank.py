@@ -53,7 +53,7 @@ from .._metrics._common import (
     stable_sort,
 )
 from .._random import index_query_keys, noise_ranks, normal, query_stream
-from .._validation import Interval
+from .._validation import Interval, kernel_array
 from ._base import MetricObjective
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -399,7 +399,7 @@ class StochasticRank(MetricObjective):
 
     def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys, eps=None):
         metric_id, k, exp_gain = self._metric()
-        group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
+        group_ptr = kernel_array(group_ptr, np.int64)
         n_q = group_ptr.shape[0] - 1
         if n_q <= 0:
             return
@@ -416,9 +416,9 @@ class StochasticRank(MetricObjective):
     def sampled_noise(self, y, raw, group_ptr, seed, query_keys=None):
         """The ``(n_estimations, n)`` N(0, 1) draws a call on ``(y, raw)`` with
         ``seed`` uses (``query_keys=None``: the queries' places, as with ``group_ptr=``)."""
-        y = np.ascontiguousarray(y, dtype=np.float64)
-        raw = np.ascontiguousarray(raw, dtype=np.float64)
-        group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
+        y = kernel_array(y, np.float64)
+        raw = kernel_array(raw, np.float64)
+        group_ptr = kernel_array(group_ptr, np.int64)
         n = y.shape[0]
         eps = np.empty((int(self.n_estimations), n), dtype=np.float64)
         query_keys = index_query_keys(group_ptr.shape[0] - 1) if query_keys is None else query_keys
