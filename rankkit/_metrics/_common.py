@@ -51,6 +51,10 @@ SWAP_METRICS = ("ndcg", "dcg", "err", "mrr", "map", "expdcg")
 #: setting gives one set of queries for every binary metric of a table.
 EMPTY_RULE_METRICS = ("ndcg", "mrr", "map", "precision", "recall", "rprecision")
 
+#: 0 as an int64 for the kernels to pass where a function takes an index: a
+#: literal 0 makes numba compile the callee once more, for that literal.
+ZERO = np.int64(0)
+
 # Tie policies (sort modes); IDEAL is the extra mode "label descending", the
 # ideal order of NDCG.
 WORST, AVERAGE, BEST, INPUT, IDEAL = 0, 1, 2, 3, 4

@@ -42,6 +42,7 @@ from rankkit._metrics._common import (
     RPRECISION,
     SMALL_K,
     WORST,
+    ZERO,
     discount,
     err_probability,
     gain,
@@ -201,7 +202,7 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
     acc = 0.0
     not_stopped = 1.0
     c = 0
-    a = 0
+    a = ZERO
     while a < n:
         b = a + 1
         s0 = score[idx[lo + a]]

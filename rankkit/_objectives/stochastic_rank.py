@@ -47,6 +47,7 @@ from .._metrics._common import (
     MAP,
     MRR,
     NDCG,
+    ZERO,
     discount,
     doc_value,
     inverse_normaliser,
@@ -110,7 +111,7 @@ def _ccs_query(
     if n <= 1 or all_equal:
         return 0.0
     # 1 / IDCG@k (NDCG), 1 / min(R, k) (MAP), 1 otherwise (scratch indexed 0..n-1).
-    norm = inverse_normaliser(metric, y[a:a + n], 0, n, kk, exp_gain, threshold, order, ibuf, top)
+    norm = inverse_normaliser(metric, y[a:a + n], ZERO, n, kk, exp_gain, threshold, order, ibuf, top)
     if norm == 0.0:
         return 0.0
     n_pos = min(kk, n - 1)  # swap slots p = 0 .. n_pos-1 can change the metric
@@ -118,7 +119,7 @@ def _ccs_query(
     if not use_eps:
         # Noise counters as in draw_noise: each document's place in the query
         # sorted by raw score, so the draws follow the documents, not the rows.
-        noise_ranks(raw[a:a + n], y[a:a + n], 0, n, order, ibuf, rank)
+        noise_ranks(raw[a:a + n], y[a:a + n], ZERO, n, order, ibuf, rank)
     for e in range(n_est):
         kq = query_stream(seed, qkey, e)
         for i in range(n):
@@ -126,7 +127,7 @@ def _ccs_query(
             s[i] = sh[i] + sigma * eps
             order[i] = i
         # Sampled order: s descending, ties by index (the stable sort's input order).
-        stable_sort(order, ibuf, 0, n, s, s, INPUT)
+        stable_sort(order, ibuf, ZERO, n, s, s, INPUT)
         for p in range(n):
             pos[order[p]] = p
         # Prefix over the sampled order: pre[p] covers order[0 .. p-1].
