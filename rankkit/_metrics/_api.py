@@ -31,7 +31,7 @@ from rankkit._metrics._common import (
     parse_metric,
     uses_exp_gain,
 )
-from rankkit._metrics._kernels import evaluate_kernel
+from rankkit._metrics._kernels import evaluate_average_kernel, evaluate_kernel
 from rankkit._validation import check_k, check_labels, check_same_length, check_scores, kernel_array
 
 
@@ -226,24 +226,12 @@ def evaluate_sorted(
     idx = np.empty(n, dtype=np.int64)
     buf = np.empty(n, dtype=np.int64)
     scratch = np.empty(n, dtype=np.float64)
-    evaluate_kernel(
-        metric_id,
-        y,
-        score,
-        group_ptr,
-        0 if k is None else k,
-        tie_id,
-        tie_key,
-        exp_gain,
-        empty_value,
-        threshold,
-        err_scale,
-        decay,
-        idx,
-        buf,
-        scratch,
-        out,
-    )
+    if tie_id == TIES["average"]:
+        evaluate_average_kernel(metric_id, y, score, group_ptr, 0 if k is None else k, exp_gain, empty_value,
+                                threshold, err_scale, decay, idx, buf, scratch, out)
+    else:
+        evaluate_kernel(metric_id, y, score, group_ptr, 0 if k is None else k, tie_id, tie_key, exp_gain,
+                        empty_value, threshold, err_scale, decay, idx, buf, scratch, out)
     return out
 
 

@@ -2,10 +2,11 @@
 
 Every kernel works on the query-sorted layout: flat ``y`` and ``score``
 (float64) and ``group_ptr`` (int64 offsets). Queries are independent, so the
-driver :func:`evaluate_kernel` runs them in parallel with ``prange``; each
-query only touches its own slice ``[group_ptr[q], group_ptr[q + 1])`` of the
-caller-allocated scratch arrays, so nothing is allocated per query and the
-result does not depend on the number of threads.
+drivers :func:`evaluate_kernel` and :func:`evaluate_average_kernel` run them
+in parallel with ``prange``; each query only touches its own slice
+``[group_ptr[q], group_ptr[q + 1])`` of the caller-allocated scratch arrays,
+so nothing is allocated per query and the result does not depend on the
+number of threads.
 
 Documents are ordered by the stable merge sort of
 :mod:`rankkit._metrics._common` (``O(n log n)`` per query; bounded insertion
@@ -29,7 +30,6 @@ import math
 from numba import njit, prange
 
 from rankkit._metrics._common import (
-    AVERAGE,
     DCG,
     ERR,
     EXPDCG,
@@ -275,6 +275,51 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
     return acc
 
 
+@njit(cache=True)
+def _relevant_count(metric, y, lo, hi, threshold):
+    """Relevant documents of the query for the binary metrics (-1 for the
+    others: they need no count); 0 means the ``empty`` rule applies."""
+    if metric == MRR or metric == MAP or metric == PRECISION or metric == RECALL or metric == RPRECISION:
+        n_relevant = 0
+        for i in range(lo, hi):
+            if is_relevant(y[i], threshold):
+                n_relevant += 1
+        return n_relevant
+    return -1
+
+
+@njit(cache=True)
+def _cutoff(metric, n, k, n_relevant):
+    """The cut-off clipped to the list (``k <= 0``: the whole list); R-precision@k
+    is precision at ``min(R, k)``, so a perfect ranking scores 1."""
+    kk = n if (k <= 0 or k > n) else k
+    if metric == RPRECISION:
+        kk = min(kk, n_relevant)
+    return kk
+
+
+@njit(cache=True)
+def _normalised(metric, value, y, lo, hi, k, kk, n_relevant, exp_gain, empty, idx, buf, m):
+    """The query's metric from :func:`_ordered_value` or :func:`_average_value`."""
+    if metric == MAP:
+        # AP@k = sum of precisions at relevant positions <= k / min(R, k).
+        return value / min(n_relevant, kk)
+    if metric == PRECISION:
+        # trec_eval's P@k: the positions past the end of a short list
+        # count as non-relevant, so divide by k, not by the list length.
+        return value / (k if k > 0 else hi - lo)
+    if metric == RECALL:
+        return value / n_relevant
+    if metric == RPRECISION:
+        return value / kk
+    if metric == NDCG:
+        ideal = ideal_dcg(y, lo, hi, kk, exp_gain, idx, buf, m)
+        return empty if ideal <= 0.0 else value / ideal
+    return value
+
+
+# Two drivers, one per kind of tie policy, so that a metric with ordered ties
+# does not compile the closed-form tie averages (a third of the first call).
 @njit(cache=True, parallel=True)
 def evaluate_kernel(
     metric,
@@ -294,7 +339,9 @@ def evaluate_kernel(
     m,
     out,
 ):
-    """Per-query metric values written into ``out`` (length ``n_queries``).
+    """Per-query metric values written into ``out`` (length ``n_queries``),
+    documents in one order: ``ties`` is ``worst``, ``best`` or ``input``
+    (:func:`evaluate_average_kernel` takes ``average``).
 
     Parameters
     ----------
@@ -328,49 +375,39 @@ def evaluate_kernel(
     out : ndarray of float64
         Output, length ``n_queries``.
     """
-    n_queries = group_ptr.shape[0] - 1
-    for q in prange(n_queries):
+    for q in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[q]
         hi = group_ptr[q + 1]
-        n = hi - lo
-        kk = n if (k <= 0 or k > n) else k
-        n_relevant = 0
-        if metric == MRR or metric == MAP or metric == PRECISION or metric == RECALL or metric == RPRECISION:
-            for i in range(lo, hi):
-                if is_relevant(y[i], threshold):
-                    n_relevant += 1
-            if n_relevant == 0:
-                out[q] = empty
-                continue
-        if metric == RPRECISION:
-            # R-precision@k: precision at min(R, k), so a perfect ranking scores 1.
-            kk = min(kk, n_relevant)
-        mode = WORST if ties == AVERAGE else ties
-        key = y if ties == AVERAGE else tie_key
-        if ties != AVERAGE and kk <= SMALL_K and kk < n:
-            top_k(idx, lo, hi, kk, score, key, mode)
+        n_relevant = _relevant_count(metric, y, lo, hi, threshold)
+        if n_relevant == 0:
+            out[q] = empty
+            continue
+        kk = _cutoff(metric, hi - lo, k, n_relevant)
+        if kk <= SMALL_K and kk < hi - lo:
+            top_k(idx, lo, hi, kk, score, tie_key, ties)
         else:
             for i in range(lo, hi):
                 idx[i] = i
-            stable_sort(idx, buf, lo, hi, score, key, mode)
-        if ties == AVERAGE:
-            value = _average_value(
-                metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay, m[lo:hi]
-            )
-        else:
-            value = _ordered_value(metric, y, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay)
-        if metric == MAP:
-            # AP@k = sum of precisions at relevant positions <= k / min(R, k).
-            value /= min(n_relevant, kk)
-        elif metric == PRECISION:
-            # trec_eval's P@k: the positions past the end of a short list
-            # count as non-relevant, so divide by k, not by the list length.
-            value /= k if k > 0 else n
-        elif metric == RECALL:
-            value /= n_relevant
-        elif metric == RPRECISION:
-            value /= kk
-        elif metric == NDCG:
-            ideal = ideal_dcg(y, lo, hi, kk, exp_gain, idx, buf, m)
-            value = empty if ideal <= 0.0 else value / ideal
-        out[q] = value
+            stable_sort(idx, buf, lo, hi, score, tie_key, ties)
+        value = _ordered_value(metric, y, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay)
+        out[q] = _normalised(metric, value, y, lo, hi, k, kk, n_relevant, exp_gain, empty, idx, buf, m)
+
+
+@njit(cache=True, parallel=True)
+def evaluate_average_kernel(metric, y, score, group_ptr, k, exp_gain, empty, threshold, err_scale, decay, idx, buf,
+                            m, out):
+    """:func:`evaluate_kernel` with ``ties="average"``: the expectation over
+    uniformly random orders of the tied documents (:func:`_average_value`)."""
+    for q in prange(group_ptr.shape[0] - 1):
+        lo = group_ptr[q]
+        hi = group_ptr[q + 1]
+        n_relevant = _relevant_count(metric, y, lo, hi, threshold)
+        if n_relevant == 0:
+            out[q] = empty
+            continue
+        kk = _cutoff(metric, hi - lo, k, n_relevant)
+        for i in range(lo, hi):
+            idx[i] = i
+        stable_sort(idx, buf, lo, hi, score, y, WORST)
+        value = _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_scale, decay, m[lo:hi])
+        out[q] = _normalised(metric, value, y, lo, hi, k, kk, n_relevant, exp_gain, empty, idx, buf, m)
