@@ -276,26 +276,23 @@ def _average_value(metric, y, score, idx, lo, hi, kk, exp_gain, threshold, err_s
 
 
 @njit(cache=True)
-def _relevant_count(metric, y, lo, hi, threshold):
-    """Relevant documents of the query for the binary metrics (-1 for the
-    others: they need no count); 0 means the ``empty`` rule applies."""
+def _query_setup(metric, y, group_ptr, q, k, threshold):
+    """Query ``q``'s rows ``lo..hi-1``, its relevant documents for the binary
+    metrics (-1 for the others: they need none; 0: the ``empty`` rule applies)
+    and its cut-off clipped to the list (``k <= 0``: the whole list)."""
+    lo = group_ptr[q]
+    hi = group_ptr[q + 1]
+    kk = hi - lo if (k <= 0 or k > hi - lo) else k
+    n_relevant = -1
     if metric == MRR or metric == MAP or metric == PRECISION or metric == RECALL or metric == RPRECISION:
         n_relevant = 0
         for i in range(lo, hi):
             if is_relevant(y[i], threshold):
                 n_relevant += 1
-        return n_relevant
-    return -1
-
-
-@njit(cache=True)
-def _cutoff(metric, n, k, n_relevant):
-    """The cut-off clipped to the list (``k <= 0``: the whole list); R-precision@k
-    is precision at ``min(R, k)``, so a perfect ranking scores 1."""
-    kk = n if (k <= 0 or k > n) else k
-    if metric == RPRECISION:
-        kk = min(kk, n_relevant)
-    return kk
+        if metric == RPRECISION:
+            # R-precision@k: precision at min(R, k), so a perfect ranking scores 1.
+            kk = min(kk, n_relevant)
+    return lo, hi, n_relevant, kk
 
 
 @njit(cache=True)
@@ -376,13 +373,10 @@ def evaluate_kernel(
         Output, length ``n_queries``.
     """
     for q in prange(group_ptr.shape[0] - 1):
-        lo = group_ptr[q]
-        hi = group_ptr[q + 1]
-        n_relevant = _relevant_count(metric, y, lo, hi, threshold)
+        lo, hi, n_relevant, kk = _query_setup(metric, y, group_ptr, q, k, threshold)
         if n_relevant == 0:
             out[q] = empty
             continue
-        kk = _cutoff(metric, hi - lo, k, n_relevant)
         if kk <= SMALL_K and kk < hi - lo:
             top_k(idx, lo, hi, kk, score, tie_key, ties)
         else:
@@ -399,13 +393,10 @@ def evaluate_average_kernel(metric, y, score, group_ptr, k, exp_gain, empty, thr
     """:func:`evaluate_kernel` with ``ties="average"``: the expectation over
     uniformly random orders of the tied documents (:func:`_average_value`)."""
     for q in prange(group_ptr.shape[0] - 1):
-        lo = group_ptr[q]
-        hi = group_ptr[q + 1]
-        n_relevant = _relevant_count(metric, y, lo, hi, threshold)
+        lo, hi, n_relevant, kk = _query_setup(metric, y, group_ptr, q, k, threshold)
         if n_relevant == 0:
             out[q] = empty
             continue
-        kk = _cutoff(metric, hi - lo, k, n_relevant)
         for i in range(lo, hi):
             idx[i] = i
         stable_sort(idx, buf, lo, hi, score, y, WORST)
