@@ -118,13 +118,31 @@ def bucket_worst_order(score, y, lo, hi, order, key, count):
 
 
 
+# The kernel's rules for YetiRank's classic weights and for YetiLoss's metric
+# weights, passed to the shared per-query code as functions: each kernel then
+# compiles only its own rules (YetiRank's first call compiles half as long).
 @njit(cache=True, inline="always")
-def _pair_weight(mode, a, b, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second, scale, pi_a,
-                 s_ab, q_ab):
-    """The weight of the pair at positions ``a < b`` of the noisy ranking (before the rounds' mean
-    for the metrics; ``decay_a`` has it already)."""
-    if mode == CLASSIC:
-        return abs(ra - rb) * decay_a
+def _classic_setup(mode, y, lo, hi, k, exp_gain, threshold, err_scale, order, buf, val, dval):
+    """Classic weights need no per-query metric values: scale 1."""
+    return 1.0
+
+
+@njit(cache=True, inline="always")
+def _classic_prepare(mode, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2):
+    return hi - lo, hi - lo
+
+
+@njit(cache=True, inline="always")
+def _classic_weight(mode, a, b, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second, scale, pi_a,
+                    s_ab, q_ab):
+    """``|r_a - r_b| decay^a / P`` (``decay_a`` holds ``decay^a / P``)."""
+    return abs(ra - rb) * decay_a
+
+
+@njit(cache=True, inline="always")
+def _metric_weight(mode, a, b, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second, scale, pi_a,
+                   s_ab, q_ab):
+    """``|M(swap a, b) - M| / P`` on the noisy ranking, for the pair at positions ``a < b``."""
     if mode == ERR:
         return err_delta(a, b, lo, val, disc, pi_a, s_ab, q_ab) * inv_p
     return swap_delta(mode, a, b, lo, val, disc, aux1, aux2, first, second, scale) * inv_p
@@ -132,7 +150,7 @@ def _pair_weight(mode, a, b, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, 
 
 @njit(cache=True, inline="always")
 def _adjacent_pairs(y, raw, ez, order, grad, hess, mode, a_end, lo, inv_p, decay, val, disc, aux1, aux2, first,
-                    second, scale):
+                    second, scale, weight):
     """One round's pairs ``(a, a + 1)`` (``num_neighbors=1``, the default): the document at
     position ``a + 1`` meets pair ``(a, a + 1)``, then pair ``(a + 1, a + 2)``; its sums are
     carried in registers from one to the next rather than stored and reloaded. Same additions
@@ -151,7 +169,7 @@ def _adjacent_pairs(y, raw, ez, order, grad, hess, mode, a_end, lo, inv_p, decay
         if mode == CLASSIC or ra != rb:
             # Classic weights are |r_a - r_b| decay^a: 0 for equal labels, so those pairs
             # add zeros and the loop needs no branch on the labels.
-            w = _pair_weight(mode, a, a + 1, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second,
+            w = weight(mode, a, a + 1, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second,
                              scale, pi_a, 0.0, 1.0)
             if mode == CLASSIC or w > 0.0:
                 up = ra > rb  # the upper document is the more relevant
@@ -178,7 +196,7 @@ def _adjacent_pairs(y, raw, ez, order, grad, hess, mode, a_end, lo, inv_p, decay
 
 @njit(cache=True, inline="always")
 def _neighbour_pairs(y, raw, ez, order, grad, hess, n, reach, mode, a_end, lo, inv_p, decay, val, disc, aux1, aux2,
-                     first, second, scale):
+                     first, second, scale, weight):
     """One round's pairs ``(a, b)``, ``a < b <= a + reach``, folded into ``grad`` and ``hess``."""
     pi_a = 1.0
     decay_a = inv_p
@@ -191,7 +209,7 @@ def _neighbour_pairs(y, raw, ez, order, grad, hess, n, reach, mode, a_end, lo, i
             ib = order[lo + b]
             rb = y[ib]
             if ra != rb:
-                w = _pair_weight(mode, a, b, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second,
+                w = weight(mode, a, b, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second,
                                  scale, pi_a, s_ab, q_ab)
                 if w > 0.0:
                     if ra > rb:
@@ -211,27 +229,10 @@ def _neighbour_pairs(y, raw, ez, order, grad, hess, n, reach, mode, a_end, lo, i
             pi_a *= 1.0 - val[lo + a]
         decay_a *= decay
 
-@njit(cache=True, parallel=True)
-def yetirank_kernel(
-    y, raw, group_ptr, query_key, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay, exp_gain,
-    threshold, err_scale, seed, grad, hess, iwork, work, dtab,
-):
-    """YetiRank (``mode = CLASSIC``) / YetiLoss (``mode`` = a metric id).
-
-    For each query and each of the ``P = n_permutations`` rounds: add noise,
-    sort (``worst`` ties), and for every pair of positions ``a < b <= a + d``
-    (``d = num_neighbors``, -1 for all) with different labels, weight
-    ``w = |r_a - r_b| decay^a`` (classic) or ``|M(swap a, b) - M|`` on the noisy
-    ranking, then fold ``w / P`` at once into the pairwise logistic gradient
-    with ``rho = 1/(1 + exp(z_win - z_lose))`` of the noise-free scores. No
-    pair matrix: O(n) memory, ``O(P (n log n + n d))`` time per query.
-
-    The sorts are :func:`bucket_worst_order` (``worst_order`` as fallback),
-    which gives exactly ``worst_order``'s ranking.
-
-    Scratch indexed like ``y``: ``iwork`` (3, n) int64, ``work`` (8, n)
-    float64; ``dtab`` the discount table (length >= the longest query).
-    """
+@njit(cache=True, inline="always")
+def _yeti_queries(y, raw, group_ptr, query_key, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay,
+                  exp_gain, threshold, err_scale, seed, grad, hess, iwork, work, dtab, setup, prepare, weight):
+    """The body of :func:`yetirank_kernel` and :func:`yetiloss_kernel`, with their rules."""
     order, buf, rank = iwork[0], iwork[1], iwork[2]
     val, disc, aux1, aux2, dval = work[0], work[1], work[2], work[3], work[4]
     noisy, ez, key = work[5], work[6], work[7]
@@ -243,11 +244,9 @@ def yetirank_kernel(
         n = hi - lo
         if n < 2:
             continue
-        scale = 1.0
-        if mode != CLASSIC:
-            scale = query_setup(mode, y, lo, hi, k, exp_gain, threshold, err_scale, order, buf, val, dval)
-            if scale == 0.0:
-                continue
+        scale = setup(mode, y, lo, hi, k, exp_gain, threshold, err_scale, order, buf, val, dval)
+        if scale == 0.0:
+            continue
         # rho needs only the noise-free scores: exp once per document.
         z_max = raw[lo]
         for i in range(lo + 1, hi):
@@ -267,15 +266,51 @@ def yetirank_kernel(
             yeti_noisy_scores(raw, rank, group_ptr, noise, noise_scale, seed, query_key[q], q, perm, noisy)
             if not bucket_worst_order(noisy, y, lo, hi, order, key, buf):
                 worst_order(noisy, y, lo, hi, order, buf)
-            first, second = n, n
-            if mode != CLASSIC:
-                first, second = swap_prepare(mode, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2)
+            first, second = prepare(mode, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2)
             if reach == 1:
                 _adjacent_pairs(y, raw, ez, order, grad, hess, mode, a_end, lo, inv_p, decay, val, disc, aux1,
-                                aux2, first, second, scale)
+                                aux2, first, second, scale, weight)
             else:
                 _neighbour_pairs(y, raw, ez, order, grad, hess, n, reach, mode, a_end, lo, inv_p, decay, val,
-                                 disc, aux1, aux2, first, second, scale)
+                                 disc, aux1, aux2, first, second, scale, weight)
+
+
+@njit(cache=True, parallel=True)
+def yetirank_kernel(
+    y, raw, group_ptr, query_key, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay, exp_gain,
+    threshold, err_scale, seed, grad, hess, iwork, work, dtab,
+):
+    """YetiRank's gradients (``mode = CLASSIC``; :func:`yetiloss_kernel` takes
+    YetiLoss's, ``mode`` a metric id).
+
+    For each query and each of the ``P = n_permutations`` rounds: add noise,
+    sort (``worst`` ties), and for every pair of positions ``a < b <= a + d``
+    (``d = num_neighbors``, -1 for all) with different labels, weight
+    ``w = |r_a - r_b| decay^a`` (classic) or ``|M(swap a, b) - M|`` on the noisy
+    ranking, then fold ``w / P`` at once into the pairwise logistic gradient
+    with ``rho = 1/(1 + exp(z_win - z_lose))`` of the noise-free scores. No
+    pair matrix: O(n) memory, ``O(P (n log n + n d))`` time per query.
+
+    The sorts are :func:`bucket_worst_order` (``worst_order`` as fallback),
+    which gives exactly ``worst_order``'s ranking.
+
+    Scratch indexed like ``y``: ``iwork`` (3, n) int64, ``work`` (8, n)
+    float64; ``dtab`` the discount table (length >= the longest query).
+    """
+    _yeti_queries(y, raw, group_ptr, query_key, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay,
+                  exp_gain, threshold, err_scale, seed, grad, hess, iwork, work, dtab, _classic_setup, _classic_prepare,
+                  _classic_weight)
+
+
+@njit(cache=True, parallel=True)
+def yetiloss_kernel(
+    y, raw, group_ptr, query_key, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay, exp_gain,
+    threshold, err_scale, seed, grad, hess, iwork, work, dtab,
+):
+    """:func:`yetirank_kernel` with a metric's weights (``mode`` a metric id: YetiLoss)."""
+    _yeti_queries(y, raw, group_ptr, query_key, mode, k, n_permutations, noise, noise_scale, num_neighbors, decay,
+                  exp_gain, threshold, err_scale, seed, grad, hess, iwork, work, dtab, query_setup, swap_prepare,
+                  _metric_weight)
 
 
 class YetiRank(MetricObjective):
@@ -436,7 +471,8 @@ class YetiRank(MetricObjective):
     def _compute(self, y, raw, group_ptr, seed, grad, hess, query_keys):
         mode, k, exp_gain = self._metric()
         n = y.shape[0]
-        yetirank_kernel(
+        kernel = yetirank_kernel if mode == CLASSIC else yetiloss_kernel
+        kernel(
             y, raw, group_ptr, query_keys, mode, k, int(self.n_permutations), NOISES[self.noise],
             float(self.noise_scale), self._neighbors(mode), float(self.decay), exp_gain,
             float(self.relevance_threshold), self._err_scale(y, mode), np.uint64(seed), grad, hess,
