@@ -294,11 +294,12 @@ def _paired(a, b):
 
 
 def report(dataset, scale, results, sizes):
-    labels = list(next(iter(results.values())).keys())
+    # A learner may be missing at some sizes (a peer cached for some of them only): blank cells.
+    labels = list(dict.fromkeys(label for n in sizes for label in results[n]))
     header = ["learner"] + [f"{n} queries" for n in sizes]
     rows = []
     for label in labels:
-        rows.append([label] + [f"{np.mean(results[n][label]):.4f}" if n in results else "" for n in sizes])
+        rows.append([label] + [f"{np.mean(results[n][label]):.4f}" if label in results[n] else "" for n in sizes])
     text = f"### {dataset}, {scale} features: NDCG@10 (mean over random states and test queries)\n\n"
     text += markdown_table(header, rows)
     prow = []
@@ -323,10 +324,16 @@ def report(dataset, scale, results, sizes):
     # The floor every objective should clear: XGBoost's rank:ndcg on the same queries.
     xrow = []
     for label in labels:
-        if label.startswith("rankkit") and all(FLOOR in results[n] for n in sizes):
-            xrow.append([f"{label} - {FLOOR}"] + [
-                "{:+.2f} (p {:.2g})".format(100 * d, p) for d, _, p in
-                (_paired(results[n][label], results[n][FLOOR]) for n in sizes)])
+        if not label.startswith("rankkit") or not any(FLOOR in results[n] for n in sizes):
+            continue
+        cells = [f"{label} - {FLOOR}"]
+        for n in sizes:
+            if label in results[n] and FLOOR in results[n]:
+                d, _, p = _paired(results[n][label], results[n][FLOOR])
+                cells.append(f"{100 * d:+.2f} (p {p:.2g})")
+            else:
+                cells.append("")
+        xrow.append(cells)
     if xrow:
         text += f"\n\nPaired difference to {FLOOR}, NDCG@10 points (Wilcoxon p):\n\n"
         text += markdown_table(["pair"] + [f"{n} queries" for n in sizes], xrow)
