@@ -826,7 +826,7 @@ class StochasticRankRanker(_NamedRanker):
 
     _objective_class = StochasticRank
 
-    def __init__(self, metric="ndcg", k=None, *, sigma=1.0, mu=0.1, nu=0.01, sfa=True, n_estimations=1,
+    def __init__(self, metric="ndcg", k="auto", *, sigma=1.0, mu=0.1, nu=0.01, sfa=True, n_estimations=1,
                  gain="exp", relevance_threshold=0.0, err_mapping=None, err_max_label=None,
                  n_estimators=300, learning_rate=0.05, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=0,
@@ -846,7 +846,7 @@ class YetiRanker(_NamedRanker):
 
     _objective_class = YetiRank
 
-    def __init__(self, metric="classic", k=None, *, n_permutations=10, noise="logistic", noise_scale=1.0,
+    def __init__(self, metric="classic", k="auto", *, n_permutations=10, noise="logistic", noise_scale=1.0,
                  num_neighbors="auto", decay=0.85, gain="exp", relevance_threshold=0.0, err_mapping=None,
                  err_max_label=None,
                  n_estimators=300, learning_rate=0.05, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,

@@ -234,6 +234,8 @@ def yeti_reference(obj, y, z, ptr, seed):
     h = np.zeros(y.shape[0])
     k = obj.k
     metric = obj.metric
+    if k == "auto":  # the documented rule: 10 for "ndcg" without a cut-off of its own, else none
+        k = 10 if metric == "ndcg" else None
     if "@" in metric:
         metric, k = metric.split("@")[0], int(metric.split("@")[1])
     rounds = yeti_noisy_rounds(obj, y, z, ptr, seed)
@@ -405,6 +407,33 @@ def test_yetirank_auto_neighbors_match_the_reference(metric):
     other, _ = YetiRank(metric, n_permutations=3, num_neighbors=3 - explicit).gradient_hessian(
         y, z, group_ptr=ptr, seed=5)
     assert not np.array_equal(g, other)
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: StochasticRank(**kw),
+    lambda **kw: YetiRank(**kw, n_permutations=3),
+    lambda **kw: LambdaMART(**kw),
+], ids=["StochasticRank", "YetiLoss", "LambdaMART"])
+def test_auto_cutoff_is_10_for_ndcg_and_the_metrics_own_otherwise(make):
+    """``k="auto"`` is NDCG@10 for ``metric="ndcg"``, the suffix's cut-off
+    for ``"ndcg@5"`` and the whole list for other metrics, on lists longer
+    than 10 (where the cut-off matters)."""
+    y, z, ptr = make_queries(3, n_queries=8, max_size=25)
+
+    def grad(metric, k):
+        return make(metric=metric, k=k).gradient_hessian(y, z, group_ptr=ptr, seed=4)[0]
+
+    np.testing.assert_array_equal(grad("ndcg", "auto"), grad("ndcg", 10))
+    assert not np.array_equal(grad("ndcg", "auto"), grad("ndcg", None))
+    np.testing.assert_array_equal(grad("ndcg@5", "auto"), grad("ndcg", 5))
+    np.testing.assert_array_equal(grad("dcg", "auto"), grad("dcg", None))
+    assert not np.array_equal(grad("dcg", "auto"), grad("dcg", 10))
+
+
+def test_default_cutoffs():
+    """StochasticRank and YetiRank/YetiLoss default to ``k="auto"``,
+    LambdaMART to the whole list (``docs/user_guide.md``, section 9)."""
+    assert StochasticRank().k == "auto" and YetiRank().k == "auto" and LambdaMART().k is None
 
 
 def test_yetirank_gradient_is_derivative_of_weighted_pair_loss():

@@ -224,9 +224,13 @@ class LambdaMART(MetricObjective):
         ``k``. NDCG divides by the ideal DCG@k (a query whose ideal is 0 gets
         no gradient); MAP divides by ``min(R, k)``; ExpDCG uses the base
         ``b = 0.85`` (:data:`EXPDCG_DECAY`, the metrics' default ``decay``).
-    k : int, optional
+    k : int, "auto" or None, default=None
         Metric cut-off. Pairs with both documents at positions ``>= k`` do
-        not change the metric and are skipped.
+        not change the metric and are skipped. ``None``: the whole list,
+        LambdaMART's default (unlike StochasticRank's and YetiLoss's
+        ``"auto"``, 10 for NDCG): on the learning curves of
+        ``docs/user_guide.md``, section 9, NDCG@10 won on short lists and
+        the whole list on long ones, level on average.
     sigma : float, default=1.0
         Slope of the pairwise logistic.
     truncation : int, optional

@@ -296,8 +296,12 @@ class StochasticRank(MetricObjective):
     ----------
     metric : {"ndcg", "dcg", "err", "mrr", "map"}, default="ndcg"
         Metric to smooth, optionally with a cut-off suffix (``"ndcg@10"``).
-    k : int, optional
+    k : int, "auto" or None, default="auto"
         Cut-off; must agree with an ``@k`` suffix. ``None``: whole list.
+        ``"auto"``: 10 for ``metric="ndcg"`` (the NDCG@10 that ``score`` and
+        early stopping report; smoothing NDCG@10 scored 0.37 NDCG@10 points
+        higher than the whole list, on average over the learning curves of
+        ``docs/user_guide.md``, section 9), else the suffix or the whole list.
     sigma : float, default=1.0
         Noise scale (> 0).
     mu : float, default=0.1
@@ -355,7 +359,7 @@ class StochasticRank(MetricObjective):
     uses_hessian = False
 
     def __init__(
-        self, metric="ndcg", k=None, *, sigma=1.0, mu=0.1, nu=0.01, sfa=True,
+        self, metric="ndcg", k="auto", *, sigma=1.0, mu=0.1, nu=0.01, sfa=True,
         n_estimations=1, gain="exp", relevance_threshold=0.0, err_mapping=None,
         err_max_label=None, random_state=0,
     ):

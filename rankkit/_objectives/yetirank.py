@@ -341,9 +341,12 @@ class YetiRank(MetricObjective):
         ``"classic"`` for YetiRank, or a metric name (``"ndcg"``, ``"dcg"``,
         ``"err"``, ``"mrr"``, ``"map"``, ``"expdcg"``, optionally ``@k``) for
         YetiLoss.
-    k : int, optional
+    k : int, "auto" or None, default="auto"
         Metric cut-off (YetiLoss): pairs whose upper position is ``>= k``
-        are skipped (their swap does not change the metric).
+        are skipped (their swap does not change the metric). ``None``: whole
+        list. ``"auto"``: 10 for ``metric="ndcg"`` (the NDCG@10 that ``score``
+        and early stopping report; see :class:`StochasticRank`), else the
+        suffix or the whole list; YetiRank (``"classic"``) has no cut-off.
     n_permutations : int, default=10
         Noisy rankings per query and call.
     noise : {"logistic", "gaussian", "none"}, default="logistic"
@@ -419,7 +422,7 @@ class YetiRank(MetricObjective):
     _own_metric_names = ("classic",)
 
     def __init__(
-        self, metric="classic", k=None, *, n_permutations=10, noise="logistic", noise_scale=1.0,
+        self, metric="classic", k="auto", *, n_permutations=10, noise="logistic", noise_scale=1.0,
         num_neighbors="auto", decay=DEFAULT_DECAY, gain="exp", relevance_threshold=0.0, err_mapping=None,
         err_max_label=None, random_state=0,
     ):
@@ -448,10 +451,10 @@ class YetiRank(MetricObjective):
                     "pass metric='classic', or a YetiLoss metric with a cut-off such as 'ndcg@10'."
                 )
             return super()._metric()
-        if self.k is not None:
+        if self.k not in (None, "auto"):
             raise ValueError(
-                "YetiRank: k applies to YetiLoss metrics; metric='classic' uses the position "
-                "decay instead. Pass k=None or a metric such as 'ndcg'."
+                f"YetiRank: k applies to YetiLoss metrics (got k={self.k!r}); metric='classic' uses the "
+                "position decay instead. Leave k at its default or pass a metric such as 'ndcg'."
             )
         super()._check_err_options()
         self._check_unused(CLASSIC)
