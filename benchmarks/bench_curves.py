@@ -218,8 +218,15 @@ def fit_xgboost(objective, train, cfg, seed):
 def _variant(text):
     """``'name:param=value,...'`` as ``(name, {param: value})``; values read as JSON where they parse."""
     name, _, settings = text.partition(":")
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(settings):  # commas inside a JSON value ({"a": 1, "b": 2}) do not split
+        depth += {"{": 1, "[": 1, "}": -1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append(settings[start:i])
+            start = i + 1
+    items.append(settings[start:])
     extra = {}
-    for item in filter(None, settings.split(",")):
+    for item in filter(None, items):
         key, _, value = item.partition("=")
         try:
             extra[key] = json.loads(value)
