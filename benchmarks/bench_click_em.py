@@ -171,7 +171,7 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     out["naive"] = (error(ctr_at / ctr_at[0], truth), 0.0)
 
     t = time.perf_counter()
-    model = LambdaMARTRanker(gain="linear", position_bias="estimate", **base)
+    model = LambdaMARTRanker(gain="linear", k=None, position_bias="estimate", **base)
     model.fit(Xc, ctr, qid=qc, position=position, sample_weight=impressions)
     out["default"] = (error(model.position_bias_, truth), time.perf_counter() - t)
     if ndcg:
@@ -181,7 +181,7 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
             Xtr, ytr, qtr, logger, n_sessions=n_sessions, eta=eta, aggregate=False, n_rankings=n_rankings,
             ranking_noise=ranking_noise, random_state=seed)
         t = time.perf_counter()
-        model = LambdaMARTRanker(gain="linear", position_bias="estimate", **base)
+        model = LambdaMARTRanker(gain="linear", k=None, position_bias="estimate", **base)
         model.fit(Xs, s_clicks, qid=session, position=s_position)
         out["per-session"] = (error(model.position_bias_, truth), time.perf_counter() - t)
         return out
@@ -190,7 +190,7 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
         s_ctr, s_pos, s_w = ctr[order], position[order], impressions[order]
 
         def make_model(**kw):
-            return lambda: LambdaMARTRanker(gain="linear", **kw, **base)
+            return lambda: LambdaMARTRanker(gain="linear", k=None, **kw, **base)
 
         fits = {
             "xfit-clicks": (make_model(position_bias="estimate"), lambda m, rows: m.fit(
@@ -215,7 +215,7 @@ def run(dataset, eta, n_sessions, seed, em_steps, n_rankings=1, ranking_noise=1.
     t = time.perf_counter()
     defaults["n_steps"] = 10
     try:
-        more = LambdaMARTRanker(gain="linear", position_bias="estimate", **base)
+        more = LambdaMARTRanker(gain="linear", k=None, position_bias="estimate", **base)
         more.fit(Xc, ctr, qid=qc, position=position, sample_weight=impressions)
     finally:
         defaults["n_steps"] = 3

@@ -71,7 +71,8 @@ from rankkit.metrics import ndcg_score
 COMMON = dict(n_estimators=100, learning_rate=0.1, n_jobs=1)
 
 OBJECTIVES = {
-    "lambdamart": lambda **kw: LambdaMARTRanker(gain="linear", **kw),
+    # LambdaMART on the whole list (k=None), as section 5 of benchmarks/README.md was measured.
+    "lambdamart": lambda **kw: LambdaMARTRanker(gain="linear", k=None, **kw),
     "yetirank": lambda **kw: YetiRanker(gain="linear", n_permutations=3, **kw),
     "stochasticrank": lambda **kw: StochasticRankRanker(metric="ndcg@10", gain="linear", **kw),
     "xendcg": lambda **kw: XENDCGRanker(**kw),
@@ -109,7 +110,7 @@ def logging_scores(X, y, qid, seed):
     rows = np.isin(qid, chosen)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a constant model on a query with one label warns
-        logger = LambdaMARTRanker(n_estimators=50, learning_rate=0.1, n_jobs=1, random_state=seed).fit(
+        logger = LambdaMARTRanker(k=None, n_estimators=50, learning_rate=0.1, n_jobs=1, random_state=seed).fit(
             X[rows], y[rows], qid=qid[rows])
     return logger.predict(X), int(chosen.size)
 
@@ -188,7 +189,7 @@ def run_setting(data, logger, eta, n_sessions, seed, objectives, estimators, mod
     # relevance shift and exponential gains depend on the label scale).
     ctr = dict(sample_weight=impressions)
     t = time.perf_counter()
-    naive = LambdaMARTRanker(gain="linear", **base).fit(Xc, clicks / impressions, qid=qc, **ctr)
+    naive = LambdaMARTRanker(gain="linear", k=None, **base).fit(Xc, clicks / impressions, qid=qc, **ctr)
     record("naive", naive, time.perf_counter() - t)
     for name in objectives if truth is not None else ():
         t = time.perf_counter()
@@ -211,7 +212,7 @@ def run_setting(data, logger, eta, n_sessions, seed, objectives, estimators, mod
 def ceilings(data, seed):
     Xtr, ytr, qtr, Xte, yte, qte = data
     out = {}
-    model = LambdaMARTRanker(**COMMON, random_state=seed).fit(Xtr, ytr, qid=qtr)
+    model = LambdaMARTRanker(k=None, **COMMON, random_state=seed).fit(Xtr, ytr, qid=qtr)
     out["ceiling rankkit"] = test_ndcg(yte, model.predict(Xte), qte)
     out["ceiling xgboost"] = test_ndcg(yte, fit_xgboost(Xtr, ytr, qtr, seed, unbiased=False).predict(Xte), qte)
     out["ceiling lightgbm"] = test_ndcg(yte, fit_lightgbm(Xtr, ytr, qtr, seed).predict(Xte), qte)

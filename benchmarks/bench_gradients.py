@@ -46,8 +46,8 @@ def objectives():
         from rankkit._objectives.stochastic_rank import StochasticRank
 
         objs["StochasticRank ndcg@10, 1 sample"] = StochasticRank("ndcg@10", n_estimations=1, random_state=0)
-    objs["LambdaMART ndcg, truncation 30"] = LambdaMART("ndcg", truncation=30)
-    objs["LambdaMART ndcg, all pairs"] = LambdaMART("ndcg")
+    objs["LambdaMART ndcg, truncation 30"] = LambdaMART("ndcg", k=None, truncation=30)
+    objs["LambdaMART ndcg, all pairs"] = LambdaMART("ndcg", k=None)
     objs["YetiRank classic, 10 perms"] = YetiRank(n_permutations=10, random_state=0)
     objs["YetiLoss ndcg, 10 perms"] = YetiRank("ndcg", n_permutations=10, random_state=0)
     objs["XE-NDCG"] = XENDCG(random_state=0)

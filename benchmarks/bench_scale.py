@@ -171,7 +171,7 @@ def fit_dask(method, parquet, cfg):
             from rankkit._objectives.stochastic_rank import StochasticRank
 
             y = np.array([0.0, 1.0, 2.0])
-            for obj in (LambdaMART(), StochasticRank("ndcg@10")):
+            for obj in (LambdaMART(k=None), StochasticRank("ndcg@10")):
                 obj.gradient_hessian(y, np.zeros(3), qid=[0, 0, 0])
             return True
 

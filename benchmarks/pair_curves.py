@@ -11,6 +11,7 @@ with fewer cached states is paired over those, marked ``[k states]``).
   of ``--variant`` (as given to ``bench_curves.py``) at that budget.
 * B: the same rows at ``--against N LR`` (default: ``--budget``); with
   ``--against-default``, the rankkit rows without the variant; with
+  ``--against-variant VARIANT``, the rows of that other variant; with
   ``--against-catboost VARIANT``, CatBoost's counterpart run with that
   ``--catboost-variant`` (fitted at ``bench_curves``' default budget).
 
@@ -22,6 +23,7 @@ section 6, "The number of trees and the learning rate")::
         --variant 'xgboost:backend=xgboost'
     .venv/bin/python benchmarks/pair_curves.py --budget 300 0.05 --seeds 5 --datasets mq2008 yahoo clueweb09 \\
         --against-catboost 'lib:iterations=1000,learning_rate=null'
+    .venv/bin/python benchmarks/pair_curves.py --variant 'k30:k=30' --against-variant 'full:k=null'
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def main(argv=None):
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--against-default", action="store_true")
     group.add_argument("--against-catboost", default=None, metavar="VARIANT")
+    group.add_argument("--against-variant", default=None, metavar="VARIANT")
     parser.add_argument("--datasets", nargs="*", default=list(SIZES), choices=list(SIZES))
     parser.add_argument("--sizes", type=int, nargs="*", default=None)
     parser.add_argument("--seeds", type=int, default=10)
@@ -78,6 +81,12 @@ def main(argv=None):
                  if bc.COUNTERPART[k.split(" ")[1]].startswith("CatBoost")}
         rows_a = {k: v for k, v in rows_a.items() if k in pairs}
         what = f"CatBoost's counterpart [{cb}]"
+    elif args.against_variant:
+        cfg_b = _cfg(against, [args.against_variant])
+        learners_b = bc.learners(cfg_b)
+        other = bc._variant(args.against_variant)[0]
+        pairs = {k: learners_b[f"{k.split(' [')[0]} [{other}]"] for k in rows_a}
+        what = f"{against[0]} trees at {against[1]} [{other}]"
     else:
         cfg_b = _cfg(against, [] if args.against_default else variants)
         learners_b = bc.learners(cfg_b)

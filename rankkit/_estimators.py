@@ -867,7 +867,7 @@ class LambdaMARTRanker(_NamedRanker):
 
     _objective_class = LambdaMART
 
-    def __init__(self, metric="ndcg", k=None, *, sigma=1.0, truncation=None, normalize=True, gain="exp",
+    def __init__(self, metric="ndcg", k="auto", *, sigma=1.0, truncation=None, normalize=True, gain="exp",
                  relevance_threshold=0.0, err_mapping=None, err_max_label=None,
                  n_estimators=300, learning_rate=0.05, max_depth=6, min_child_weight=1.0, reg_lambda=3.0,
                  subsample=1.0, colsample_bytree=1.0, max_bin=256, n_jobs=None, random_state=0,

@@ -409,31 +409,27 @@ def test_yetirank_auto_neighbors_match_the_reference(metric):
     assert not np.array_equal(g, other)
 
 
-@pytest.mark.parametrize("make", [
-    lambda **kw: StochasticRank(**kw),
-    lambda **kw: YetiRank(**kw, n_permutations=3),
-    lambda **kw: LambdaMART(**kw),
+@pytest.mark.parametrize("make,cutoff", [
+    (lambda **kw: StochasticRank(**kw), 10),
+    (lambda **kw: YetiRank(**kw, n_permutations=3), 10),
+    (lambda **kw: LambdaMART(**kw), 30),
 ], ids=["StochasticRank", "YetiLoss", "LambdaMART"])
-def test_auto_cutoff_is_10_for_ndcg_and_the_metrics_own_otherwise(make):
-    """``k="auto"`` is NDCG@10 for ``metric="ndcg"``, the suffix's cut-off
-    for ``"ndcg@5"`` and the whole list for other metrics, on lists longer
-    than 10 (where the cut-off matters)."""
-    y, z, ptr = make_queries(3, n_queries=8, max_size=25)
+def test_auto_cutoff_for_ndcg_and_the_metrics_own_otherwise(make, cutoff):
+    """``k="auto"`` (the default) is NDCG@10 for ``metric="ndcg"`` (NDCG@30
+    for LambdaMART), the suffix's cut-off for ``"ndcg@5"`` and the whole list
+    for other metrics, on lists longer than 30 (where the cut-off matters)."""
+    y, z, ptr = make_queries(3, n_queries=8, max_size=45)
+    assert make().k == "auto"
 
     def grad(metric, k):
         return make(metric=metric, k=k).gradient_hessian(y, z, group_ptr=ptr, seed=4)[0]
 
-    np.testing.assert_array_equal(grad("ndcg", "auto"), grad("ndcg", 10))
+    np.testing.assert_array_equal(grad("ndcg", "auto"), grad("ndcg", cutoff))
     assert not np.array_equal(grad("ndcg", "auto"), grad("ndcg", None))
+    assert not np.array_equal(grad("ndcg", "auto"), grad("ndcg", 40 - cutoff))
     np.testing.assert_array_equal(grad("ndcg@5", "auto"), grad("ndcg", 5))
     np.testing.assert_array_equal(grad("dcg", "auto"), grad("dcg", None))
-    assert not np.array_equal(grad("dcg", "auto"), grad("dcg", 10))
-
-
-def test_default_cutoffs():
-    """StochasticRank and YetiRank/YetiLoss default to ``k="auto"``,
-    LambdaMART to the whole list (``docs/user_guide.md``, section 9)."""
-    assert StochasticRank().k == "auto" and YetiRank().k == "auto" and LambdaMART().k is None
+    assert not np.array_equal(grad("dcg", "auto"), grad("dcg", cutoff))
 
 
 def test_yetirank_gradient_is_derivative_of_weighted_pair_loss():

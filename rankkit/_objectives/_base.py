@@ -96,12 +96,6 @@ _METRIC_SETTINGS = frozenset(inspect.signature(evaluate_sorted).parameters) - {
 #: ``benchmarks/bench_hessian_floor.py``).
 HESSIAN_FLOOR = 1e-6
 
-#: The cut-off of ``k="auto"`` for NDCG without one in ``metric``: NDCG@10 is
-#: what every ranker scores and early-stops with by default, and StochasticRank
-#: and YetiLoss trained on it scored higher NDCG@10 than on the whole list
-#: (``docs/user_guide.md``, section 9, "The cut-off of the metric trained on").
-AUTO_NDCG_CUTOFF = 10
-
 
 def query_hessian_units(grad, hess, n_queries, hess_sum=None):
     r"""Scale ``grad`` and ``hess`` in place so that the hessians sum to ``n_queries``.
@@ -511,6 +505,12 @@ class MetricObjective(RankingObjective):
     _parameter_constraints: dict = {**METRIC_PARAMETER_CONSTRAINTS,
                                     "k": [*METRIC_PARAMETER_CONSTRAINTS["k"], StrOptions({"auto"})]}
 
+    #: The cut-off of ``k="auto"`` for NDCG without one in ``metric``: NDCG@10
+    #: is what every ranker scores and early-stops with by default, and
+    #: StochasticRank and YetiLoss trained on it scored higher NDCG@10 than on
+    #: the whole list (``docs/user_guide.md``, section 9, "The cut-off of the
+    #: metric trained on"; LambdaMART sets its own).
+    _auto_ndcg_cutoff = 10
     #: Names of the metrics this objective optimises.
     _metric_names = SWAP_METRICS
     #: Values of ``metric`` a subclass handles before parsing (YetiRank's "classic").
@@ -529,8 +529,8 @@ class MetricObjective(RankingObjective):
         owner = type(self).__name__
         self._check_err_options()
         k = self.k
-        if k == "auto":  # 10 for NDCG without a cut-off of its own, else the metric's own or the whole list
-            k = AUTO_NDCG_CUTOFF if str(self.metric).lower().strip() == "ndcg" else None
+        if k == "auto":  # NDCG without a cut-off of its own: the objective's; else the metric's own or none
+            k = self._auto_ndcg_cutoff if str(self.metric).lower().strip() == "ndcg" else None
         name, k = parse_metric(self.metric, k, accepted=[*self._metric_names, *self._own_metric_names])
         if name not in self._metric_names:
             raise ValueError(
