@@ -8,8 +8,10 @@ regression EM:
 
 * ``naive``: each position's click-through rate relative to position 1 (no
   model; what confounding alone leaves);
-* ``default``: ``LambdaMARTRanker(position_bias="estimate")`` as shipped
-  (3 EM steps per boosting iteration on the current scores);
+* ``default``: ``LambdaMARTRanker(position_bias="estimate")`` with its
+  estimator as shipped (3 EM steps per boosting iteration on the current
+  scores), on the whole list (``k=None``, with which benchmarks/README.md
+  section 5 was measured);
 * ``steps10``: 10 EM steps per iteration;
 * ``final``: after training, EM run to convergence (``--em-steps`` steps)
   on the final model's scores, from the shipped estimate;
