@@ -82,7 +82,7 @@ DEFAULT_DECAY = 0.85
 #: parameter validation; cross-parameter checks live with the objectives).
 METRIC_PARAMETER_CONSTRAINTS = {
     "metric": [str],
-    "k": [Interval(Integral, 1, None, closed="left"), None],
+    "k": [Interval(Integral, 1, None, closed="left"), None, StrOptions({"auto"})],  # "auto": MetricObjective._metric
     "gain": [StrOptions(set(GAINS))],
     "relevance_threshold": [Interval(Real, -np.inf, np.inf, closed="neither")],
     "err_mapping": [StrOptions({"chapelle"}), None],

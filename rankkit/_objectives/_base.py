@@ -60,7 +60,7 @@ from collections import defaultdict
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
+from sklearn.utils._param_validation import validate_parameter_constraints
 
 from .._backends import EngineInputs
 from .._groups import make_groups
@@ -502,8 +502,7 @@ class MetricObjective(RankingObjective):
     YetiRank/YetiLoss and StochasticRank.
     """
 
-    _parameter_constraints: dict = {**METRIC_PARAMETER_CONSTRAINTS,
-                                    "k": [*METRIC_PARAMETER_CONSTRAINTS["k"], StrOptions({"auto"})]}
+    _parameter_constraints: dict = dict(METRIC_PARAMETER_CONSTRAINTS)
 
     #: The cut-off of ``k="auto"`` for NDCG without one in ``metric``: NDCG@10
     #: is what every ranker scores and early-stops with by default, and
@@ -528,10 +527,11 @@ class MetricObjective(RankingObjective):
         checks (``NO_CUTOFF`` for the whole list)."""
         owner = type(self).__name__
         self._check_err_options()
-        k = self.k
-        if k == "auto":  # NDCG without a cut-off of its own: the objective's; else the metric's own or none
-            k = self._auto_ndcg_cutoff if str(self.metric).lower().strip() == "ndcg" else None
-        name, k = parse_metric(self.metric, k, accepted=[*self._metric_names, *self._own_metric_names])
+        auto = self.k == "auto"
+        name, k = parse_metric(self.metric, None if auto else self.k,
+                               accepted=[*self._metric_names, *self._own_metric_names])
+        if auto and k is None and name == "ndcg":  # no cut-off in the metric either: the objective's
+            k = self._auto_ndcg_cutoff
         if name not in self._metric_names:
             raise ValueError(
                 f"{owner} does not optimise metric={self.metric!r}; use one of "
